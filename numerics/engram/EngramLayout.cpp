@@ -1,0 +1,1 @@
+// Placeholder; the Engram helper replaces this file.

@@ -1,0 +1,1 @@
+// Placeholder; the numerics helper replaces this file.

@@ -1,0 +1,84 @@
+//===- Safetensors.h - Memory-mapped safetensors files --------------------===//
+//
+// Reads the safetensors format (8-byte little-endian header length, a JSON
+// header mapping tensor names to {dtype, shape, data_offsets}, then the raw
+// data) through a read-only mmap. The header is validated completely on
+// open: known dtypes, shapes whose byte size equals the offsets, offsets in
+// bounds, sorted and non-overlapping, no duplicate names. Zero-size tensors
+// are allowed. Every error names the file and the tensor.
+//
+// The dtype strings are the safetensors ones: BF16, F16, F32, F64, I8, U8,
+// I16, I32, I64, BOOL, F8_E4M3, F8_E8M0 (the checkpoint's FP4 experts are I8).
+//===----------------------------------------------------------------------===//
+#ifndef DSC_RUNTIME_SAFETENSORS_H
+#define DSC_RUNTIME_SAFETENSORS_H
+
+#include "dsc/runtime/Status.h"
+
+#include <cassert>
+#include <cstddef>
+#include <optional>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dsc::runtime {
+
+enum class DType { BF16, F16, F32, F64, I8, U8, I16, I32, I64, Bool, F8_E4M3, F8_E8M0 };
+
+/// "BF16", "F8_E4M3", ... as written in safetensors headers.
+const char *dtypeName(DType dtype);
+/// Bytes per element.
+size_t dtypeSize(DType dtype);
+/// Parses a safetensors dtype string; nullopt if unknown.
+std::optional<DType> parseDType(std::string_view name);
+
+/// A tensor inside a mapped file; valid while the file object lives.
+struct TensorView {
+  std::string name;
+  DType dtype = DType::U8;
+  std::vector<int64_t> shape;
+  std::span<const std::byte> bytes;
+
+  int64_t numElements() const;
+  /// Typed access; the caller checks dtype first (asserts the element size).
+  template <typename T> std::span<const T> as() const {
+    assert(sizeof(T) == dtypeSize(dtype));
+    return {reinterpret_cast<const T *>(bytes.data()), bytes.size() / sizeof(T)};
+  }
+};
+
+/// One opened safetensors file. Move-only; unmaps on destruction.
+class SafetensorsFile {
+public:
+  static Expected<SafetensorsFile> open(const std::string &path);
+
+  SafetensorsFile(SafetensorsFile &&) noexcept;
+  SafetensorsFile &operator=(SafetensorsFile &&) noexcept;
+  ~SafetensorsFile();
+
+  const std::string &path() const { return path_; }
+  /// Tensors in file order.
+  const std::vector<TensorView> &tensors() const { return tensors_; }
+  /// nullptr if absent.
+  const TensorView *find(std::string_view name) const;
+  /// The `__metadata__` string map of the header (may be empty).
+  const std::map<std::string, std::string> &metadata() const { return metadata_; }
+
+private:
+  SafetensorsFile() = default;
+  std::string path_;
+  void *mapping_ = nullptr;
+  size_t mappingSize_ = 0;
+  std::vector<TensorView> tensors_;
+  std::map<std::string, size_t> index_;
+  std::map<std::string, std::string> metadata_;
+};
+
+} // namespace dsc::runtime
+
+#endif // DSC_RUNTIME_SAFETENSORS_H
