@@ -5,11 +5,13 @@
 // `ModelArgs` keys (`dim`, `n_layers`) mean the inference format. Both yield
 // the same ModelSpec for the same model.
 //
-// Every error names the file, the key (with the layer where one applies) and
-// the expected value, e.g.
-//   "config.json: compress_ratios[5]: layer 5 reads kv source layer 2 with
-//    ratio 2 but has ratio 1"
-// Nothing is returned on error.
+// Every error names the file, the key as the file spells it (with the list
+// index / layer where one applies) and the expected value, e.g.
+//   "config.json: key 'compress_ratios[5]': layer 5 has compress_ratio 1 but
+//    its kv source layer 2 has ratio 2; expected compress_ratio 2 (...)"
+//   "config.json: key 'text_config.hidden_size': expected an integer, got
+//    string"
+// Nothing is returned on error. docs/model-spec.md lists every rule.
 //===----------------------------------------------------------------------===//
 #ifndef DSC_MODELS_CONFIGIMPORT_H
 #define DSC_MODELS_CONFIGIMPORT_H

@@ -66,12 +66,27 @@ struct LayerSpec {
   /// MoE width of this layer (DSpark stages use their own expert counts).
   int64_t nRoutedExperts = 0;
   int64_t nActivatedExperts = 0;
+  /// RoPE base of every rotation in this layer (q, window KV, compressed KV,
+  /// indexer q/k): compress_rope_theta for ratio > 0, rope_theta otherwise
+  /// (DSpark stages included); YaRN only for ratio > 0 with original_seq_len
+  /// > 0 (reference-spec §2.2, §9.2).
+  double ropeTheta = 10000;
+  bool yarn = false;
 
   bool isSource() const { return role == LayerRole::Full; }
   bool ownsIndexQueries() const {
     return role == LayerRole::Full || role == LayerRole::Reindex;
   }
+  /// Full layers compute the index keys every index source of their ratio
+  /// reads until the next Full layer.
+  bool ownsIndexKeys() const { return role == LayerRole::Full; }
+  /// Ratio > 0: the layer attends over compressed KV besides its window.
+  bool isCsa2() const { return compressRatio > 0 && role != LayerRole::DSpark; }
+  bool isDSpark() const { return role == LayerRole::DSpark; }
 };
+
+/// Inverse of roleName; std::nullopt for an unknown name.
+std::optional<LayerRole> roleFromName(const std::string &name);
 
 /// Engram layout of one Engram layer (reference-spec §7.2–7.3).
 struct EngramLayerLayout {
@@ -92,6 +107,12 @@ struct RuntimeLimits {
   std::optional<int64_t> maxSeqLen;     ///< max_seq_len / max_position_embeddings
   std::optional<int64_t> maxBatchSize;  ///< max_batch_size
   std::optional<double> temperature;    ///< temperature
+
+  /// The reference ModelArgs defaults, for a plan whose config names none
+  /// (reference-spec §2.1; generate.py overrides them).
+  static constexpr int64_t kReferenceMaxSeqLen = 4096;
+  static constexpr int64_t kReferenceMaxBatchSize = 4;
+  static constexpr double kReferenceTemperature = 1.0;
 };
 
 struct ModelSpec {
@@ -153,7 +174,22 @@ struct ModelSpec {
   int64_t totalLayers() const { return nLayers + nMtpLayers; }
   bool hasEngram() const { return !engramLayerIds.empty(); }
   bool hasDSpark() const { return nMtpLayers > 0; }
+  bool hasCandidates() const { return candidateSourceLayer >= 0; }
+  /// Hash columns per Engram layer: (engram_max_ngram_size-1)*engram_n_heads.
+  int64_t engramHashColumns() const {
+    return hasEngram() ? (engramMaxNgramSize - 1) * engramNHeads : 0;
+  }
 };
+
+/// Every model fact on which `a` and `b` differ, one line each
+/// ("dim: 5120 vs 4096", "layers[5].role: reuse vs full"); empty when they
+/// describe the same model. sourcePath and format are never compared;
+/// runtime limits only when `compareLimits` (the HF format carries
+/// max_position_embeddings only, the inference format max_seq_len,
+/// max_batch_size and temperature).
+std::vector<std::string> modelSpecDifferences(const ModelSpec &a,
+                                              const ModelSpec &b,
+                                              bool compareLimits = false);
 
 } // namespace dsc::models
 

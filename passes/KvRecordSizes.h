@@ -1,0 +1,21 @@
+//===- KvRecordSizes.h - Record bytes of the KV formats, by width ----------===//
+//
+// Thin adapters from a record's value count to its bytes, for the three KV
+// formats (reference-spec §3.5, peers-and-traps §0.1):
+//   main KV:    E2M1 values (2 per byte) + one E4M3 scale per 16 values
+//   index keys: E2M1 values (2 per byte) + one UE8M0 scale per 32 values
+//   SWA window: E4M3 values (1 per byte) + one UE8M0 scale per 32 values
+// The released widths give 288, 68 and 528 bytes.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_PASSES_KVRECORDSIZES_H
+#define DSC_PASSES_KVRECORDSIZES_H
+
+#include <cstdint>
+
+namespace dsc::ds {
+inline int64_t mainKvRecordBytes(int64_t values) { return values / 2 + values / 16; }
+inline int64_t indexKeyRecordBytes(int64_t values) { return values / 2 + values / 32; }
+inline int64_t windowRecordBytes(int64_t values) { return values + values / 32; }
+} // namespace dsc::ds
+
+#endif // DSC_PASSES_KVRECORDSIZES_H

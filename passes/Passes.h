@@ -1,0 +1,23 @@
+//===- Passes.h - dsc pass declarations and pipeline -----------------------===//
+//
+// Light on purpose: no dialect headers (see ../shared/toolchain.md on build
+// times). Each pass lives in its own file named after it.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_PASSES_PASSES_H
+#define DSC_PASSES_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace dsc::ds {
+#define GEN_PASS_DECL
+#include "passes/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "passes/Passes.h.inc"
+
+/// The analysis pipeline dsc-compile runs on a freshly built module.
+void buildAnalysisPipeline(mlir::OpPassManager &pm);
+} // namespace dsc::ds
+
+#endif // DSC_PASSES_PASSES_H

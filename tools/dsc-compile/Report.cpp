@@ -1,0 +1,195 @@
+//===- Report.cpp - dsc-compile --report -----------------------------------===//
+#include "tools/dsc-compile/Report.h"
+
+#include "dialects/DeepSeek/IR/DeepSeekDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Format.h"
+
+using namespace mlir;
+using namespace dsc;
+using namespace dsc::tools;
+namespace json = llvm::json;
+
+namespace {
+
+/// Layer id of "layers.N.*" (-1 otherwise).
+int64_t layerOf(StringRef name) {
+  if (!name.consume_front("layers."))
+    return -1;
+  int64_t id = -1;
+  if (name.consumeInteger(10, id))
+    return -1;
+  return id;
+}
+
+/// The part of layer L/2 that prefill runs under CED: mixes, pre-collapse,
+/// attn norm, compressor and index keys (no attention, no MoE).
+bool isCedProjection(StringRef name) {
+  return name.contains(".hc_attn_") || name.ends_with(".attn_norm.weight") ||
+         name.contains(".attn.compressor.") || name.contains(".attn.indexer.wk.") ||
+         name.contains(".attn.indexer.k_norm.");
+}
+
+} // namespace
+
+ParameterCounts dsc::tools::countParameters(ModuleOp module, const models::ModelSpec &spec) {
+  ParameterCounts counts;
+  for (auto param : module.getOps<ds::ParameterOp>()) {
+    StringRef name = param.getSymName();
+    int64_t n = param.getParameterCount();
+    if (name.starts_with("mtp.")) {
+      counts.dsparkTotal += n;
+      continue;
+    }
+    double activeShare = 1.0;
+    if (name.contains(".engram.")) {
+      counts.engramTotal += n;
+      // A token gathers one row per hash column from each Engram table.
+      if (name.ends_with(".engram.embed.weight")) {
+        auto shape = llvm::cast<RankedTensorType>(param.getType()).getShape();
+        int64_t columns = (spec.engramMaxNgramSize - 1) * spec.engramNHeads;
+        activeShare = double(columns) / double(shape[0]);
+      }
+    } else {
+      counts.backboneTotal += n;
+    }
+    // Activated: a routed expert stack counts top-k of its experts.
+    if (name.contains(".experts.{e}.")) {
+      int64_t experts = llvm::cast<RankedTensorType>(param.getType()).getShape()[0];
+      activeShare = double(spec.nActivatedExperts) / double(experts);
+    }
+    if (name == "embed.weight")
+      continue; // a lookup, not a GEMM
+    counts.activatedDecode += activeShare * double(n);
+    int64_t layer = layerOf(name);
+    if (layer >= 0 && layer < spec.cedSplitLayer)
+      counts.activatedPrefill += activeShare * double(n);
+    else if (layer == spec.cedSplitLayer && isCedProjection(name))
+      counts.activatedPrefill += double(n);
+  }
+  return counts;
+}
+
+json::Value dsc::tools::reportToJson(const Report &report) {
+  const models::ModelSpec &spec = *report.spec;
+  json::Array layers;
+  for (const models::LayerSpec &l : spec.layers) {
+    auto optional = [](const std::optional<int64_t> &v) -> json::Value {
+      return v ? json::Value(*v) : json::Value(nullptr);
+    };
+    layers.push_back(json::Object{
+        {"id", l.id},
+        {"role", models::roleName(l.role)},
+        {"compress_ratio", l.compressRatio},
+        {"kv_source", optional(l.kvSource)},
+        {"index_source", optional(l.indexSource)},
+        {"candidate_source", l.candidateSource},
+        {"uses_candidates", l.usesCandidates},
+        {"engram", l.engram},
+        {"dspark_target", l.dsparkTarget},
+        {"decoder", !l.encoder && l.role != models::LayerRole::DSpark},
+    });
+  }
+  json::Array sources;
+  for (const ds::KvSourcePlan &s : report.kv.sources)
+    sources.push_back(json::Object{{"layer", s.layer},
+                                   {"ratio", s.ratio},
+                                   {"main_bytes_per_entry", s.mainBytesPerEntry},
+                                   {"index_bytes_per_entry", s.indexBytesPerEntry},
+                                   {"readers", json::Array(s.readers)}});
+  json::Array primes, tableRows, multipliers, offsets;
+  for (const models::EngramLayerLayout &e : spec.engram) {
+    json::Array perLayer;
+    for (const auto &perNgram : e.primes)
+      perLayer.push_back(json::Array(perNgram));
+    primes.push_back(std::move(perLayer));
+    tableRows.push_back(e.tableRows);
+    multipliers.push_back(json::Array(e.multipliers));
+    offsets.push_back(json::Array(e.offsets));
+  }
+  const ParameterCounts &p = report.params;
+  return json::Object{
+      {"model",
+       json::Object{{"config", spec.sourcePath},
+                    {"format", spec.format == models::ConfigFormat::HuggingFace ? "hf" : "inference"},
+                    {"n_layers", spec.nLayers},
+                    {"n_dspark_stages", spec.nMtpLayers},
+                    {"dim", spec.dim},
+                    {"vocab_size", spec.vocabSize},
+                    {"ced_split_layer", spec.cedSplitLayer}}},
+      {"options", json::Object{{"max_seq_len", report.options.maxSeqLen},
+                               {"max_batch", report.options.maxBatch}}},
+      {"layers", std::move(layers)},
+      {"kv_bytes_per_token", json::Object{{"main", report.kv.mainBytesPerToken},
+                                          {"index", report.kv.indexBytesPerToken},
+                                          {"total", report.kv.totalBytesPerToken()}}},
+      {"swa_bytes_per_token_per_layer", report.kv.windowBytesPerTokenPerLayer},
+      {"swa_ring_bytes_per_sequence", report.kv.windowRingBytes},
+      {"kv_sources", std::move(sources)},
+      {"params", json::Object{{"backbone_total", p.backboneTotal},
+                              {"engram_total", p.engramTotal},
+                              {"dspark_total", p.dsparkTotal},
+                              {"activated_decode", int64_t(p.activatedDecode + 0.5)},
+                              {"activated_prefill", int64_t(p.activatedPrefill + 0.5)}}},
+      {"engram",
+       json::Object{{"layers", json::Array(spec.engramLayerIds)},
+                    {"primes", std::move(primes)},
+                    {"offsets", std::move(offsets)},
+                    {"table_rows", std::move(tableRows)},
+                    {"multipliers", std::move(multipliers)},
+                    {"compressed_vocab_size", report.options.engramCompressedVocabSize
+                                                  ? *report.options.engramCompressedVocabSize
+                                                  : spec.engramCompressedVocabSize}}},
+  };
+}
+
+void dsc::tools::printReportText(const Report &report, llvm::raw_ostream &os) {
+  const models::ModelSpec &spec = *report.spec;
+  auto billions = [](double n) { return llvm::format("%.2fB", n / 1e9); };
+  os << "dsc report: " << spec.sourcePath << "\n";
+  os << "  " << spec.nLayers << " layers (encoder 0-" << spec.cedSplitLayer - 1 << ", decoder "
+     << spec.cedSplitLayer << "-" << spec.nLayers - 1 << ") + " << spec.nMtpLayers
+     << " DSpark stages; dim " << spec.dim << ", vocab " << spec.vocabSize << "\n";
+  os << "  plan: max_seq_len " << report.options.maxSeqLen << ", max_batch "
+     << report.options.maxBatch << "\n\n";
+  os << "layers:\n";
+  for (const models::LayerSpec &l : spec.layers) {
+    os << llvm::format("  %3lld %-8s", (long long)l.id, models::roleName(l.role));
+    if (l.compressRatio > 0)
+      os << llvm::format(" ratio %lld  kv<-%-3lld index<-%-3lld", (long long)l.compressRatio,
+                         (long long)*l.kvSource, (long long)*l.indexSource);
+    if (l.candidateSource)
+      os << "  candidate source";
+    if (l.usesCandidates)
+      os << "  within candidates";
+    if (l.engram)
+      os << "  engram";
+    if (l.dsparkTarget)
+      os << "  dspark target";
+    os << "\n";
+  }
+  os << "\nKV per token: " << llvm::format("%g", report.kv.mainBytesPerToken) << " B main + "
+     << llvm::format("%g", report.kv.indexBytesPerToken) << " B index = "
+     << llvm::format("%g", report.kv.totalBytesPerToken()) << " B"
+     << " (+ window " << report.kv.windowBytesPerTokenPerLayer << " B/token/layer, "
+     << report.kv.windowRingBytes << " B of rings per sequence)\n";
+  for (const ds::KvSourcePlan &s : report.kv.sources) {
+    os << "  source " << s.layer << " (ratio " << s.ratio << "): " << s.mainBytesPerEntry
+       << " + " << s.indexBytesPerEntry << " B/entry, read by " << s.readers.size()
+       << " layers\n";
+  }
+  const ParameterCounts &p = report.params;
+  os << "\nparameters: backbone " << billions(p.backboneTotal) << ", Engram "
+     << billions(p.engramTotal) << ", DSpark " << billions(p.dsparkTotal) << "\n";
+  os << "  activated per token: decode " << billions(p.activatedDecode) << ", prefill (CED) "
+     << billions(p.activatedPrefill) << "\n";
+  if (spec.hasEngram()) {
+    os << "\nEngram: layers";
+    for (const models::EngramLayerLayout &e : spec.engram)
+      os << " " << e.layerId << " (" << e.tableRows << " rows)";
+    os << ", compressed vocab "
+       << (report.options.engramCompressedVocabSize ? *report.options.engramCompressedVocabSize
+                                                    : spec.engramCompressedVocabSize)
+       << "\n";
+  }
+}

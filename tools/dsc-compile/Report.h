@@ -1,0 +1,55 @@
+//===- Report.h - What a deployer needs to know about a compiled model ----===//
+//
+// The report of `dsc-compile --report[=json]`: layer roles and sources, KV
+// bytes per token, parameter counts (counted from the module's ds.parameter
+// shapes) and the Engram layout. docs/report.md is the schema; keys are only
+// ever added, never renamed.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_TOOLS_DSC_COMPILE_REPORT_H
+#define DSC_TOOLS_DSC_COMPILE_REPORT_H
+
+#include "models/ModelSpec.h"
+#include "passes/KvPlan.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+
+namespace mlir {
+class ModuleOp;
+}
+
+namespace dsc::tools {
+
+/// Parameter counts of the model (see docs/report.md for what each covers).
+struct ParameterCounts {
+  int64_t backboneTotal = 0;
+  int64_t engramTotal = 0;
+  int64_t dsparkTotal = 0;
+  double activatedDecode = 0;
+  double activatedPrefill = 0;
+};
+
+ParameterCounts countParameters(mlir::ModuleOp module, const models::ModelSpec &spec);
+
+/// Plan options that are not model facts.
+struct PlanOptions {
+  int64_t maxSeqLen = 0;
+  int64_t maxBatch = 1;
+  std::optional<int64_t> engramCompressedVocabSize; ///< from the token map, when given
+};
+
+struct Report {
+  const models::ModelSpec *spec = nullptr;
+  ds::KvPlan kv;
+  ParameterCounts params;
+  PlanOptions options;
+};
+
+llvm::json::Value reportToJson(const Report &report);
+void printReportText(const Report &report, llvm::raw_ostream &os);
+
+} // namespace dsc::tools
+
+#endif // DSC_TOOLS_DSC_COMPILE_REPORT_H

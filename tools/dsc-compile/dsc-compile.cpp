@@ -1,0 +1,165 @@
+//===- dsc-compile.cpp - Config -> ds module -> passes -> outputs ---------===//
+//
+//   dsc-compile CONFIG [--report[=text|json]] [--emit=mlir] [-o FILE]
+//               [--max-seq-len N] [--max-batch B]
+//               [--tokenizer FILE | --engram-map FILE] [--emit-engram-map OUT]
+//
+// Reads either config format, builds the whole model as a ds module, runs the
+// analysis pipeline (ds-verify-schedule, ds-plan-kv) and writes what was asked
+// for. Errors name the file, key and expected value; the exit code is 1 and
+// no output file is left half-written.
+//===----------------------------------------------------------------------===//
+#include "models/ConfigImport.h"
+#include "models/builder/ModelBuilder.h"
+#include "passes/KvPlan.h"
+#include "passes/Passes.h"
+#include "tools/dsc-compile/Report.h"
+
+#include "dsc/numerics/EngramTokenMap.h"
+
+#include "dialects/DeepSeek/IR/DeepSeekDialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace llvm;
+namespace cl = llvm::cl;
+
+static cl::OptionCategory category("dsc-compile options");
+static cl::opt<std::string> configPath(cl::Positional, cl::desc("<config.json>"), cl::Required,
+                                       cl::cat(category));
+static cl::opt<std::string> report("report", cl::ValueOptional, cl::init(""),
+                                   cl::desc("Print the model report: --report (text) or --report=json"),
+                                   cl::cat(category));
+static cl::opt<std::string> emit("emit", cl::desc("Emit an artefact: mlir (the ds module)"),
+                                 cl::value_desc("mlir"), cl::cat(category));
+static cl::opt<std::string> outputPath("o", cl::desc("Output file for --emit (default: stdout)"),
+                                       cl::value_desc("file"), cl::init("-"), cl::cat(category));
+static cl::opt<int64_t> maxSeqLen("max-seq-len",
+                                  cl::desc("Longest sequence the plan serves (default: the "
+                                           "config's max_seq_len / max_position_embeddings, else 4096)"),
+                                  cl::init(0), cl::cat(category));
+static cl::opt<int64_t> maxBatch("max-batch", cl::desc("Sequences per batch the plan serves"),
+                                 cl::init(0), cl::cat(category));
+static cl::opt<std::string> tokenizerPath(
+    "tokenizer", cl::desc("tokenizer.json or a JSON list of token strings (Engram token map)"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string> engramMapPath(
+    "engram-map", cl::desc("A precomputed Engram token map (engram_token_map.json format)"),
+    cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string> emitEngramMap(
+    "emit-engram-map", cl::desc("Write the Engram token map computed from --tokenizer"),
+    cl::value_desc("file"), cl::cat(category));
+
+static int fail(const Twine &message) {
+  WithColor::error(errs(), "dsc-compile") << message << "\n";
+  return 1;
+}
+
+/// Writes `text` to `path` all or nothing.
+static bool writeFile(StringRef path, StringRef text, std::string &error) {
+  std::error_code ec;
+  ToolOutputFile out(path, ec, sys::fs::OF_Text);
+  if (ec) {
+    error = (path + ": " + ec.message()).str();
+    return false;
+  }
+  out.os() << text;
+  out.os().flush();
+  if (out.os().has_error()) {
+    error = (path + ": write failed").str();
+    return false;
+  }
+  out.keep();
+  return true;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, "dsc-compile: DeepSeek-V4.1 model compiler\n");
+
+  Expected<dsc::models::ModelSpec> spec = dsc::models::importConfigFile(configPath);
+  if (!spec)
+    return fail(toString(spec.takeError()));
+
+  if (!report.empty() && report != "text" && report != "json")
+    return fail("--report takes 'text' or 'json', got '" + report + "'");
+  if (!emit.empty() && emit != "mlir")
+    return fail("--emit takes 'mlir', got '" + emit + "'");
+  if (!tokenizerPath.empty() && !engramMapPath.empty())
+    return fail("give either --tokenizer or --engram-map, not both");
+  if (!emitEngramMap.empty() && tokenizerPath.empty())
+    return fail("--emit-engram-map needs --tokenizer");
+
+  dsc::tools::PlanOptions options;
+  options.maxSeqLen = maxSeqLen > 0 ? int64_t(maxSeqLen)
+                                    : spec->limits.maxSeqLen.value_or(4096);
+  options.maxBatch = maxBatch > 0 ? int64_t(maxBatch) : spec->limits.maxBatchSize.value_or(1);
+  if (maxSeqLen < 0 || maxBatch < 0)
+    return fail("--max-seq-len and --max-batch must be positive");
+
+  // Engram token map (reference-spec §7.1).
+  if (!tokenizerPath.empty() || !engramMapPath.empty()) {
+    std::string error;
+    std::optional<dsc::numerics::EngramTokenMap> map =
+        !tokenizerPath.empty() ? dsc::numerics::buildEngramTokenMapFromFile(tokenizerPath, &error)
+                               : dsc::numerics::readEngramTokenMap(engramMapPath, &error);
+    if (!map)
+      return fail(error);
+    if (spec->hasEngram()) {
+      std::string mismatch = dsc::numerics::engramCompressedSizeError(
+          map->compressedVocabSize, spec->engramCompressedVocabSize);
+      if (!mismatch.empty())
+        return fail((!tokenizerPath.empty() ? tokenizerPath : engramMapPath) + ": " + mismatch);
+    }
+    if (int64_t(map->lookup.size()) > spec->vocabSize)
+      return fail(Twine(!tokenizerPath.empty() ? tokenizerPath : engramMapPath) + ": " +
+                  Twine(map->lookup.size()) + " tokens, but the model's vocab_size is " +
+                  Twine(spec->vocabSize));
+    options.engramCompressedVocabSize = map->compressedVocabSize;
+    if (!emitEngramMap.empty() &&
+        !writeFile(emitEngramMap, dsc::numerics::engramTokenMapToJson(*map), error))
+      return fail(error);
+  }
+
+  mlir::MLIRContext context;
+  context.loadDialect<dsc::ds::DSDialect, mlir::func::FuncDialect>();
+  mlir::OwningOpRef<mlir::ModuleOp> module = dsc::models::buildModule(*spec, context);
+  if (!module)
+    return fail("internal error: the built module does not verify");
+
+  mlir::PassManager pm(&context);
+  dsc::ds::buildAnalysisPipeline(pm);
+  if (mlir::failed(pm.run(*module)))
+    return fail("the model's schedule does not verify (see above)");
+
+  if (emit == "mlir") {
+    std::string text;
+    raw_string_ostream os(text);
+    module->print(os);
+    os.flush();
+    std::string error;
+    if (!writeFile(outputPath, text, error))
+      return fail(error);
+  }
+
+  bool wantReport = !report.empty() || (emit.empty() && emitEngramMap.empty());
+  if (wantReport || report.getNumOccurrences() > 0) {
+    dsc::tools::Report r;
+    r.spec = &*spec;
+    r.kv = dsc::ds::computeKvPlan(*module);
+    r.params = dsc::tools::countParameters(*module, *spec);
+    r.options = options;
+    if (report == "json")
+      outs() << formatv("{0:2}", dsc::tools::reportToJson(r)) << "\n";
+    else
+      dsc::tools::printReportText(r, outs());
+  }
+  return 0;
+}
