@@ -104,6 +104,18 @@ void compareEngram(Differ &d, const std::string &p, const EngramLayerLayout &a,
 
 } // namespace
 
+// modelSpecDifferences must compare every field: these fire when a field is
+// added to ModelSpec, LayerSpec, EngramLayerLayout or RuntimeLimits, as a
+// reminder to compare it below (then update the size). LP64 sizes.
+static_assert(sizeof(void *) != 8 || sizeof(ModelSpec) == 768,
+              "new ModelSpec field: compare it in modelSpecDifferences");
+static_assert(sizeof(void *) != 8 || sizeof(LayerSpec) == 112,
+              "new LayerSpec field: compare it in compareLayer");
+static_assert(sizeof(void *) != 8 || sizeof(EngramLayerLayout) == 88,
+              "new EngramLayerLayout field: compare it in compareEngram");
+static_assert(sizeof(void *) != 8 || sizeof(RuntimeLimits) == 48,
+              "new RuntimeLimits field: compare it in modelSpecDifferences");
+
 std::vector<std::string> modelSpecDifferences(const ModelSpec &a,
                                               const ModelSpec &b,
                                               bool compareLimits) {

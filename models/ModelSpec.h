@@ -186,7 +186,8 @@ struct ModelSpec {
 /// describe the same model. sourcePath and format are never compared;
 /// runtime limits only when `compareLimits` (the HF format carries
 /// max_position_embeddings only, the inference format max_seq_len,
-/// max_batch_size and temperature).
+/// max_batch_size and temperature). A field added to ModelSpec or LayerSpec
+/// must be added there too (ModelSpec.cpp static_asserts the struct sizes).
 std::vector<std::string> modelSpecDifferences(const ModelSpec &a,
                                               const ModelSpec &b,
                                               bool compareLimits = false);

@@ -193,3 +193,83 @@ void dsc::tools::printReportText(const Report &report, llvm::raw_ostream &os) {
        << "\n";
   }
 }
+
+namespace {
+
+bool isScalar(const json::Value &v) {
+  return v.kind() != json::Value::Object && v.kind() != json::Value::Array;
+}
+
+bool isFlat(const json::Value &v) {
+  if (const json::Array *a = v.getAsArray())
+    return llvm::all_of(*a, isScalar);
+  if (const json::Object *o = v.getAsObject())
+    return llvm::all_of(*o, [](const auto &kv) { return isScalar(kv.second); });
+  return true;
+}
+
+std::vector<std::string> sortedKeys(const json::Object &o) {
+  std::vector<std::string> keys;
+  for (const auto &kv : o)
+    keys.push_back(kv.first.str());
+  auto rank = [](const std::string &k) { return k == "id" ? 0 : k == "role" ? 1 : 2; };
+  llvm::sort(keys, [&](const std::string &a, const std::string &b) {
+    return std::pair(rank(a), a) < std::pair(rank(b), b);
+  });
+  return keys;
+}
+
+void printValue(const json::Value &v, raw_ostream &os, int indent) {
+  std::string pad(indent, ' '), inner(indent + 2, ' ');
+  if (isScalar(v)) {
+    os << v;
+    return;
+  }
+  bool flat = isFlat(v);
+  if (const json::Array *a = v.getAsArray()) {
+    bool allFlat = llvm::all_of(*a, isFlat);
+    if (flat || (allFlat && llvm::all_of(*a, [](const json::Value &e) { return e.getAsArray(); }))) {
+      // [1, 2] or [[1, 2], [3, 4]] on one line.
+      os << "[";
+      for (size_t i = 0; i < a->size(); ++i) {
+        os << (i ? ", " : "");
+        printValue((*a)[i], os, indent);
+      }
+      os << "]";
+      return;
+    }
+    os << "[\n";
+    for (size_t i = 0; i < a->size(); ++i) {
+      os << inner;
+      printValue((*a)[i], os, indent + 2);
+      os << (i + 1 < a->size() ? ",\n" : "\n");
+    }
+    os << pad << "]";
+    return;
+  }
+  const json::Object &o = *v.getAsObject();
+  std::vector<std::string> keys = sortedKeys(o);
+  if (flat) {
+    os << "{";
+    for (size_t i = 0; i < keys.size(); ++i) {
+      os << (i ? ", " : "") << json::Value(keys[i]) << ": ";
+      printValue(*o.get(keys[i]), os, indent);
+    }
+    os << "}";
+    return;
+  }
+  os << "{\n";
+  for (size_t i = 0; i < keys.size(); ++i) {
+    os << inner << json::Value(keys[i]) << ": ";
+    printValue(*o.get(keys[i]), os, indent + 2);
+    os << (i + 1 < keys.size() ? ",\n" : "\n");
+  }
+  os << pad << "}";
+}
+
+} // namespace
+
+void dsc::tools::printJsonReadable(const json::Value &value, raw_ostream &os) {
+  printValue(value, os, 0);
+  os << "\n";
+}

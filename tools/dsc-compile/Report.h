@@ -48,6 +48,9 @@ struct Report {
 };
 
 llvm::json::Value reportToJson(const Report &report);
+/// Prints JSON for people and FileCheck: objects one key per line, arrays of
+/// scalars and objects of scalars (a layer) on one line; "id" and "role" lead.
+void printJsonReadable(const llvm::json::Value &value, llvm::raw_ostream &os);
 void printReportText(const Report &report, llvm::raw_ostream &os);
 
 } // namespace dsc::tools

@@ -143,6 +143,7 @@ int main(int argc, char **argv) {
     std::string text;
     raw_string_ostream os(text);
     module->print(os);
+    os << "\n";
     os.flush();
     std::string error;
     if (!writeFile(outputPath, text, error))
@@ -157,7 +158,7 @@ int main(int argc, char **argv) {
     r.params = dsc::tools::countParameters(*module, *spec);
     r.options = options;
     if (report == "json")
-      outs() << formatv("{0:2}", dsc::tools::reportToJson(r)) << "\n";
+      dsc::tools::printJsonReadable(dsc::tools::reportToJson(r), outs());
     else
       dsc::tools::printReportText(r, outs());
   }

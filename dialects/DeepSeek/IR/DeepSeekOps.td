@@ -239,8 +239,8 @@ def DS_CompressorOp : DS_Op<"compressor"> {
                        Tensor:$norm, I64Attr:$ratio, F64Attr:$eps);
   let results = (outs Tensor:$latent);
   let assemblyFormat = [{
-    $input `,` $wkv (`gate` $wgate^)? `norm` $norm attr-dict `:`
-    type($input) `,` type($wkv) (`,` type($wgate)^)? `,` type($norm) `->` type($latent)
+    $input `,` $wkv `,` $norm (`gate` $wgate^ `:` type($wgate))? attr-dict `:`
+    type($input) `,` type($wkv) `,` type($norm) `->` type($latent)
   }];
   let hasVerifier = 1;
 }
@@ -317,9 +317,9 @@ def DS_SparseAttentionOp : DS_Op<"sparse_attention", [Pure, AttrSizedOperandSegm
                        Tensor:$sink, F64Attr:$scale);
   let results = (outs Tensor:$result);
   let assemblyFormat = [{
-    $queries `,` $window (`kv` $kv_cache^)? (`topk` $topk^)? `sink` $sink attr-dict `:`
-    type($queries) `,` qualified(type($window)) (`,` qualified(type($kv_cache))^)?
-    (`,` qualified(type($topk))^)? `,` type($sink) `->` type($result)
+    $queries `,` $window `,` $sink (`kv` $kv_cache^ `:` qualified(type($kv_cache)))?
+    (`topk` $topk^ `:` qualified(type($topk)))? attr-dict `:`
+    type($queries) `,` qualified(type($window)) `,` type($sink) `->` type($result)
   }];
   let hasVerifier = 1;
 }

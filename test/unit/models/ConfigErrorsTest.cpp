@@ -523,4 +523,111 @@ TEST(ConfigErrors, MaxSeqLenHf) {
             "expected a positive integer");
 }
 
+// --- Remaining rules, one message each ------------------------------------------
+
+TEST(ConfigErrors, TextConfigNotObject) {
+  EXPECT_EQ(hfError([](Object &o) { o["text_config"] = 1; }),
+            "config.json: key 'text_config': expected an object, got number 1");
+}
+
+TEST(ConfigErrors, NegativeMtpLayers) {
+  EXPECT_EQ(infError([](Object &o) { o["n_mtp_layers"] = -1; }),
+            "config.json: key 'n_mtp_layers': -1; expected an integer >= 0");
+}
+
+TEST(ConfigErrors, ExpertDtype) {
+  EXPECT_EQ(infError([](Object &o) { o["expert_dtype"] = "fp8"; }),
+            "config.json: key 'expert_dtype': \"fp8\"; expected \"fp4\" (dsc "
+            "compiles FP4 routed experts only)");
+}
+
+TEST(ConfigErrors, GateTemp) {
+  EXPECT_EQ(infError([](Object &o) { o["gate_temp"] = 0; }),
+            "config.json: key 'gate_temp': 0; expected a number > 0 (gate "
+            "scores are divided by it)");
+}
+
+TEST(ConfigErrors, NegativeSwigluLimit) {
+  EXPECT_EQ(infError([](Object &o) { o["swiglu_limit"] = -1.5; }),
+            "config.json: key 'swiglu_limit': -1.5; expected a number >= 0 (0 "
+            "turns the SwiGLU clamp off)");
+}
+
+TEST(ConfigErrors, RopeTheta) {
+  EXPECT_EQ(infError([](Object &o) { o["compress_rope_theta"] = -1; }),
+            "config.json: key 'compress_rope_theta': -1; expected a number > 0 "
+            "(the RoPE base of ratio > 0 layers)");
+}
+
+TEST(ConfigErrors, NegativeOriginalSeqLen) {
+  EXPECT_EQ(infError([](Object &o) { o["original_seq_len"] = -1; }),
+            "config.json: key 'original_seq_len': -1; expected an integer >= "
+            "0");
+}
+
+TEST(ConfigErrors, HfTiedEmbeddingsAndActivation) {
+  EXPECT_EQ(hfError([](Object &o) { text(o)["tie_word_embeddings"] = true; }),
+            "config.json: key 'text_config.tie_word_embeddings': true; "
+            "expected false (head.weight is separate from embed.weight)");
+  EXPECT_EQ(hfError([](Object &o) { text(o)["hidden_act"] = "gelu"; }),
+            "config.json: key 'text_config.hidden_act': \"gelu\"; expected "
+            "\"silu\" (experts are clamped SwiGLU)");
+  EXPECT_EQ(hfError([](Object &o) { text(o)["topk_method"] = "greedy"; }),
+            "config.json: key 'text_config.topk_method': \"greedy\"; expected "
+            "\"noaux_tc\" (the gate bias picks experts, scores weight them)");
+  EXPECT_EQ(hfError([](Object &o) {
+              (*o.getObject("quantization_config"))["scale_fmt"] = "fp32";
+            }),
+            "config.json: key 'quantization_config.scale_fmt': \"fp32\"; "
+            "expected \"ue8m0\" (power-of-two E8M0 scales)");
+}
+
+TEST(ConfigErrors, EngramLayersNotSorted) {
+  EXPECT_EQ(infError([](Object &o) {
+              o["engram_layer_ids"] = intArray({14, 1});
+            }),
+            "config.json: key 'engram_layer_ids[1]': layer 1 does not follow "
+            "layer 14; expected a strictly increasing list");
+}
+
+TEST(ConfigErrors, EngramCompressedVocab) {
+  EXPECT_EQ(infError([](Object &o) { o["engram_compressed_vocab_size"] = 0; }),
+            "config.json: key 'engram_compressed_vocab_size': 0; expected a "
+            "positive integer");
+}
+
+TEST(ConfigErrors, DSparkTargetsNotSorted) {
+  EXPECT_EQ(infError([](Object &o) {
+              o["dspark_target_layer_ids"] = intArray({37, 39, 38});
+            }),
+            "config.json: key 'dspark_target_layer_ids[2]': layer 38 does not "
+            "follow layer 39; expected a strictly increasing list");
+}
+
+TEST(ConfigErrors, DSparkNoiseToken) {
+  EXPECT_EQ(infError([](Object &o) { o["dspark_noise_token_id"] = -1; }),
+            "config.json: key 'dspark_noise_token_id': token -1 is out of "
+            "range; expected a token id in [0, 129280)");
+}
+
+TEST(ConfigErrors, VisionLayers) {
+  EXPECT_EQ(infError([](Object &o) { o["vision_n_layers"] = -2; }),
+            "config.json: key 'vision_n_layers': -2; expected an integer >= 0");
+}
+
+TEST(ConfigErrors, InferenceLimits) {
+  EXPECT_EQ(infError([](Object &o) { o["max_batch_size"] = 0; }),
+            "config.json: key 'max_batch_size': 0; expected a positive "
+            "integer");
+  EXPECT_EQ(infError([](Object &o) { o["temperature"] = -0.5; }),
+            "config.json: key 'temperature': -0.5; expected a number >= 0 (0 "
+            "samples greedily)");
+}
+
+TEST(ConfigErrors, VisionTowerKeyMistyped) {
+  EXPECT_EQ(infError([](Object &o) { o["vision_max_wh_ratio"] = "wide"; }),
+            "config.json: key 'vision_max_wh_ratio': expected an integer or "
+            "null, got string");
+}
+
 } // namespace
