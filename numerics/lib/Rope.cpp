@@ -26,7 +26,11 @@ std::vector<float> ropeInvFreq(int d, double base, int64_t originalSeqLen, doubl
   std::vector<float> inv(half);
   for (int k = 0; k < half; ++k) {
     const float exponent = static_cast<float>(2 * k) / static_cast<float>(d);
-    inv[k] = 1.0f / std::pow(baseF, exponent);
+    // fp32 pow, correctly rounded (evaluated in double, rounded once), then
+    // the fp32 reciprocal.
+    const float p = static_cast<float>(std::pow(static_cast<double>(baseF),
+                                                static_cast<double>(exponent)));
+    inv[k] = 1.0f / p;
   }
   if (originalSeqLen <= 0)
     return inv;

@@ -179,8 +179,9 @@ void runFuzz(const KvRecordFormat &format, int32_t pageSize, KvPageOrder order) 
   // Distinct scale patterns: neighbouring tiles, tokens and layers differ.
   EXPECT_NE(expectedScales[0][pageSize][0], expectedScales[1][pageSize][0]);
   EXPECT_NE(expectedScales[0][pageSize][0], expectedScales[0][pageSize + 1][0]);
-  if (format.tiles() > 1)
+  if (format.tiles() > 1) {
     EXPECT_NE(expectedScales[0][pageSize][0], expectedScales[0][pageSize][1]);
+  }
 
   auto readBack = [&](const Pool &p, const char *what) {
     std::vector<float> out(format.valuesPerEntry);
@@ -217,8 +218,9 @@ void runFuzz(const KvRecordFormat &format, int32_t pageSize, KvPageOrder order) 
                              layout, back.bytes.data(), back.pageTables[l].data(), tokens),
               "");
   for (size_t i = 0; i < pool.bytes.size(); ++i)
-    if (writes[i])
+    if (writes[i]) {
       ASSERT_EQ(back.bytes[i], pool.bytes[i]) << "round trip, byte " << i;
+    }
 
   // Reading with the wrong page size is detected beyond the first page
   // (the fuzz would catch a layout that ignores tokensPerPage).

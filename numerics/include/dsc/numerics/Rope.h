@@ -14,9 +14,11 @@
 //   No attention/mscale factor. Released (d 64, base 160000, orig 65536,
 //   beta 32/1): low 15, high 25. Tiny goldens: low 0, high 2 (d 16, orig 32)
 //   and high 4 (d 32, orig 64).
-// Host-only (uses <cmath>). pow is the host powf (glibc's is correctly
-// rounded in practice; torch may use a vectorised pow that differs by an ulp
-// on rare inputs).
+// Host-only (uses <cmath>). base^x is the correctly rounded fp32 power
+// (computed in double, rounded once). torch evaluates it with a vectorised
+// fp32 pow (Sleef, <= 1 ulp), numpy's array pow likewise; either may differ
+// from the correctly rounded value by 1 ulp on some entries -- an inherent
+// ambiguity of the reference, worth <= 1 ulp of the RoPE angle.
 //===----------------------------------------------------------------------===//
 #ifndef DSC_NUMERICS_ROPE_H
 #define DSC_NUMERICS_ROPE_H

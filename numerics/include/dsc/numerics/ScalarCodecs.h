@@ -84,7 +84,7 @@ DSC_HD constexpr uint8_t e4m3FromFloat(float x) {
     return kE4M3NaN;
   if (a >= 0x43e00000u) // >= 448, inf included: saturate
     return sign | kE4M3MaxCode;
-  uint32_t code;
+  uint32_t code = 0;
   if (a >= 0x3c800000u) {
     // Normal E4M3 (>= 2^-6): drop 20 mantissa bits with RNE; a carry moves
     // into the exponent field, which is what RNE wants.
@@ -138,7 +138,7 @@ DSC_HD constexpr uint8_t e2m1FromFloat(float x) {
     return 0;
   const uint8_t sign = signBit(x) ? 0x8u : 0x0u;
   const float m = absF(x);
-  uint8_t c;
+  uint8_t c = 0;
   if (m <= 0.25f) c = 0;      // tie 0.25 -> code 0 (even)
   else if (m < 0.75f) c = 1;  // tie 0.75 -> code 2 (1.0)
   else if (m <= 1.25f) c = 2; // tie 1.25 -> code 2
