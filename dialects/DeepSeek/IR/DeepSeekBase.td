@@ -25,7 +25,7 @@ def DS_Dialect : Dialect {
   let description = [{
     Ops follow the reference forward pass one to one; CSA2 sharing between
     layers is expressed with the types `!ds.kv_cache`, `!ds.index_keys`,
-    `!ds.topk` and `!ds.candidates`. See docs/dialect.md.
+    `!ds.topk` and `!ds.candidates`. See docs/architecture.md.
   }];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;

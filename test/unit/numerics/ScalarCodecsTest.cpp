@@ -217,6 +217,11 @@ TEST(ScaleRules, Fp4E4M3ScaleIsRneOfAmaxOver6) {
   // 0.003418 (7*2^-11 is not E4M3; subnormal step 2^-9: 0.00333*512 = 1.71 -> 2).
   EXPECT_EQ(fp4E4M3ScaleCode(0.0118f), 0x01);
   EXPECT_EQ(fp4E4M3ScaleCode(0.02f), 0x02);
+  // A true fp32 division, not a multiply by fp32(1/6): for amax = 0x3fe3ffff
+  // (1.78124988) a/6 lands just below the E4M3 tie 0.296875 (-> 0x29,
+  // 0.28125) while a*fp32(1/6) rounds onto the tie (-> even 0x2a, 0.3125).
+  EXPECT_EQ(fp4E4M3ScaleCode(f(0x3fe3ffff)), 0x29);
+  EXPECT_EQ(e4m3FromFloat(f(0x3fe3ffff) * kFp4MaxInv), 0x2a);
 }
 
 static_assert(e4m3FromFloat(448.0f) == 0x7e, "usable in constant expressions");
