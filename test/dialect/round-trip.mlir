@@ -306,14 +306,15 @@ func.func private @types(!ds.kv_cache<ratio = 4, dim = 512>, !ds.index_keys<rati
                          !ds.candidates<ratio = 4, blocks = 64, block_size = 16>)
     -> !ds.window<size = 128, dim = 512>
 
-// Attributes on their own, in any parameter order.
+// Attributes on their own (the enum attributes print in the #ds<...> form),
+// struct parameters in any order.
 // CHECK-LABEL: func.func private @attrs
 // CHECK-SAME: csa2 = #ds.csa2<mode = reindex, ratio = 4, kv_source = 2, index_source = 7>
-// CHECK-SAME: quant = #ds.quant<fp4>
-// CHECK-SAME: kind = #ds.parameter_kind<fp4_packed>
-// CHECK-SAME: mode = #ds.mode<dspark>
+// CHECK-SAME: kind = #ds<parameter_kind fp4_packed>
+// CHECK-SAME: mode = #ds<mode dspark>
+// CHECK-SAME: quant = #ds<quant fp4>
 // CHECK-SAME: rope = #ds.rope<dim = 64, theta = 1.000000e+04 : f64, original_seq_len = 4096, factor = 4.000000e+00 : f64, beta_fast = 3.200000e+01 : f64, beta_slow = 1.000000e+00 : f64>
 func.func private @attrs() attributes {
   csa2 = #ds.csa2<index_source = 7, kv_source = 2, mode = reindex, ratio = 4>,
-  quant = #ds.quant<fp4>, kind = #ds.parameter_kind<fp4_packed>, mode = #ds.mode<dspark>,
+  quant = #ds<quant fp4>, kind = #ds<parameter_kind fp4_packed>, mode = #ds<mode dspark>,
   rope = #ds.rope<dim = 64, theta = 1.0e4 : f64, original_seq_len = 4096, factor = 4.0 : f64, beta_fast = 32.0 : f64, beta_slow = 1.0 : f64>}

@@ -94,15 +94,15 @@ void checkCase(const CaseDims &c) {
 
 // tiny40: head_dim 64, index_head_dim 32, 40 backbone layers, KV sources
 // 2, 8, 14, 20. tiny6: head_dim 128, index_head_dim 64, 6 layers, sources 1, 3.
-TEST(GoldenCaches, Tiny40PackedRecordsDecodeToStoredQdq) {
+TEST(NumericsGoldenCaches, Tiny40PackedRecordsDecodeToStoredQdq) {
   checkCase({"tiny40", 64, 32, 40});
 }
 
-TEST(GoldenCaches, Tiny6PackedRecordsDecodeToStoredQdq) {
+TEST(NumericsGoldenCaches, Tiny6PackedRecordsDecodeToStoredQdq) {
   checkCase({"tiny6", 128, 64, 6});
 }
 
-TEST(GoldenCaches, QdqIsAFixedPointOnStoredValues) {
+TEST(NumericsGoldenCaches, QdqIsAFixedPointOnStoredValues) {
   // The row QDQ functions (the CPU backend's path) agree with the records.
   auto file = SafetensorsFile::open(dsc::test::sharedPath("golden/tiny6/expected.safetensors"));
   ASSERT_TRUE(file.hasValue());
@@ -126,7 +126,7 @@ TEST(GoldenCaches, QdqIsAFixedPointOnStoredValues) {
   check(*w, qdqFp8Row, kFp8ActBlock);
 }
 
-TEST(GoldenCaches, WrongScaleRuleBreaksTheFixedPoint) {
+TEST(NumericsGoldenCaches, WrongScaleRuleBreaksTheFixedPoint) {
   // Negative control: storing the main KV with power-of-two (UE8M0, ceil)
   // scales instead of RNE E4M3 scales does NOT reproduce the stored values,
   // so the tests above can fail.

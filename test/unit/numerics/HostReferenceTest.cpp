@@ -26,7 +26,7 @@ namespace {
 const float kInf = std::numeric_limits<float>::infinity();
 } // namespace
 
-TEST(Yarn, CorrectionRanges) {
+TEST(NumericsYarn, CorrectionRanges) {
   // Released: d 64, compress_rope_theta 160000, original 65536, beta 32 / 1.
   YarnRange r = yarnCorrectionRange(64, 160000.0, 65536, 32, 1);
   EXPECT_EQ(r.low, 15);
@@ -40,7 +40,7 @@ TEST(Yarn, CorrectionRanges) {
   EXPECT_EQ(r.high, 4);
 }
 
-TEST(Yarn, InvFreqShape) {
+TEST(NumericsYarn, InvFreqShape) {
   const std::vector<float> plain = ropeInvFreq(64, 160000.0);
   const std::vector<float> yarn = ropeInvFreq(64, 160000.0, 65536, 16, 32, 1);
   ASSERT_EQ(plain.size(), 32u);
@@ -57,7 +57,7 @@ TEST(Yarn, InvFreqShape) {
   EXPECT_EQ(ropeAngle(3, 0.5f), 1.5f);
 }
 
-TEST(Yarn, InvFreqMatchesNumpyFloat32) {
+TEST(NumericsYarn, InvFreqMatchesNumpyFloat32) {
   DSC_REQUIRE_NUMPY(python);
   const char *script = R"PY(
 import sys, math, numpy as np
@@ -93,7 +93,7 @@ np.concatenate(res).tofile(out)
     EXPECT_EQ(floatBits(ours[i]), expected[i]) << "entry " << i << ": " << ours[i];
 }
 
-TEST(Sinkhorn, UniformComb) {
+TEST(NumericsSinkhorn, UniformComb) {
   // Zero mixes and bases: pre = sigmoid(0) + eps, post = 2 sigmoid(0) = 1,
   // comb uniform: every step keeps all entries equal (~1/4).
   std::vector<float> mixes(24, 0.0f), base(24, 0.0f);
@@ -110,7 +110,7 @@ TEST(Sinkhorn, UniformComb) {
   }
 }
 
-TEST(Sinkhorn, EndsOnColumnNormalisation) {
+TEST(NumericsSinkhorn, EndsOnColumnNormalisation) {
   // Moderate logits, so every column keeps mass >> eps (a column with mass
   // S sums to S/(S+eps) after the final step).
   std::mt19937 rng(3);
@@ -144,7 +144,7 @@ TEST(Sinkhorn, EndsOnColumnNormalisation) {
   }
 }
 
-TEST(Sinkhorn, MatchesNumpyFloat32Replay) {
+TEST(NumericsSinkhorn, MatchesNumpyFloat32Replay) {
   DSC_REQUIRE_NUMPY(python);
   const char *script = R"PY(
 import sys, numpy as np
@@ -204,7 +204,7 @@ np.concatenate([pre, post, c.reshape(-1, 16)], 1).astype(np.float32).tofile(sys.
   EXPECT_GT(exact, tokens * 24 / 2);
 }
 
-TEST(SparseSelect, VisibilityAndTopK) {
+TEST(NumericsSparseSelect, VisibilityAndTopK) {
   // width 8, compressLen 5: positions 5..7 invisible.
   std::vector<float> s = {0.5f, 3.0f, 1.0f, 3.0f, -2.0f, 9.0f, 9.0f, 9.0f};
   maskInvisible(s.data(), 8, 5);
@@ -219,7 +219,7 @@ TEST(SparseSelect, VisibilityAndTopK) {
   EXPECT_EQ(indexerTopK(s.data(), 8, 5, 512, 0).size(), 8u);
 }
 
-TEST(SparseSelect, TieRuleLowerIndexWins) {
+TEST(NumericsSparseSelect, TieRuleLowerIndexWins) {
   // Exact ties at the k-th place (reference-spec §15.2): the lower index wins.
   const std::vector<float> s = {0.0f, 2.0f, 0.0f, 0.0f, 2.0f, 0.0f};
   EXPECT_EQ(topKIndices(s.data(), 6, 3), (std::vector<int64_t>{1, 4, 0}));
@@ -229,7 +229,7 @@ TEST(SparseSelect, TieRuleLowerIndexWins) {
   EXPECT_EQ(topKIndices(n.data(), 3, 2), (std::vector<int64_t>{1, 2}));
 }
 
-TEST(SparseSelect, CandidateBlocks) {
+TEST(NumericsSparseSelect, CandidateBlocks) {
   // width 10, blocks of 4 (last padded with -inf): maxima 5, 2, 9.
   std::vector<float> s = {1, 5, 0, 0, 2, 2, 2, 2, 9, -kInf};
   // compressLen 9: newest block (9-1)//4 = 2 pinned; top-2 = {2, 0}.

@@ -20,7 +20,7 @@
 
 using namespace dsc::numerics;
 
-TEST(KvRecordFormat, ReleasedSizes) {
+TEST(NumericsKvRecordFormat, ReleasedSizes) {
   EXPECT_EQ(kMainKvRecord.entryBytes, 288);
   EXPECT_EQ(kMainKvRecord.dataBytes, 256);
   EXPECT_EQ(kMainKvRecord.scaleBytes, 32);
@@ -41,7 +41,7 @@ TEST(KvRecordFormat, ReleasedSizes) {
   EXPECT_EQ(swaKvFormat(128).entryBytes, 128 + 4);
 }
 
-TEST(KvRecordFormat, Validation) {
+TEST(NumericsKvRecordFormat, Validation) {
   KvRecordFormat f = kMainKvRecord;
   EXPECT_TRUE(f.isValid());
   f.entryBytes = 287;
@@ -54,7 +54,7 @@ TEST(KvRecordFormat, Validation) {
   EXPECT_FALSE((KvPageLayout{kMainKvRecord, 0, KvPageOrder::PagePlanar}.isValid()));
 }
 
-TEST(KvPageLayout, OffsetTables) {
+TEST(NumericsKvPageLayout, OffsetTables) {
   // Main KV, 64 tokens per page: pages of 18432 B.
   const KvPageLayout inter{kMainKvRecord, 64, KvPageOrder::TokenInterleaved};
   const KvPageLayout planar{kMainKvRecord, 64, KvPageOrder::PagePlanar};
@@ -255,10 +255,10 @@ void runFuzz(const KvRecordFormat &format, int32_t pageSize, KvPageOrder order) 
 
 } // namespace
 
-class KvLayoutFuzz
+class NumericsKvLayoutFuzz
     : public ::testing::TestWithParam<std::tuple<int /*format*/, int32_t, KvPageOrder>> {};
 
-TEST_P(KvLayoutFuzz, NoAliasingAndRoundTrip) {
+TEST_P(NumericsKvLayoutFuzz, NoAliasingAndRoundTrip) {
   const KvRecordFormat formats[] = {kMainKvRecord, kIndexKeyRecord, kSwaKvRecord,
                                     mainKvFormat(64), indexKeyFormat(32), swaKvFormat(128)};
   const auto [fi, pageSize, order] = GetParam();
@@ -266,12 +266,12 @@ TEST_P(KvLayoutFuzz, NoAliasingAndRoundTrip) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    AllFormats, KvLayoutFuzz,
+    AllFormats, NumericsKvLayoutFuzz,
     ::testing::Combine(::testing::Range(0, 6), ::testing::Values(64, 256),
                        ::testing::Values(KvPageOrder::TokenInterleaved,
                                          KvPageOrder::PagePlanar)));
 
-TEST(KvPageLayout, ConvertRejectsMismatchedFormats) {
+TEST(NumericsKvPageLayout, ConvertRejectsMismatchedFormats) {
   const KvPageLayout a{kMainKvRecord, 64, KvPageOrder::PagePlanar};
   const KvPageLayout b{kIndexKeyRecord, 64, KvPageOrder::PagePlanar};
   std::vector<uint8_t> x(a.pageBytes()), y(b.pageBytes());

@@ -55,7 +55,7 @@ float nvHalfToFloat(__half_raw h) { return __half2float(__half(h)); }
 
 } // namespace
 
-TEST(NvidiaConversions, E4M3EncodeAllBf16AtSeveralScales) {
+TEST(NumericsNvidiaConversions, E4M3EncodeAllBf16AtSeveralScales) {
   int64_t compared = 0, mismatches = 0;
   for (float s : testScales()) {
     for (uint32_t p = 0; p < 65536; ++p) {
@@ -72,7 +72,7 @@ TEST(NvidiaConversions, E4M3EncodeAllBf16AtSeveralScales) {
   EXPECT_EQ(mismatches, 0);
 }
 
-TEST(NvidiaConversions, E2M1EncodeAllBf16AtSeveralScales) {
+TEST(NumericsNvidiaConversions, E2M1EncodeAllBf16AtSeveralScales) {
   int64_t compared = 0, excludedNaN = 0, mismatches = 0;
   for (float s : testScales()) {
     for (uint32_t p = 0; p < 65536; ++p) {
@@ -98,7 +98,7 @@ TEST(NvidiaConversions, E2M1EncodeAllBf16AtSeveralScales) {
   EXPECT_EQ(mismatches, 0);
 }
 
-TEST(NvidiaConversions, FastRoundScaleIsE8M0RoundUp) {
+TEST(NumericsNvidiaConversions, FastRoundScaleIsE8M0RoundUp) {
   // fast_round_scale(amax, max_inv) = 2^ceil(log2(t)), t = amax*max_inv.
   int64_t compared = 0, mismatches = 0;
   auto check = [&](float t) {
@@ -125,7 +125,7 @@ TEST(NvidiaConversions, FastRoundScaleIsE8M0RoundUp) {
   EXPECT_EQ(mismatches, 0);
 }
 
-TEST(NvidiaConversions, DecodeTables) {
+TEST(NumericsNvidiaConversions, DecodeTables) {
   for (int c = 0; c < 256; ++c) {
     const float nv = nvHalfToFloat(__nv_cvt_fp8_to_halfraw(static_cast<uint8_t>(c), __NV_E4M3));
     const float ours = e4m3ToFloat(static_cast<uint8_t>(c));
@@ -151,7 +151,7 @@ TEST(NvidiaConversions, DecodeTables) {
   }
 }
 
-TEST(NvidiaConversions, Bf16RoundNearestEven) {
+TEST(NumericsNvidiaConversions, Bf16RoundNearestEven) {
   int64_t compared = 0, excludedNaN = 0, mismatches = 0;
   auto check = [&](uint32_t bits) {
     const float x = floatFromBits(bits);

@@ -48,7 +48,7 @@ extern "C" __global__ void roundTrip(const float *x, uint8_t *pool, float *y, in
 
 } // namespace
 
-TEST(Nvrtc, DeviceHeadersCompile) {
+TEST(NumericsNvrtc, DeviceHeadersCompile) {
   void *lib = nullptr;
 #ifdef DSC_NVRTC_LIBRARY
   lib = ::dlopen(DSC_NVRTC_LIBRARY, RTLD_NOW | RTLD_LOCAL);

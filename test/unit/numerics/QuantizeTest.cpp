@@ -24,7 +24,7 @@ float p2(int k) { return std::ldexp(1.0f, k); }
 uint32_t bits(float x) { return floatBits(x); }
 } // namespace
 
-TEST(QuantizeFp8, HandBlock) {
+TEST(NumericsQuantizeFp8, HandBlock) {
   // amax 100: t = 100/448 = 0.223 -> s = 0.25 (UE8M0 125).
   //  0.5/0.25 = 2 -> 0x40; -1.75/0.25 = -7 -> 0xce; 3.3/0.25 = 13.2 -> 13
   //  (0x55) -> 3.25; 100/0.25 = 400: tie 384 | 416 -> 384 (0x7c) -> 96.
@@ -47,7 +47,7 @@ TEST(QuantizeFp8, HandBlock) {
     EXPECT_EQ(bits(d[i]), bits(y[i]));
 }
 
-TEST(QuantizeFp8, AmaxPowerOfTwoAndTiny) {
+TEST(NumericsQuantizeFp8, AmaxPowerOfTwoAndTiny) {
   // amax = 1 (a power of two): s = 2^-8, so 1 -> 256 (0x78), and 2^-17 -> 2^-9
   // (code 0x01), 2^-18 -> tie 0 | 2^-9 -> 0 (keeps the sign).
   const float x[4] = {1.0f, p2(-17), -p2(-18), -1.0f};
@@ -65,7 +65,7 @@ TEST(QuantizeFp8, AmaxPowerOfTwoAndTiny) {
   EXPECT_EQ(bits(y[1]), 0u);
 }
 
-TEST(QuantizeFp4E8M0, HandBlock) {
+TEST(NumericsQuantizeFp4E8M0, HandBlock) {
   // amax 2.9: 2.9/6 = 0.483 -> s = 0.5 (UE8M0 126). 0.3/0.5 = 0.6 -> 0.5
   // (code 1); -0.1/0.5 = -0.2 -> -0 (code 8); 2.9/0.5 = 5.8 -> 6 (7);
   // 1.2/0.5 = 2.4 -> 2 (4). Bytes: 0x81, 0x47 (even element low nibble).
@@ -90,7 +90,7 @@ TEST(QuantizeFp4E8M0, HandBlock) {
   EXPECT_EQ(fp4CodeAt(packed, 3), 0x4);
 }
 
-TEST(QuantizeFp4E4M3, HandBlock) {
+TEST(NumericsQuantizeFp4E4M3, HandBlock) {
   // amax 1: 1/6 -> E4M3 0.171875 (0x23). 1/s = 5.818 -> 6 -> 1.03125;
   // -0.7/s = -4.07 -> -4 -> -0.6875; 0.1/s = 0.58 -> 0.5 -> 0.0859375.
   float x[16] = {1.0f, -0.7f, 0.1f};
@@ -108,7 +108,7 @@ TEST(QuantizeFp4E4M3, HandBlock) {
   EXPECT_EQ(y[3], 0.0f);
 }
 
-TEST(QuantizeFp4E4M3, BelowFloorAndNaN) {
+TEST(NumericsQuantizeFp4E4M3, BelowFloorAndNaN) {
   // amax 1e-3 < 6*2^-9: s = 2^-9; 1e-3/2^-9 = 0.512 -> 0.5 -> 2^-10.
   float x[16];
   for (float &v : x)
@@ -125,7 +125,7 @@ TEST(QuantizeFp4E4M3, BelowFloorAndNaN) {
   EXPECT_TRUE(std::isnan(y[0]));
 }
 
-TEST(QuantizeFp4E8M0, BelowFloor) {
+TEST(NumericsQuantizeFp4E8M0, BelowFloor) {
   // All zero: s = 2^-126; codes 0; QDQ 0.
   float x[32] = {};
   x[3] = -0.0f;
@@ -137,7 +137,7 @@ TEST(QuantizeFp4E8M0, BelowFloor) {
   EXPECT_EQ(bits(y[3]), 0x80000000u);
 }
 
-TEST(QuantizeWeights, BlockScaledDotOrder) {
+TEST(NumericsQuantizeWeights, BlockScaledDotOrder) {
   // Two K blocks: sum_k a*b per block, then * aScale * bScale, in K order.
   std::vector<float> a(64, 1.0f), b(64, 2.0f);
   const float as[2] = {0.5f, 4.0f}, bs[2] = {2.0f, 0.25f};
@@ -237,11 +237,11 @@ void compareWithNumpy(const char *mode, int block, void (*qdq)(const float *, in
 }
 } // namespace
 
-TEST(QuantizeVsNumpy, Fp8Act) { compareWithNumpy("fp8", 32, qdqFp8Block, 0.5f); }
-TEST(QuantizeVsNumpy, Fp4E8M0) { compareWithNumpy("e8m0", 32, qdqFp4E8M0Block, 0.25f); }
-TEST(QuantizeVsNumpy, Fp4E4M3) { compareWithNumpy("e4m3", 16, qdqFp4E4M3Block, 0.25f); }
+TEST(NumericsQuantizeVsNumpy, Fp8Act) { compareWithNumpy("fp8", 32, qdqFp8Block, 0.5f); }
+TEST(NumericsQuantizeVsNumpy, Fp4E8M0) { compareWithNumpy("e8m0", 32, qdqFp4E8M0Block, 0.25f); }
+TEST(NumericsQuantizeVsNumpy, Fp4E4M3) { compareWithNumpy("e4m3", 16, qdqFp4E4M3Block, 0.25f); }
 
-TEST(QuantizeVsNumpy, GoldenWeightsDequantise) {
+TEST(NumericsQuantizeVsNumpy, GoldenWeightsDequantise) {
   DSC_REQUIRE_NUMPY(python);
   const std::string model = dsc::test::sharedPath("golden/tiny6/model.safetensors");
   auto file = dsc::runtime::SafetensorsFile::open(model);

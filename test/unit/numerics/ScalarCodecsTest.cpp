@@ -19,7 +19,7 @@ uint32_t b(float x) { return floatBits(x); }
 float p2(int k) { return std::ldexp(1.0f, k); }
 } // namespace
 
-TEST(Bf16, RoundToNearestEven) {
+TEST(NumericsBf16, RoundToNearestEven) {
   EXPECT_EQ(bf16FromFloat(1.0f), 0x3f80);
   EXPECT_EQ(bf16FromFloat(f(0x3f808000)), 0x3f80); // tie, even stays
   EXPECT_EQ(bf16FromFloat(f(0x3f818000)), 0x3f82); // tie, odd rounds up
@@ -37,7 +37,7 @@ TEST(Bf16, RoundToNearestEven) {
   EXPECT_EQ(b(bf16ToFloat(0xc040)), 0xc0400000u);
 }
 
-TEST(E4M3, EncodeHandCases) {
+TEST(NumericsE4M3, EncodeHandCases) {
   EXPECT_EQ(e4m3FromFloat(0.0f), 0x00);
   EXPECT_EQ(e4m3FromFloat(-0.0f), 0x80);
   EXPECT_EQ(e4m3FromFloat(1.0f), 0x38);
@@ -74,7 +74,7 @@ TEST(E4M3, EncodeHandCases) {
   EXPECT_EQ(e4m3FromFloat(f(0x80000001)), 0x80);
 }
 
-TEST(E4M3, DecodeAllCodes) {
+TEST(NumericsE4M3, DecodeAllCodes) {
   EXPECT_EQ(e4m3ToFloat(0x7e), 448.0f);
   EXPECT_EQ(e4m3ToFloat(0xfe), -448.0f);
   EXPECT_EQ(e4m3ToFloat(0x01), p2(-9));
@@ -96,7 +96,7 @@ TEST(E4M3, DecodeAllCodes) {
   }
 }
 
-TEST(E2M1, TiesToEvenCode) {
+TEST(NumericsE2M1, TiesToEvenCode) {
   // Brief/spec table: 0.25->0, 0.75->1, 1.25->1, 1.75->2, 2.5->2, 3.5->4, 5->4.
   EXPECT_EQ(e2m1FromFloat(0.25f), 0x0);
   EXPECT_EQ(e2m1FromFloat(0.75f), 0x2);
@@ -119,7 +119,7 @@ TEST(E2M1, TiesToEvenCode) {
   EXPECT_EQ(e2m1FromFloat(-3.5f), 0xe);
 }
 
-TEST(E2M1, SignSaturationNaN) {
+TEST(NumericsE2M1, SignSaturationNaN) {
   EXPECT_EQ(e2m1FromFloat(0.0f), 0x0);
   EXPECT_EQ(e2m1FromFloat(-0.0f), 0x8);
   EXPECT_EQ(e2m1FromFloat(-0.1f), 0x8); // rounds to -0
@@ -138,7 +138,7 @@ TEST(E2M1, SignSaturationNaN) {
   }
 }
 
-TEST(UE8M0, EncodeDecode) {
+TEST(NumericsUE8M0, EncodeDecode) {
   EXPECT_EQ(ue8m0ToFloat(127), 1.0f);
   EXPECT_EQ(ue8m0ToFloat(0), p2(-127));
   EXPECT_EQ(ue8m0ToFloat(1), p2(-126));
@@ -153,7 +153,7 @@ TEST(UE8M0, EncodeDecode) {
   EXPECT_EQ(ue8m0FromPow2(NAN), 0xff);
 }
 
-TEST(FastRoundScale, CeilPow2FromBits) {
+TEST(NumericsFastRoundScale, CeilPow2FromBits) {
   // 448 * fp32(1/448) rounds to exactly 1.0, so amax = 448 * 2^k gives 2^k.
   EXPECT_EQ(fastRoundScale(448.0f, kFp8MaxInv), 1.0f);
   EXPECT_EQ(fastRoundScale(448.0f * 1024, kFp8MaxInv), 1024.0f);
@@ -175,7 +175,7 @@ TEST(FastRoundScale, CeilPow2FromBits) {
   EXPECT_EQ(fastRoundScaleBiasedExp(1.5f, 1.0f), 128u);
 }
 
-TEST(ScaleRules, Fp8ActFloorOnAmax) {
+TEST(NumericsScaleRules, Fp8ActFloorOnAmax) {
   // amax floor 1e-4: 1e-4 * fp32(1/448) = 2.23e-7 -> 2^-22.
   EXPECT_EQ(fp8ActScale(1e-4f), p2(-22));
   EXPECT_EQ(fp8ActScale(0.0f), p2(-22));
@@ -189,7 +189,7 @@ TEST(ScaleRules, Fp8ActFloorOnAmax) {
   EXPECT_TRUE(std::signbit(fp8ActScale(NAN)));
 }
 
-TEST(ScaleRules, Fp4E8M0Floor) {
+TEST(NumericsScaleRules, Fp4E8M0Floor) {
   // 6*2^-126 * fp32(1/6) = 2^-126 (1 + 2^-25) rounds to 2^-126.
   EXPECT_EQ(kFp4E8M0AmaxFloor, 6.0f * p2(-126));
   EXPECT_EQ(fp4E8M0Scale(0.0f), p2(-126));
@@ -201,7 +201,7 @@ TEST(ScaleRules, Fp4E8M0Floor) {
   EXPECT_EQ(ue8m0FromScale(fp4E8M0Scale(6.0f)), 127);
 }
 
-TEST(ScaleRules, Fp4E4M3ScaleIsRneOfAmaxOver6) {
+TEST(NumericsScaleRules, Fp4E4M3ScaleIsRneOfAmaxOver6) {
   EXPECT_EQ(kFp4E4M3AmaxFloor, 6.0f * p2(-9));
   EXPECT_EQ(fp4E4M3ScaleCode(0.0f), 0x01); // floor/6 = 2^-9
   EXPECT_EQ(fp4E4M3ScaleCode(0.01f), 0x01);

@@ -1,0 +1,191 @@
+//===- PlanModel.h - The deployable plan as plain C++ data ----------------===//
+//
+// What a plan holds, independent of its file encoding (runtime/schema/
+// plan.fbs, written and read by PlanFile.h). The compiler fills a PlanModel
+// from the ds module (passes/LowerToPlan.cpp); the runtime executes it.
+//
+// A plan is:
+//   - `model`: the facts the runtime needs without the config;
+//   - `tensors`: checkpoint tensors the plan binds (name, dtype, shape, kind);
+//   - `states`: buffers that live across calls of a session (window rings, the
+//     compressed KV and index keys of each KV source, compressor partial
+//     groups, Engram hash history), each with its record layout as data;
+//   - `kernels`: distinct kernel specialisations (a name from the kernel
+//     vocabulary + constant parameters; later a cubin/PTX);
+//   - `programs`: `prefill`, `decode`, ... Each is a list of values (typed
+//     slots: program inputs/outputs, activations, weights, states) and a list
+//     of launches reading and writing values.
+// Sizes are symbolic only in token dimensions: kTokens is the number of tokens
+// of the call (S in prefill, 1 in decode); kCompressedTokens / kCompressedLength
+// follow from it, the call's start position and the value's ratio.
+//
+// Invariants (checked by verifyPlan in PlanFile.h): every index is in range;
+// a weight value names a tensor, a state value a state; launches only read
+// values that are inputs, weights, states or written by an earlier launch;
+// layer boundary marks name values written by that layer.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_RUNTIME_PLANMODEL_H
+#define DSC_RUNTIME_PLANMODEL_H
+
+#include "dsc/runtime/Safetensors.h" // DType
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace dsc::runtime {
+
+/// Plan file format version; bumped on any incompatible schema change.
+inline constexpr uint32_t kPlanSchemaVersion = 1;
+/// A dimension equal to the call's token count.
+inline constexpr int64_t kTokens = -1;
+/// A dimension equal to the compressed entries a call emits at the value's
+/// ratio: floor((start + S) / ratio) - floor(start / ratio).
+inline constexpr int64_t kCompressedTokens = -2;
+/// A dimension equal to the compressed entries visible after the call:
+/// floor((start + S) / ratio) (the length of a source's KV buffer).
+inline constexpr int64_t kCompressedLength = -3;
+
+/// Model facts the runtime needs (a subset of the compiler's ModelSpec).
+struct PlanModelFacts {
+  std::string name;  ///< config file the plan was compiled from
+  int64_t nLayers = 0, nMtpLayers = 0, dim = 0, vocabSize = 0, hcMult = 0;
+  int64_t headDim = 0, ropeHeadDim = 0, nHeads = 0, windowSize = 0;
+  int64_t indexHeadDim = 0, indexNHeads = 0, indexTopk = 0;
+  int64_t cedSplitLayer = 0;
+  int64_t maxSeqLen = 0, maxBatch = 1;
+  std::string cedMode = "full"; ///< prefill CED mode: full | bounded | exact
+  bool layerBoundaries = false; ///< conformance plan (dsc-compile --layer-boundaries)
+  /// Engram token map (token id -> compressed id); empty without Engram.
+  std::vector<int64_t> engramTokenMap;
+  int64_t engramCompressedVocabSize = 0;
+};
+
+enum class TensorKind : uint8_t { Weight = 0, Scale = 1, Fp4Packed = 2 };
+
+/// One checkpoint tensor. A stacked tensor (`experts > 0`) is the
+/// concatenation along a new leading dimension of the checkpoint tensors named
+/// by replacing "{e}" in `name` with 0..experts-1; `shape` includes that
+/// leading dimension.
+struct TensorBinding {
+  std::string name;
+  DType dtype = DType::BF16;
+  std::vector<int64_t> shape;
+  TensorKind kind = TensorKind::Weight;
+  int64_t experts = 0;
+  /// The loader also accepts this dtype (e.g. attn.wo_a as released: F8_E4M3
+  /// with a `.scale` sibling, dequantised to bf16 on load).
+  std::optional<DType> alternativeDType;
+};
+
+/// Record layout of a state buffer (numerics::KvRecordFormat as data).
+struct RecordLayout {
+  int32_t valuesPerEntry = 0, valuesPerTile = 0;
+  uint8_t valueType = 0;  ///< numerics::KvValueType
+  uint8_t scaleType = 0;  ///< numerics::KvScaleType
+  int32_t dataBytes = 0, scaleBytes = 0, entryBytes = 0;
+  int32_t tokensPerPage = 0;
+  uint8_t pageOrder = 0;  ///< numerics::KvPageOrder
+};
+
+enum class StateKind : uint8_t {
+  WindowRing = 0,      ///< FP8 records, `capacity` = window slots
+  MainKv = 1,          ///< FP4 main KV records of a KV source, one per compressed entry
+  IndexKeys = 2,       ///< FP4 index-key records of a KV source
+  CompressorState = 3, ///< fp32 partial group [ratio, 2, dim] (kv, score)
+  EngramHistory = 4,   ///< int64 compressed ids of the sequence so far
+  DSparkRing = 5,      ///< FP8 ring of a DSpark stage
+};
+
+struct StateBuffer {
+  std::string name; ///< e.g. "layers.20.main_kv"
+  StateKind kind = StateKind::WindowRing;
+  int64_t layer = -1;
+  int64_t ratio = 0;    ///< compress ratio (MainKv, IndexKeys, CompressorState)
+  int64_t capacity = 0; ///< entries per sequence
+  RecordLayout layout;  ///< for record-based kinds
+};
+
+/// A constant kernel parameter.
+using ParamValue = std::variant<int64_t, double, std::vector<int64_t>, std::string>;
+struct KernelParam {
+  std::string key;
+  ParamValue value;
+};
+
+/// A kernel specialisation: a name from the kernel vocabulary (docs/kernels.md)
+/// and its constants. Binaries (cubin, PTX) are filled by the CUDA codegen.
+struct KernelSpec {
+  std::string name; ///< e.g. "rms_norm", "linear_fp8", "sparse_attention"
+  std::vector<KernelParam> params;
+  std::vector<uint8_t> cubin;
+  std::string ptx;
+
+  const ParamValue *find(const std::string &key) const {
+    for (const KernelParam &p : params)
+      if (p.key == key)
+        return &p.value;
+    return nullptr;
+  }
+};
+
+enum class ValueKind : uint8_t {
+  Input = 0,      ///< program argument
+  Activation = 1, ///< written by a launch of this program
+  Weight = 2,     ///< a tensor binding
+  State = 3,      ///< a state buffer
+};
+
+struct ValueSlot {
+  ValueKind kind = ValueKind::Activation;
+  DType dtype = DType::BF16;
+  std::vector<int64_t> shape; ///< kTokens / kCompressed* mark symbolic dims
+  int64_t ratio = 0;          ///< ratio of kCompressed* dimensions
+  int64_t tensor = -1;        ///< Weight: index into PlanModel::tensors
+  int64_t state = -1;         ///< State: index into PlanModel::states
+  std::string name;           ///< for dumps and errors, e.g. "layers.3.out"
+};
+
+struct Launch {
+  int64_t kernel = 0; ///< index into PlanModel::kernels
+  std::vector<int64_t> inputs, outputs; ///< indices into Program::values
+  int64_t layer = -1; ///< layer the launch belongs to (-1: outside layers)
+};
+
+/// Marks the block boundary after layer `layer`: `stream` and `mix` are the
+/// values a conformance run dumps and may replace (forced boundaries).
+struct LayerBoundary {
+  int64_t layer = 0;
+  int64_t stream = -1, mix = -1;
+  int64_t afterLaunch = -1; ///< index of the layer's last launch
+};
+
+struct Program {
+  std::string name; ///< "prefill", "decode", "dspark_prefill", "dspark_draft"
+  std::vector<ValueSlot> values;
+  std::vector<int64_t> inputs, outputs; ///< indices into values
+  std::vector<Launch> launches;
+  std::vector<LayerBoundary> boundaries;
+};
+
+struct PlanModel {
+  uint32_t version = kPlanSchemaVersion;
+  PlanModelFacts model;
+  std::vector<TensorBinding> tensors;
+  std::vector<StateBuffer> states;
+  std::vector<KernelSpec> kernels;
+  std::vector<Program> programs;
+
+  const Program *program(const std::string &name) const {
+    for (const Program &p : programs)
+      if (p.name == name)
+        return &p;
+    return nullptr;
+  }
+};
+
+} // namespace dsc::runtime
+
+#endif // DSC_RUNTIME_PLANMODEL_H
