@@ -21,7 +21,8 @@ dsc::ds::KvPlan dsc::ds::computeKvPlan(ModuleOp module) {
         if (auto kv = llvm::dyn_cast<KvCacheType>(result.getType())) {
           source.mainBytesPerEntry = mainKvRecordBytes(kv.getDim());
           for (Operation *user : result.getUsers())
-            source.readers.push_back(LayerOp::of(user).getId());
+            if (LayerOp reader = LayerOp::of(user))
+              source.readers.push_back(reader.getId());
         }
         if (auto keys = llvm::dyn_cast<IndexKeysType>(result.getType()))
           source.indexBytesPerEntry = indexKeyRecordBytes(keys.getDim());

@@ -35,9 +35,12 @@ LogicalResult verifyFunction(func::FuncOp fn, int64_t nLayers, int64_t cedSplit)
     hasEngramHash = true;
     engramLayers.insert(hash.getLayers().begin(), hash.getLayers().end());
   });
-  for (int64_t id : engramLayers)
-    if (id < 0 || (nLayers >= 0 && id >= nLayers))
+  for (int64_t id : engramLayers) {
+    if (id < 0)
+      return fn.emitError() << "Engram layer " << id << " is negative";
+    if (nLayers >= 0 && id >= nLayers)
       return fn.emitError() << "Engram layer " << id << " is out of range [0, " << nLayers << ")";
+  }
 
   int64_t expected = 0;
   int64_t candidateSource = -1;

@@ -1,21 +1,25 @@
 //===- dsc-compile.cpp - Config -> ds module -> passes -> outputs ---------===//
 //
-//   dsc-compile CONFIG [--report[=text|json]] [--emit=mlir] [-o FILE]
-//               [--max-seq-len N] [--max-batch B]
+//   dsc-compile CONFIG [-o model.dscp] [--report[=text|json]] [--emit=mlir]
+//               [--max-seq-len N] [--max-batch B] [--ced=full]
+//               [--layer-boundaries]
 //               [--tokenizer FILE | --engram-map FILE] [--emit-engram-map OUT]
 //
 // Reads either config format, builds the whole model as a ds module, runs the
-// analysis pipeline (ds-verify-schedule, ds-plan-kv) and writes what was asked
-// for. Errors name the file, key and expected value; the exit code is 1 and
-// no output file is left half-written.
+// analysis pipeline (ds-verify-schedule, ds-plan-kv), lowers it to a plan and
+// writes what was asked for: `-o X.dscp` the plan, `--emit=mlir` the module
+// (to -o or stdout), `--report` the summary. Errors name the file, key and
+// expected value; the exit code is 1 and no output file is left half-written.
 //===----------------------------------------------------------------------===//
 #include "models/ConfigImport.h"
 #include "models/builder/ModelBuilder.h"
 #include "passes/KvPlan.h"
+#include "passes/LowerToPlan.h"
 #include "passes/Passes.h"
 #include "tools/dsc-compile/Report.h"
 
 #include "dsc/numerics/EngramTokenMap.h"
+#include "dsc/runtime/PlanFile.h"
 
 #include "dialects/DeepSeek/IR/DeepSeekDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -38,8 +42,16 @@ static cl::opt<std::string> report("report", cl::ValueOptional, cl::init(""),
                                    cl::cat(category));
 static cl::opt<std::string> emit("emit", cl::desc("Emit an artefact: mlir (the ds module)"),
                                  cl::value_desc("mlir"), cl::cat(category));
-static cl::opt<std::string> outputPath("o", cl::desc("Output file for --emit (default: stdout)"),
-                                       cl::value_desc("file"), cl::init("-"), cl::cat(category));
+static cl::opt<std::string> outputPath(
+    "o", cl::desc("Output: the plan (.dscp), or the --emit artefact (default: stdout)"),
+    cl::value_desc("file"), cl::init(""), cl::cat(category));
+static cl::opt<std::string> cedMode(
+    "ced", cl::desc("Prefill CED mode: full (every layer on every prompt token; the only mode so far)"),
+    cl::init("full"), cl::cat(category));
+static cl::opt<bool> layerBoundaries(
+    "layer-boundaries",
+    cl::desc("Conformance plan: keep every block boundary materialised and injectable"),
+    cl::init(false), cl::cat(category));
 static cl::opt<int64_t> maxSeqLen("max-seq-len",
                                   cl::desc("Longest sequence the plan serves (default: the "
                                            "config's max_seq_len / max_position_embeddings, else 4096)"),
@@ -92,6 +104,9 @@ int main(int argc, char **argv) {
     return fail("--report takes 'text' or 'json', got '" + report + "'");
   if (!emit.empty() && emit != "mlir")
     return fail("--emit takes 'mlir', got '" + emit + "'");
+  if (cedMode != "full")
+    return fail("--ced=" + cedMode + " is not available yet; use --ced=full");
+  bool writePlan = emit.empty() && !outputPath.empty();
   if (!tokenizerPath.empty() && !engramMapPath.empty())
     return fail("give either --tokenizer or --engram-map, not both");
   if (!emitEngramMap.empty() && tokenizerPath.empty())
@@ -105,6 +120,11 @@ int main(int argc, char **argv) {
     return fail("--max-seq-len and --max-batch must be positive");
 
   // Engram token map (reference-spec §7.1).
+  std::optional<dsc::numerics::EngramTokenMap> tokenMap;
+  if (writePlan && spec->hasEngram() && tokenizerPath.empty() && engramMapPath.empty())
+    return fail(configPath + ": the model has Engram layers: a plan needs the token map; give "
+                "--tokenizer FILE (tokenizer.json or a JSON list of token strings) or "
+                "--engram-map FILE");
   if (!tokenizerPath.empty() || !engramMapPath.empty()) {
     std::string error;
     std::optional<dsc::numerics::EngramTokenMap> map =
@@ -123,6 +143,7 @@ int main(int argc, char **argv) {
                   Twine(map->lookup.size()) + " tokens, but the model's vocab_size is " +
                   Twine(spec->vocabSize));
     options.engramCompressedVocabSize = map->compressedVocabSize;
+    tokenMap = map;
     if (!emitEngramMap.empty() &&
         !writeFile(emitEngramMap, dsc::numerics::engramTokenMapToJson(*map), error))
       return fail(error);
@@ -146,11 +167,45 @@ int main(int argc, char **argv) {
     os << "\n";
     os.flush();
     std::string error;
-    if (!writeFile(outputPath, text, error))
+    if (!writeFile(outputPath.empty() ? std::string("-") : std::string(outputPath), text, error))
       return fail(error);
   }
 
-  bool wantReport = !report.empty() || (emit.empty() && emitEngramMap.empty());
+  if (writePlan) {
+    dsc::runtime::PlanModelFacts facts;
+    facts.name = configPath;
+    facts.nLayers = spec->nLayers;
+    facts.nMtpLayers = spec->nMtpLayers;
+    facts.dim = spec->dim;
+    facts.vocabSize = spec->vocabSize;
+    facts.hcMult = spec->hcMult;
+    facts.headDim = spec->headDim;
+    facts.ropeHeadDim = spec->ropeHeadDim;
+    facts.nHeads = spec->nHeads;
+    facts.windowSize = spec->windowSize;
+    facts.indexHeadDim = spec->indexHeadDim;
+    facts.indexNHeads = spec->indexNHeads;
+    facts.indexTopk = spec->indexTopk;
+    facts.cedSplitLayer = spec->cedSplitLayer;
+    facts.maxSeqLen = options.maxSeqLen;
+    facts.maxBatch = options.maxBatch;
+    facts.cedMode = cedMode;
+    facts.layerBoundaries = layerBoundaries;
+    if (tokenMap) {
+      facts.engramTokenMap = tokenMap->lookup;
+      facts.engramCompressedVocabSize = tokenMap->compressedVocabSize;
+    }
+    dsc::runtime::PlanModel plan;
+    std::string error;
+    if (!dsc::ds::lowerModuleToPlan(*module, facts, plan, error))
+      return fail("lowering to a plan failed: " + error);
+    if (dsc::runtime::Status status = dsc::runtime::verifyPlan(plan); !status)
+      return fail("internal error: the lowered plan does not verify: " + status.message());
+    if (dsc::runtime::Status status = dsc::runtime::writePlanFile(outputPath, plan); !status)
+      return fail(status.message());
+  }
+
+  bool wantReport = !report.empty() || (emit.empty() && emitEngramMap.empty() && !writePlan);
   if (wantReport || report.getNumOccurrences() > 0) {
     dsc::tools::Report r;
     r.spec = &*spec;

@@ -16,7 +16,9 @@ include "mlir/IR/RegionKindInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/ControlFlowInterfaces.td"
 
-defvar Tensor = AnyRankedTensor;
+// Every tensor of the graph level has rank 1 to 3 ([tokens, ...] activations,
+// weights, stacked experts).
+defvar Tensor = TensorRankOf<[AnyType], [1, 2, 3]>;
 
 //===----------------------------------------------------------------------===//
 // Structure: checkpoint parameters, layers

@@ -152,8 +152,20 @@ LogicalResult LayerOp::verifyRegions() {
       if (attention.getTopk() && attention.getTopk().getDefiningOp<LayerOp>())
         readsForeignTopK = true;
     }
-    if (llvm::isa<YieldOp>(op))
+    if (auto yield = llvm::dyn_cast<YieldOp>(op)) {
+      // What the layer publishes must be its own work, allowed for its role.
+      for (Value value : yield.getValues()) {
+        if (!isShared(value.getType()))
+          continue;
+        Operation *def = value.getDefiningOp();
+        if (!def || !getBody().isAncestor(def->getParentRegion())) {
+          yield.emitOpError() << "layer " << getId() << " publishes "
+                              << sharedName(value.getType()) << " it did not compute";
+          return WalkResult::interrupt();
+        }
+      }
       return WalkResult::advance();
+    }
     for (Value result : op->getResults())
       if (isShared(result.getType()) && failed(verifyProducer(*this, op, result.getType())))
         return WalkResult::interrupt();

@@ -1,0 +1,378 @@
+//===- LowerToPlan.cpp - ds module -> runtime PlanModel --------------------===//
+#include "passes/LowerToPlan.h"
+#include "passes/KvRecordSizes.h"
+
+#include "dialects/DeepSeek/IR/DeepSeekDialect.h"
+#include "dsc/numerics/KvLayout.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <map>
+
+using namespace mlir;
+using namespace dsc;
+using namespace dsc::ds;
+namespace rt = dsc::runtime;
+
+namespace {
+
+int64_t lastDimOf(Value v) { return llvm::cast<RankedTensorType>(v.getType()).getShape().back(); }
+
+std::optional<rt::DType> dtypeOf(Type element) {
+  if (element.isBF16()) return rt::DType::BF16;
+  if (element.isF16()) return rt::DType::F16;
+  if (element.isF32()) return rt::DType::F32;
+  if (element.isF64()) return rt::DType::F64;
+  if (llvm::isa<Float8E4M3FNType>(element)) return rt::DType::F8_E4M3;
+  if (llvm::isa<Float8E8M0FNUType>(element)) return rt::DType::F8_E8M0;
+  if (element.isInteger(8)) return rt::DType::I8;
+  if (element.isInteger(16)) return rt::DType::I16;
+  if (element.isInteger(32)) return rt::DType::I32;
+  if (element.isInteger(64)) return rt::DType::I64;
+  if (element.isInteger(1)) return rt::DType::Bool;
+  return std::nullopt;
+}
+
+rt::RecordLayout layoutOf(const numerics::KvRecordFormat &f) {
+  rt::RecordLayout l;
+  l.valuesPerEntry = f.valuesPerEntry;
+  l.valuesPerTile = f.valuesPerTile;
+  l.valueType = uint8_t(f.valueType);
+  l.scaleType = uint8_t(f.scaleType);
+  l.dataBytes = f.dataBytes;
+  l.scaleBytes = f.scaleBytes;
+  l.entryBytes = f.entryBytes;
+  l.tokensPerPage = 64;
+  l.pageOrder = uint8_t(numerics::KvPageOrder::TokenInterleaved);
+  return l;
+}
+
+/// Flattens an attribute into kernel parameters under `key`.
+void addParam(std::vector<rt::KernelParam> &params, const std::string &key, Attribute attr) {
+  if (auto i = llvm::dyn_cast<IntegerAttr>(attr))
+    params.push_back({key, int64_t(i.getValue().getSExtValue())});
+  else if (auto f = llvm::dyn_cast<FloatAttr>(attr))
+    params.push_back({key, f.getValueAsDouble()});
+  else if (auto b = llvm::dyn_cast<BoolAttr>(attr))
+    params.push_back({key, int64_t(b.getValue())});
+  else if (llvm::isa<UnitAttr>(attr))
+    params.push_back({key, int64_t(1)});
+  else if (auto a = llvm::dyn_cast<DenseI64ArrayAttr>(attr))
+    params.push_back({key, std::vector<int64_t>(a.asArrayRef().begin(), a.asArrayRef().end())});
+  else if (auto s = llvm::dyn_cast<StringAttr>(attr))
+    params.push_back({key, s.getValue().str()});
+  else if (auto q = llvm::dyn_cast<LinearQuantAttr>(attr))
+    params.push_back({key, stringifyLinearQuant(q.getValue()).str()});
+  else if (auto r = llvm::dyn_cast<RopeAttr>(attr)) {
+    params.push_back({key + ".dim", r.getDim()});
+    params.push_back({key + ".theta", r.getTheta().getValueAsDouble()});
+    params.push_back({key + ".original_seq_len", r.getOriginalSeqLen()});
+    if (r.getFactor()) params.push_back({key + ".factor", r.getFactor().getValueAsDouble()});
+    if (r.getBetaFast()) params.push_back({key + ".beta_fast", r.getBetaFast().getValueAsDouble()});
+    if (r.getBetaSlow()) params.push_back({key + ".beta_slow", r.getBetaSlow().getValueAsDouble()});
+  }
+}
+
+bool sameParams(const rt::KernelSpec &a, const rt::KernelSpec &b) {
+  if (a.name != b.name || a.params.size() != b.params.size())
+    return false;
+  for (size_t i = 0; i < a.params.size(); ++i)
+    if (a.params[i].key != b.params[i].key || a.params[i].value != b.params[i].value)
+      return false;
+  return true;
+}
+
+class PlanLowering {
+public:
+  PlanLowering(rt::PlanModel &plan, std::string &error) : plan_(plan), error_(error) {}
+
+  bool lowerFunction(func::FuncOp fn);
+
+private:
+  int64_t tensorIndex(ParameterOp param);
+  int64_t stateIndex(const std::string &name, rt::StateKind kind, int64_t layer, int64_t ratio,
+                     int64_t capacity, const numerics::KvRecordFormat *format);
+  int64_t kernelIndex(rt::KernelSpec spec);
+  std::optional<int64_t> slotFor(Value value, int64_t layer);
+  int64_t addSlot(rt::ValueSlot slot) {
+    program_->values.push_back(std::move(slot));
+    return int64_t(program_->values.size()) - 1;
+  }
+  bool fail(Operation *op, const std::string &message) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << op->getName() << ": " << message;
+    error_ = os.str();
+    return false;
+  }
+  bool lowerOp(Operation *op, int64_t layer);
+  bool lowerLayer(LayerOp layer);
+
+  rt::PlanModel &plan_;
+  std::string &error_;
+  rt::Program *program_ = nullptr;
+  llvm::DenseMap<Value, int64_t> slots_;
+  llvm::StringMap<int64_t> tensors_;
+  std::map<std::string, int64_t> states_;
+};
+
+int64_t PlanLowering::tensorIndex(ParameterOp param) {
+  auto it = tensors_.find(param.getSymName());
+  if (it != tensors_.end())
+    return it->second;
+  auto type = llvm::cast<RankedTensorType>(param.getType());
+  rt::TensorBinding binding;
+  binding.name = param.getSymName().str();
+  binding.dtype = *dtypeOf(type.getElementType());
+  binding.shape.assign(type.getShape().begin(), type.getShape().end());
+  switch (param.getKind()) {
+  case ParameterKind::weight: binding.kind = rt::TensorKind::Weight; break;
+  case ParameterKind::scale: binding.kind = rt::TensorKind::Scale; break;
+  case ParameterKind::fp4_packed: binding.kind = rt::TensorKind::Fp4Packed; break;
+  }
+  if (binding.name.find("{e}") != std::string::npos)
+    binding.experts = binding.shape.front();
+  // Released checkpoints hold wo_a as FP8 + scale; the reference converts it.
+  if (llvm::StringRef(binding.name).ends_with(".attn.wo_a.weight"))
+    binding.alternativeDType = rt::DType::F8_E4M3;
+  plan_.tensors.push_back(std::move(binding));
+  int64_t index = int64_t(plan_.tensors.size()) - 1;
+  tensors_[param.getSymName()] = index;
+  return index;
+}
+
+int64_t PlanLowering::stateIndex(const std::string &name, rt::StateKind kind, int64_t layer,
+                                 int64_t ratio, int64_t capacity,
+                                 const numerics::KvRecordFormat *format) {
+  auto it = states_.find(name);
+  if (it != states_.end())
+    return it->second;
+  rt::StateBuffer state;
+  state.name = name;
+  state.kind = kind;
+  state.layer = layer;
+  state.ratio = ratio;
+  state.capacity = capacity;
+  if (format)
+    state.layout = layoutOf(*format);
+  plan_.states.push_back(std::move(state));
+  return states_[name] = int64_t(plan_.states.size()) - 1;
+}
+
+int64_t PlanLowering::kernelIndex(rt::KernelSpec spec) {
+  for (size_t i = 0; i < plan_.kernels.size(); ++i)
+    if (sameParams(plan_.kernels[i], spec))
+      return int64_t(i);
+  plan_.kernels.push_back(std::move(spec));
+  return int64_t(plan_.kernels.size()) - 1;
+}
+
+/// The slot of an operand. Values of enclosing layers and of earlier layers
+/// were mapped when their producer was lowered.
+std::optional<int64_t> PlanLowering::slotFor(Value value, int64_t) {
+  auto it = slots_.find(value);
+  if (it == slots_.end())
+    return std::nullopt;
+  return it->second;
+}
+
+bool PlanLowering::lowerLayer(LayerOp layer) {
+  int64_t id = layer.getId();
+  for (Operation &op : layer.getBody().front()) {
+    if (auto yield = llvm::dyn_cast<YieldOp>(op)) {
+      for (auto [result, yielded] : llvm::zip(layer.getResults(), yield.getValues()))
+        slots_[result] = slots_.at(yielded);
+      continue;
+    }
+    if (!lowerOp(&op, id))
+      return false;
+  }
+  if (layer.getNumResults() >= 2 && layer.getMode() != LayerMode::dspark) {
+    rt::LayerBoundary boundary;
+    boundary.layer = id;
+    boundary.stream = slots_.at(layer.getResult(0));
+    boundary.mix = slots_.at(layer.getResult(1));
+    boundary.afterLaunch = int64_t(program_->launches.size()) - 1;
+    program_->boundaries.push_back(boundary);
+    program_->values[boundary.stream].name = "layers." + std::to_string(id) + ".out";
+    program_->values[boundary.mix].name = "layers." + std::to_string(id) + ".pre_mix";
+  }
+  return true;
+}
+
+bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
+  const int64_t maxSeqLen = plan_.model.maxSeqLen;
+  if (auto weight = llvm::dyn_cast<WeightOp>(op)) {
+    auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(op, weight.getParameterAttr());
+    rt::ValueSlot slot;
+    slot.kind = rt::ValueKind::Weight;
+    slot.tensor = tensorIndex(param);
+    slot.dtype = plan_.tensors[slot.tensor].dtype;
+    slot.shape = plan_.tensors[slot.tensor].shape;
+    slot.name = plan_.tensors[slot.tensor].name;
+    slots_[weight.getResult()] = addSlot(std::move(slot));
+    return true;
+  }
+  if (auto nested = llvm::dyn_cast<LayerOp>(op))
+    return lowerLayer(nested);
+
+  rt::Launch launch;
+  launch.layer = layer;
+  rt::KernelSpec spec;
+  spec.name = op->getName().stripDialect().str();
+  for (NamedAttribute attr : op->getAttrs())
+    if (attr.getName() != "operandSegmentSizes")
+      addParam(spec.params, attr.getName().str(), attr.getValue());
+
+  for (Value operand : op->getOperands()) {
+    std::optional<int64_t> slot = slotFor(operand, layer);
+    if (!slot)
+      return fail(op, "operand has no producer in this function");
+    launch.inputs.push_back(*slot);
+  }
+  std::string prefix = layer >= 0 ? "layers." + std::to_string(layer) + "." : "";
+
+  // Hidden state of stateful ops: read and written by the same launch.
+  auto hiddenState = [&](const std::string &name, rt::StateKind kind, int64_t ratio,
+                         int64_t capacity, rt::DType dtype, std::vector<int64_t> shape) {
+    rt::ValueSlot slot;
+    slot.kind = rt::ValueKind::State;
+    slot.state = stateIndex(name, kind, layer, ratio, capacity, nullptr);
+    slot.dtype = dtype;
+    slot.shape = std::move(shape);
+    slot.name = name;
+    int64_t index = addSlot(std::move(slot));
+    launch.inputs.push_back(index);
+    launch.outputs.push_back(index);
+  };
+  if (auto compressor = llvm::dyn_cast<CompressorOp>(op)) {
+    int64_t ratio = compressor.getRatio(), dim = lastDimOf(compressor.getLatent());
+    hiddenState(prefix + "compressor_state", rt::StateKind::CompressorState, ratio, 1,
+                rt::DType::F32, {2, ratio, dim});
+  }
+  if (auto hash = llvm::dyn_cast<EngramHashOp>(op))
+    hiddenState("engram_history", rt::StateKind::EngramHistory, 0, maxSeqLen, rt::DType::I64,
+                {maxSeqLen});
+
+  for (Value result : op->getResults()) {
+    rt::ValueSlot slot;
+    Type type = result.getType();
+    if (auto window = llvm::dyn_cast<WindowType>(type)) {
+      numerics::KvRecordFormat format = numerics::swaKvFormat(int32_t(window.getDim()));
+      bool dspark = layer >= plan_.model.nLayers;
+      slot.kind = rt::ValueKind::State;
+      slot.state = stateIndex(prefix + "window", dspark ? rt::StateKind::DSparkRing
+                                                        : rt::StateKind::WindowRing,
+                              layer, 0, window.getSize(), &format);
+      slot.dtype = rt::DType::U8;
+      slot.shape = {window.getSize(), format.entryBytes};
+    } else if (auto kv = llvm::dyn_cast<KvCacheType>(type)) {
+      numerics::KvRecordFormat format = numerics::mainKvFormat(int32_t(kv.getDim()));
+      slot.kind = rt::ValueKind::State;
+      slot.state = stateIndex(prefix + "main_kv", rt::StateKind::MainKv, layer, kv.getRatio(),
+                              maxSeqLen / kv.getRatio(), &format);
+      slot.dtype = rt::DType::U8;
+      slot.shape = {rt::kCompressedLength, format.entryBytes};
+      slot.ratio = kv.getRatio();
+      spec.params.push_back({"ratio", kv.getRatio()});
+    } else if (auto keys = llvm::dyn_cast<IndexKeysType>(type)) {
+      numerics::KvRecordFormat format = numerics::indexKeyFormat(int32_t(keys.getDim()));
+      slot.kind = rt::ValueKind::State;
+      slot.state = stateIndex(prefix + "index_keys", rt::StateKind::IndexKeys, layer,
+                              keys.getRatio(), maxSeqLen / keys.getRatio(), &format);
+      slot.dtype = rt::DType::U8;
+      slot.shape = {rt::kCompressedLength, format.entryBytes};
+      slot.ratio = keys.getRatio();
+    } else if (auto topk = llvm::dyn_cast<TopKType>(type)) {
+      slot.dtype = rt::DType::I32;
+      slot.shape = {rt::kTokens, topk.getK()};
+      slot.ratio = topk.getRatio();
+      spec.params.push_back({"k", topk.getK()});
+      spec.params.push_back({"ratio", topk.getRatio()});
+    } else if (auto candidates = llvm::dyn_cast<CandidatesType>(type)) {
+      slot.dtype = rt::DType::U8;
+      slot.shape = {rt::kTokens, rt::kCompressedLength};
+      slot.ratio = candidates.getRatio();
+      spec.params.push_back({"blocks", candidates.getBlocks()});
+      spec.params.push_back({"block_size", candidates.getBlockSize()});
+      spec.params.push_back({"ratio", candidates.getRatio()});
+    } else if (auto tensor = llvm::dyn_cast<RankedTensorType>(type)) {
+      std::optional<rt::DType> dtype = dtypeOf(tensor.getElementType());
+      if (!dtype)
+        return fail(op, "unsupported element type");
+      slot.dtype = *dtype;
+      slot.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+      for (int64_t &d : slot.shape)
+        if (ShapedType::isDynamic(d))
+          d = rt::kTokens;
+      // Latents and scores are sized by compressed entries, not tokens.
+      if (auto c = llvm::dyn_cast<CompressorOp>(op)) {
+        slot.shape[0] = rt::kCompressedTokens;
+        slot.ratio = c.getRatio();
+      }
+      if (auto score = llvm::dyn_cast<IndexerScoreOp>(op)) {
+        slot.shape[1] = rt::kCompressedLength;
+        slot.ratio = score.getKeys().getType().getRatio();
+      }
+    } else {
+      return fail(op, "unsupported result type");
+    }
+    if (slot.name.empty())
+      slot.name = prefix + spec.name;
+    if (slot.kind == rt::ValueKind::Activation && slot.name.empty())
+      slot.name = spec.name;
+    int64_t index = addSlot(std::move(slot));
+    slots_[result] = index;
+    launch.outputs.push_back(index);
+  }
+  launch.kernel = kernelIndex(std::move(spec));
+  program_->launches.push_back(std::move(launch));
+  return true;
+}
+
+bool PlanLowering::lowerFunction(func::FuncOp fn) {
+  plan_.programs.emplace_back();
+  program_ = &plan_.programs.back();
+  program_->name = fn.getSymName().str();
+  slots_.clear();
+  for (BlockArgument arg : fn.getArguments()) {
+    auto type = llvm::cast<RankedTensorType>(arg.getType());
+    rt::ValueSlot slot;
+    slot.kind = rt::ValueKind::Input;
+    slot.dtype = *dtypeOf(type.getElementType());
+    slot.shape.assign(type.getShape().begin(), type.getShape().end());
+    for (int64_t &d : slot.shape)
+      if (ShapedType::isDynamic(d))
+        d = rt::kTokens;
+    slot.name = "input" + std::to_string(arg.getArgNumber());
+    int64_t index = addSlot(std::move(slot));
+    slots_[arg] = index;
+    program_->inputs.push_back(index);
+  }
+  for (Operation &op : fn.getBody().front()) {
+    if (auto ret = llvm::dyn_cast<func::ReturnOp>(op)) {
+      for (Value v : ret.getOperands())
+        program_->outputs.push_back(slots_.at(v));
+      continue;
+    }
+    if (!lowerOp(&op, -1))
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+
+bool dsc::ds::lowerModuleToPlan(ModuleOp module, const rt::PlanModelFacts &facts,
+                                rt::PlanModel &plan, std::string &error) {
+  plan = rt::PlanModel();
+  plan.model = facts;
+  PlanLowering lowering(plan, error);
+  for (auto fn : module.getOps<func::FuncOp>())
+    if (!lowering.lowerFunction(fn))
+      return false;
+  return true;
+}

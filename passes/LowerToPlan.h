@@ -1,0 +1,32 @@
+//===- LowerToPlan.h - ds module -> runtime PlanModel ----------------------===//
+//
+// Lowers every phase function of a verified ds module to a plan Program:
+// one launch per ds op (unfused; fusion passes later group them), one value
+// slot per SSA value, checkpoint bindings from ds.parameter, and the state a
+// session keeps (window rings, per-source KV and index keys, compressor
+// partial groups, Engram history) as StateBuffers with their record layouts.
+// The kernel vocabulary is the ds op names without the prefix (docs/kernels.md);
+// a kernel's constant parameters are the op's attributes (RoPE flattened to
+// rope.*), plus the ratio / k / sizes of shared-value types.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_PASSES_LOWERTOPLAN_H
+#define DSC_PASSES_LOWERTOPLAN_H
+
+#include "dsc/runtime/PlanModel.h"
+
+#include <string>
+
+namespace mlir {
+class ModuleOp;
+}
+
+namespace dsc::ds {
+
+/// `facts` carries what the module does not (limits, CED mode, token map).
+/// Returns false and sets `error` if something cannot be lowered.
+bool lowerModuleToPlan(mlir::ModuleOp module, const runtime::PlanModelFacts &facts,
+                       runtime::PlanModel &plan, std::string &error);
+
+} // namespace dsc::ds
+
+#endif // DSC_PASSES_LOWERTOPLAN_H

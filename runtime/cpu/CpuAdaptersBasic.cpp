@@ -1,0 +1,118 @@
+//===- CpuAdaptersBasic.cpp - Embedding, mHC plumbing, concat, Engram hash -===//
+//
+// Kernels simple enough to need no separate math file:
+//   embed            rows of the bf16 table (reference-spec §5.3)
+//   hc_expand        hc identical copies of the embedding (§5.4)
+//   hc_identity_mix  one-hot pre mix, copy 0 = 1.0, no eps (§5.5)
+//   concat           along the last axis (DSpark main_hidden, §5.10)
+//   engram_hash      compressed ids into the sequence history, then the n-gram
+//                    hash of every new position (§7.4, numerics/EngramHash.h)
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/CpuAdapter.h"
+
+#include "dsc/numerics/EngramHash.h"
+
+#include <cstring>
+
+namespace dsc::cpu {
+namespace {
+
+Status embed(LaunchContext &c) {
+  const HostTensor &ids = *c.inputs[0], &table = *c.inputs[1];
+  HostTensor &out = *c.outputs[0];
+  int64_t vocab = table.dim(0), dim = table.dim(1);
+  for (int64_t t = 0; t < ids.numElements(); ++t) {
+    int32_t id = ids.data<int32_t>()[t];
+    if (id < 0 || id >= vocab)
+      return runtime::invalidArgument("embed: token id " + std::to_string(id) +
+                                      " outside the vocabulary [0, " + std::to_string(vocab) + ")");
+    std::memcpy(out.data<uint16_t>() + t * dim, table.data<uint16_t>() + int64_t(id) * dim,
+                dim * sizeof(uint16_t));
+  }
+  return Status::ok();
+}
+
+Status hcExpand(LaunchContext &c) {
+  const HostTensor &x = *c.inputs[0];
+  HostTensor &out = *c.outputs[0];
+  int64_t tokens = x.dim(0), dim = x.dim(1), copies = out.dim(1);
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t k = 0; k < copies; ++k)
+      std::memcpy(out.data<uint16_t>() + (t * copies + k) * dim, x.data<uint16_t>() + t * dim,
+                  dim * sizeof(uint16_t));
+  return Status::ok();
+}
+
+Status hcIdentityMix(LaunchContext &c) {
+  HostTensor &mix = *c.outputs[0];
+  int64_t tokens = mix.dim(0), copies = mix.dim(1);
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t k = 0; k < copies; ++k)
+      mix.data<float>()[t * copies + k] = k == 0 ? 1.0f : 0.0f;
+  return Status::ok();
+}
+
+Status concat(LaunchContext &c) {
+  HostTensor &out = *c.outputs[0];
+  int64_t rows = out.numElements() / out.shape().back();
+  size_t element = runtime::dtypeSize(out.dtype());
+  int64_t offset = 0;
+  for (const HostTensor *in : c.inputs) {
+    int64_t width = in->shape().back();
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(out.bytes() + (r * out.shape().back() + offset) * element,
+                  in->bytes() + r * width * element, width * element);
+    offset += width;
+  }
+  return Status::ok();
+}
+
+Status engramHash(LaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  std::vector<int64_t> layers = p.ints("layers"), mult = p.ints("multipliers"),
+                       primes = p.ints("primes"), offsets = p.ints("offsets");
+  int64_t maxNgram = p.i("max_ngram"), heads = p.i("heads"), padToken = p.i("pad_id");
+  if (!p.error)
+    return p.error;
+  const std::vector<int64_t> &map = c.plan.model.engramTokenMap;
+  if (map.empty())
+    return runtime::failedPrecondition("engram_hash: the plan carries no Engram token map");
+  if (padToken < 0 || padToken >= int64_t(map.size()))
+    return runtime::invalidArgument("engram_hash: pad token " + std::to_string(padToken) +
+                                    " is outside the token map");
+  const HostTensor &ids = *c.inputs[0];
+  HostTensor &history = *c.outputs[0];
+  HostTensor &hashes = *c.outputs[1];
+  int64_t start = c.call.startPos, tokens = ids.numElements();
+  if (start + tokens > history.numElements())
+    return runtime::invalidArgument("engram_hash: position beyond the history capacity");
+  int64_t *cache = history.data<int64_t>();
+  for (int64_t t = 0; t < tokens; ++t) {
+    int32_t id = ids.data<int32_t>()[t];
+    if (id < 0 || id >= int64_t(map.size()))
+      return runtime::invalidArgument("engram_hash: token id " + std::to_string(id) +
+                                      " outside the Engram token map");
+    cache[start + t] = map[id];
+  }
+  int64_t padId = map[padToken];
+  int64_t cols = (maxNgram - 1) * heads, nLayers = int64_t(layers.size());
+  for (int64_t t = 0; t < tokens; ++t)
+    for (int64_t l = 0; l < nLayers; ++l)
+      numerics::engramHashFromCache(cache, start + t, padId, mult.data() + l * maxNgram,
+                                    int(maxNgram), primes.data() + l * cols,
+                                    offsets.data() + l * cols, int(heads),
+                                    hashes.data<int64_t>() + (t * nLayers + l) * cols);
+  return Status::ok();
+}
+
+} // namespace
+
+void registerBasicAdapters(AdapterTable &table) {
+  table["embed"] = embed;
+  table["hc_expand"] = hcExpand;
+  table["hc_identity_mix"] = hcIdentityMix;
+  table["concat"] = concat;
+  table["engram_hash"] = engramHash;
+}
+
+} // namespace dsc::cpu

@@ -1,0 +1,50 @@
+//===- Backend.h - What executes a plan's launches --------------------------===//
+//
+// A backend runs one launch at a time on tensors the Session allocated (the
+// CPU reference backend computes on them directly; a GPU backend mirrors them
+// on the device). Kernels are looked up by KernelSpec::name; an unknown
+// kernel is an error naming it.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_RUNTIME_BACKEND_H
+#define DSC_RUNTIME_BACKEND_H
+
+#include "dsc/runtime/Engine.h"
+
+#include <memory>
+
+namespace dsc::runtime {
+
+/// Everything one launch needs.
+struct LaunchContext {
+  const PlanModel &plan;
+  const Program &program;
+  const Launch &launch;
+  const KernelSpec &kernel;
+  const CallInfo &call;
+  std::vector<HostTensor *> inputs, outputs; ///< in Launch order
+  std::vector<const ValueSlot *> inputSlots, outputSlots;
+
+  /// The state buffer behind input/output i, or null.
+  const StateBuffer *inputState(size_t i) const {
+    return inputSlots[i]->state >= 0 ? &plan.states[inputSlots[i]->state] : nullptr;
+  }
+  const StateBuffer *outputState(size_t i) const {
+    return outputSlots[i]->state >= 0 ? &plan.states[outputSlots[i]->state] : nullptr;
+  }
+};
+
+class Backend {
+public:
+  virtual ~Backend() = default;
+  virtual const char *name() const = 0;
+  /// Checks that every kernel of the plan is available.
+  virtual Status check(const PlanModel &plan) const = 0;
+  virtual Status launch(LaunchContext &context) = 0;
+};
+
+/// The CPU reference backend (runtime/cpu/CpuBackend.cpp).
+std::unique_ptr<Backend> createCpuBackend();
+
+} // namespace dsc::runtime
+
+#endif // DSC_RUNTIME_BACKEND_H

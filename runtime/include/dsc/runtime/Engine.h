@@ -1,0 +1,125 @@
+//===- Engine.h - Run a plan: Engine (weights) and Session (one sequence) -===//
+//
+//   auto engine = Engine::load("model.dscp", "checkpoint/");   // verifies both
+//   auto session = (*engine)->newSession();
+//   auto logits = session->prefill(promptIds);   // f32 [1, vocab] (last position)
+//   logits = session->decode(nextId);            // f32 [1, vocab]
+//
+// An Engine owns the verified plan, the weights bound from the checkpoint and
+// a backend; a Session owns one sequence's state (window rings, per-source KV
+// and index keys in their packed record layouts, compressor partial groups,
+// Engram history) and runs the plan's programs. Nothing throws; every failure
+// is a Status naming what is wrong.
+//
+// Conformance: a SessionObserver sees every launch's outputs and, in plans
+// compiled with --layer-boundaries, every block boundary, where it may
+// replace the residual stream and mix (forced boundaries, golden/README.md).
+//===----------------------------------------------------------------------===//
+#ifndef DSC_RUNTIME_ENGINE_H
+#define DSC_RUNTIME_ENGINE_H
+
+#include "dsc/runtime/HostTensor.h"
+#include "dsc/runtime/PlanModel.h"
+#include "dsc/runtime/Status.h"
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace dsc::runtime {
+
+class Backend;
+class Checkpoint;
+
+/// Which call of a session a launch belongs to.
+struct CallInfo {
+  std::string phase;       ///< "prefill" or "decode<i>" (the golden key prefix)
+  std::string program;     ///< plan program name
+  int64_t startPos = 0;    ///< absolute position of the first token
+  int64_t tokens = 0;      ///< tokens of this call
+  int64_t decodeStep = -1; ///< i of decode<i>, -1 in prefill
+};
+
+class SessionObserver {
+public:
+  virtual ~SessionObserver() = default;
+  /// After every launch, with its output values (read-only).
+  virtual void afterLaunch(const CallInfo &, const Program &, const Launch &,
+                           const KernelSpec &, std::span<const HostTensor *const> outputs) {}
+  /// After block `layer` (plans with layer boundaries only): the block's
+  /// stream [S, hc, dim] bf16 and mix [S, hc] f32; may overwrite both.
+  virtual Status atBoundary(const CallInfo &, int64_t layer, HostTensor &stream,
+                            HostTensor &mix) {
+    return Status::ok();
+  }
+};
+
+struct EngineOptions {
+  std::string backend = "cpu"; ///< "cpu" (reference backend)
+};
+
+class Session;
+
+class Engine {
+public:
+  /// Reads and verifies a plan file, opens the checkpoint and binds it.
+  static Expected<std::unique_ptr<Engine>> load(const std::string &planPath,
+                                                const std::string &checkpointPath,
+                                                EngineOptions options = {});
+  /// Same from a plan in memory (verified here).
+  static Expected<std::unique_ptr<Engine>> create(PlanModel plan,
+                                                  const std::string &checkpointPath,
+                                                  EngineOptions options = {});
+  ~Engine();
+
+  const PlanModel &plan() const { return plan_; }
+  Backend &backend() { return *backend_; }
+  const std::vector<HostTensor> &weights() const { return weights_; }
+  std::unique_ptr<Session> newSession();
+
+private:
+  Engine() = default;
+  PlanModel plan_;
+  std::vector<HostTensor> weights_; ///< one per plan tensor binding
+  std::unique_ptr<Backend> backend_;
+};
+
+class Session {
+public:
+  explicit Session(Engine &engine);
+  ~Session();
+
+  /// Runs `prefill` on the prompt from position 0; returns the program's
+  /// logits output (f32 [1, vocab], or [S, vocab] in conformance plans).
+  Expected<HostTensor> prefill(std::span<const int32_t> ids);
+  /// Runs `decode` on one token at the next position.
+  Expected<HostTensor> decode(int32_t id);
+  /// Forgets the sequence (states zeroed, position 0).
+  void reset();
+
+  int64_t position() const { return position_; }
+  void setObserver(SessionObserver *observer) { observer_ = observer; }
+  /// A state buffer's current contents (packed records, as the plan lays out).
+  const HostTensor &state(int64_t index) const { return states_.at(index); }
+  /// The last call's value of `slot` in program `program` (after the call).
+  const HostTensor *value(const std::string &program, int64_t slot) const;
+
+private:
+  Expected<HostTensor> run(const std::string &programName, std::span<const int32_t> ids,
+                           CallInfo call);
+
+  Engine &engine_;
+  SessionObserver *observer_ = nullptr;
+  int64_t position_ = 0;
+  int64_t decodeSteps_ = 0;
+  std::vector<HostTensor> states_;
+  std::vector<std::vector<HostTensor>> activations_; ///< per program, per slot
+};
+
+/// Resolves a symbolic dimension for a call (kTokens, kCompressed*).
+int64_t resolveDim(int64_t dim, int64_t ratio, int64_t startPos, int64_t tokens);
+
+} // namespace dsc::runtime
+
+#endif // DSC_RUNTIME_ENGINE_H

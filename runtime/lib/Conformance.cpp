@@ -1,0 +1,125 @@
+//===- Conformance.cpp - Forced boundaries and layer dumps -----------------===//
+#include "dsc/runtime/Conformance.h"
+#include "dsc/runtime/Npy.h"
+#include "dsc/runtime/StateLayout.h"
+
+#include "dsc/numerics/ScalarCodecs.h"
+
+#include <cstring>
+
+namespace dsc::runtime {
+
+HostTensor toFloat32(const HostTensor &t) {
+  HostTensor out(DType::F32, t.shape());
+  float *y = out.data<float>();
+  int64_t n = t.numElements();
+  for (int64_t i = 0; i < n; ++i) {
+    switch (t.dtype()) {
+    case DType::BF16: y[i] = numerics::bf16ToFloat(t.data<uint16_t>()[i]); break;
+    case DType::F32: y[i] = t.data<float>()[i]; break;
+    case DType::I32: y[i] = float(t.data<int32_t>()[i]); break;
+    case DType::I64: y[i] = float(t.data<int64_t>()[i]); break;
+    case DType::U8: y[i] = float(t.data<uint8_t>()[i]); break;
+    default: y[i] = 0; break;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// Copies a golden tensor into `target` after checking dtype and shape.
+Status inject(const SafetensorsFile &file, const std::string &key, DType dtype,
+              HostTensor &target) {
+  const TensorView *view = file.find(key);
+  if (!view)
+    return notFound(file.path() + ": no tensor '" + key + "' to force the boundary with");
+  if (view->dtype != dtype || view->shape != target.shape())
+    return invalidArgument(file.path() + ": tensor '" + key + "' is " + dtypeName(view->dtype) +
+                           " " + shapeText(view->shape) + ", the plan's boundary is " +
+                           dtypeName(dtype) + " " + shapeText(target.shape()));
+  std::memcpy(target.bytes(), view->bytes.data(), target.byteSize());
+  return Status::ok();
+}
+
+} // namespace
+
+Expected<std::unique_ptr<GoldenForcing>> GoldenForcing::open(const std::string &path) {
+  Expected<SafetensorsFile> file = SafetensorsFile::open(path);
+  if (!file)
+    return file.status();
+  return std::unique_ptr<GoldenForcing>(new GoldenForcing(std::move(file.value())));
+}
+
+Status GoldenForcing::atBoundary(const CallInfo &call, int64_t layer, HostTensor &stream,
+                                 HostTensor &mix) {
+  std::string prefix = call.phase + ".layers." + std::to_string(layer);
+  if (Status s = inject(file_, prefix + ".out", DType::BF16, stream); !s)
+    return s;
+  return inject(file_, prefix + ".pre_mix", DType::F32, mix);
+}
+
+void LayerDumper::write(const std::string &name, const HostTensor &tensor) {
+  if (!status_)
+    return;
+  status_ = writeNpy(directory_ + "/" + name + ".npy", tensor);
+}
+
+void LayerDumper::afterLaunch(const CallInfo &call, const Program &, const Launch &launch,
+                              const KernelSpec &kernel,
+                              std::span<const HostTensor *const> outputs) {
+  std::string layer = call.phase + ".layers." + std::to_string(launch.layer);
+  for (const HostTensor *out : outputs) {
+    if (kernel.name == "indexer_topk" && out->dtype() == DType::I32)
+      write(layer + ".topk_idxs", *out);
+    else if (kernel.name == "candidate_blocks" && out->dtype() == DType::U8)
+      write(layer + ".candidates", *out);
+    else if (kernel.name == "engram_hash" && out->dtype() == DType::I64 && out->shape().size() == 3)
+      write(call.phase + ".engram_hash_ids", *out);
+    else if (kernel.name == "head" && call.decodeStep < 0 && out->dtype() == DType::F32 &&
+             out->shape().size() == 2 && out->dim(0) == call.tokens)
+      write(call.phase + ".logits_all", *out);
+  }
+}
+
+Status LayerDumper::atBoundary(const CallInfo &call, int64_t layer, HostTensor &stream,
+                               HostTensor &) {
+  write(call.phase + ".layers." + std::to_string(layer) + ".out", toFloat32(stream));
+  return status_;
+}
+
+Status LayerDumper::dumpCaches() {
+  int64_t position = session_.position();
+  for (size_t i = 0; i < plan_.states.size(); ++i) {
+    const StateBuffer &state = plan_.states[i];
+    const HostTensor &bytes = session_.state(int64_t(i));
+    std::string base = "prefill.cache." + std::to_string(state.layer) + ".";
+    std::string name;
+    int64_t rows = 0;
+    switch (state.kind) {
+    case StateKind::WindowRing: name = "window_kv"; rows = state.capacity; break;
+    case StateKind::MainKv: name = "compress_kv"; rows = position / state.ratio; break;
+    case StateKind::IndexKeys: name = "index_k"; rows = position / state.ratio; break;
+    default: continue;
+    }
+    numerics::KvPageLayout layout = pageLayoutOf(state.layout);
+    HostTensor out(DType::F32, {rows, layout.format.valuesPerEntry});
+    const uint8_t *pool = bytes.data<uint8_t>();
+    for (int64_t r = 0; r < rows; ++r)
+      if (!numerics::decodeKvRecord(layout.format, pool + layout.tokenDataOffset(r),
+                                    pool + layout.tokenScaleOffset(r),
+                                    out.data<float>() + r * layout.format.valuesPerEntry))
+        return internalError(state.name + ": invalid record layout");
+    write(base + name, out);
+  }
+  return status_;
+}
+
+} // namespace dsc::runtime

@@ -1,0 +1,405 @@
+//===- DenseGoldenTest.cpp - Dense half of every block vs the golden cases --===//
+//
+// The strong test of the dense CPU kernels (golden/README.md "How to
+// compare", boundary forcing). For tiny6 and tiny40, both runs (`expected`,
+// `expected_short`), every phase (prefill, decodeI) and every backbone layer L:
+//   h      = golden layers.{L-1}.out (L = 0: embed(input_ids) expanded to hc)
+//   h      = engram(h, golden <phase>.engram_hash_ids)   if L is an Engram layer
+//   a_*    = hc_mixes(h, hc_attn_*)
+//   h_mid  = hc_post(golden layers.L.attn_out, h, a_post, a_comb)
+//   f_*    = hc_mixes(h_mid, hc_ffn_*)
+//   ffn    = moe(ffn_norm(hc_pre(h_mid, a_pre)))        vs golden layers.L.ffn_out
+//   out    = hc_post(golden ffn_out, h_mid, f_post, f_comb) vs golden layers.L.out
+//   f_pre                                              vs golden layers.L.pre_mix
+// Gates (CPU): block relative error ||a-b||/||b|| <= 5e-3 and every token row
+// <= 1e-2, rows listed in layers.L.expert_ties excused. Then the head:
+// head(norm(hc_pre(golden last out, golden last pre_mix))) vs
+// prefill.logits_all / decodeI.logits, relative error <= 1e-4, same argmax.
+// A per-layer table (max over phases) is printed to the test log.
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/kernels/dense/Embedding.h"
+#include "runtime/cpu/kernels/dense/Engram.h"
+#include "runtime/cpu/kernels/dense/Linear.h"
+#include "runtime/cpu/kernels/dense/Mhc.h"
+#include "runtime/cpu/kernels/dense/Moe.h"
+#include "runtime/cpu/kernels/dense/Norm.h"
+
+#include "dsc/numerics/ScalarCodecs.h"
+#include "dsc/runtime/Safetensors.h"
+#include "test/unit/support/SharedDir.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+using dsc::runtime::DType;
+using dsc::runtime::SafetensorsFile;
+using dsc::runtime::TensorView;
+using namespace dsc::cpu;
+
+namespace {
+
+// Gates from golden/README.md (CPU reference backend).
+constexpr double kBlockGate = 5e-3;
+constexpr double kRowGate = 1e-2;
+constexpr double kLogitsGate = 1e-4;
+
+template <typename T> const T *ptr(const TensorView *t) {
+  return reinterpret_cast<const T *>(t->bytes.data());
+}
+
+std::vector<float> toFloat(const uint16_t *b, size_t n) {
+  std::vector<float> f(n);
+  for (size_t i = 0; i < n; ++i)
+    f[i] = dsc::numerics::bf16ToFloat(b[i]);
+  return f;
+}
+
+struct ErrStats {
+  double block = 0;   // ||a-b|| / ||b|| over non-excused rows
+  double worstRow = 0;
+  int64_t worstRowIndex = -1;
+};
+
+/// Relative errors of a against b, [rows, width]; rows in `excused` skipped.
+ErrStats relErr(const float *a, const float *b, int64_t rows, int64_t width,
+                const std::set<int64_t> &excused) {
+  ErrStats st;
+  double num = 0, den = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (excused.count(r))
+      continue;
+    double rn = 0, rd = 0;
+    for (int64_t i = 0; i < width; ++i) {
+      const double d = double(a[r * width + i]) - double(b[r * width + i]);
+      rn += d * d;
+      rd += double(b[r * width + i]) * double(b[r * width + i]);
+    }
+    num += rn;
+    den += rd;
+    const double re = rd > 0 ? std::sqrt(rn / rd) : std::sqrt(rn);
+    if (re > st.worstRow || std::isnan(re)) {
+      st.worstRow = re;
+      st.worstRowIndex = r;
+    }
+  }
+  st.block = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  return st;
+}
+
+struct LayerRow {
+  double ffn = 0, ffnRow = 0, out = 0, outRow = 0, mix = 0, mixRow = 0;
+  int phases = 0, excusedRows = 0;
+};
+
+class GoldenCase {
+public:
+  GoldenCase(const std::string &name, const std::string &run) : name_(name), run_(run) {}
+
+  void run() {
+    const std::string dir = dsc::test::sharedPath("golden/" + name_ + "/");
+    auto model = SafetensorsFile::open(dir + "model.safetensors");
+    ASSERT_TRUE(model.hasValue()) << model.status().message();
+    auto expected = SafetensorsFile::open(dir + run_ + ".safetensors");
+    ASSERT_TRUE(expected.hasValue()) << expected.status().message();
+    model_ = &*model;
+    exp_ = &*expected;
+    std::ifstream in(dir + "config.json");
+    ASSERT_TRUE(in.good());
+    cfg_ = nlohmann::json::parse(in);
+    dim_ = cfg_["dim"];
+    hc_ = cfg_["hc_mult"];
+    nLayers_ = cfg_["n_layers"];
+    inter_ = cfg_["moe_inter_dim"];
+    vocab_ = cfg_["vocab_size"];
+    normEps_ = cfg_["norm_eps"].get<double>();
+    hcEps_ = cfg_["hc_eps"].get<double>();
+    iters_ = cfg_["hc_sinkhorn_iters"];
+    gp_.nExperts = cfg_["n_routed_experts"];
+    gp_.topk = cfg_["n_activated_experts"];
+    ASSERT_EQ(cfg_["score_func"], "sqrtsoftplus");
+    gp_.gateTemp = cfg_["gate_temp"].get<double>();
+    gp_.normTopkProb = cfg_["norm_topk_prob"];
+    gp_.routeScale = cfg_["route_scale"].get<double>();
+    ep_.dim = dim_;
+    ep_.inter = inter_;
+    ep_.swigluLimit = cfg_["swiglu_limit"].get<double>();
+    engramLayers_ = cfg_["engram_layer_ids"].get<std::vector<int64_t>>();
+    engramCols_ = (cfg_["engram_max_ngram_size"].get<int64_t>() - 1) *
+                  cfg_["engram_n_heads"].get<int64_t>();
+
+    const TensorView *ids = exp_->find("input_ids");
+    ASSERT_NE(ids, nullptr);
+    ASSERT_EQ(ids->dtype, DType::I32);
+    inputIds_ = ptr<int32_t>(ids);
+    const TensorView *p0 = exp_->find("prefill.layers.0.out");
+    ASSERT_NE(p0, nullptr);
+    promptLen_ = p0->shape[0];
+    std::vector<std::string> phases = {"prefill"};
+    for (int i = 0; exp_->find("decode" + std::to_string(i) + ".layers.0.out"); ++i)
+      phases.push_back("decode" + std::to_string(i));
+    table_.assign(static_cast<size_t>(nLayers_), LayerRow{});
+
+    for (int64_t L = 0; L < nLayers_; ++L) {
+      loadLayer(L);
+      if (::testing::Test::HasFatalFailure())
+        return;
+      for (size_t pi = 0; pi < phases.size(); ++pi) {
+        const int64_t S = pi == 0 ? promptLen_ : 1;
+        const int64_t tokenOffset = pi == 0 ? 0 : promptLen_ + static_cast<int64_t>(pi) - 1;
+        runBlock(L, phases[pi], S, tokenOffset);
+        if (::testing::Test::HasFatalFailure())
+          return;
+      }
+    }
+    for (const std::string &ph : phases)
+      checkHead(ph);
+    printTable(phases.size());
+  }
+
+private:
+  const TensorView *need(const SafetensorsFile *f, const std::string &n) {
+    const TensorView *t = f->find(n);
+    EXPECT_NE(t, nullptr) << name_ << "/" << run_ << ": missing " << n;
+    return t;
+  }
+
+  struct LayerWeights {
+    const float *attnFn, *attnScale, *attnBase, *ffnFn, *ffnScale, *ffnBase;
+    const uint16_t *ffnNorm, *gateW;
+    const float *gateBias;
+    std::vector<uint8_t> w1, w1s, w3, w3s, w2, w2s; // stacked
+    std::vector<MoeRoutedExpert> experts;
+    MoeSharedExpert shared;
+    bool hasEngram = false;
+    int64_t engramIndex = 0;
+    EngramWeights engram;
+  } lw_;
+
+  void loadLayer(int64_t L) {
+    const std::string p = "layers." + std::to_string(L) + ".";
+    auto f32 = [&](const std::string &n) {
+      const TensorView *t = need(model_, p + n);
+      return t ? ptr<float>(t) : nullptr;
+    };
+    auto u16 = [&](const std::string &n) {
+      const TensorView *t = need(model_, p + n);
+      return t ? ptr<uint16_t>(t) : nullptr;
+    };
+    auto u8 = [&](const std::string &n) {
+      const TensorView *t = need(model_, p + n);
+      return t ? ptr<uint8_t>(t) : nullptr;
+    };
+    lw_.attnFn = f32("hc_attn_fn");
+    lw_.attnScale = f32("hc_attn_scale");
+    lw_.attnBase = f32("hc_attn_base");
+    lw_.ffnFn = f32("hc_ffn_fn");
+    lw_.ffnScale = f32("hc_ffn_scale");
+    lw_.ffnBase = f32("hc_ffn_base");
+    lw_.ffnNorm = u16("ffn_norm.weight");
+    lw_.gateW = u16("ffn.gate.weight");
+    lw_.gateBias = f32("ffn.gate.bias");
+    ASSERT_FALSE(::testing::Test::HasFailure());
+    // Routed experts, stacked into [E, ...] arrays (the kernel's layout).
+    const int64_t E = gp_.nExperts, D = dim_, I = inter_;
+    lw_.w1.clear(), lw_.w1s.clear(), lw_.w3.clear(), lw_.w3s.clear(), lw_.w2.clear(),
+        lw_.w2s.clear();
+    auto append = [&](std::vector<uint8_t> &dst, const std::string &n, int64_t bytes) {
+      const TensorView *t = need(model_, p + n);
+      ASSERT_NE(t, nullptr);
+      ASSERT_EQ(static_cast<int64_t>(t->bytes.size()), bytes) << n;
+      const uint8_t *b = ptr<uint8_t>(t);
+      dst.insert(dst.end(), b, b + bytes);
+    };
+    for (int64_t e = 0; e < E; ++e) {
+      const std::string x = "ffn.experts." + std::to_string(e) + ".";
+      append(lw_.w1, x + "w1.weight", I * D / 2);
+      append(lw_.w1s, x + "w1.scale", I * D / 32);
+      append(lw_.w3, x + "w3.weight", I * D / 2);
+      append(lw_.w3s, x + "w3.scale", I * D / 32);
+      append(lw_.w2, x + "w2.weight", D * I / 2);
+      append(lw_.w2s, x + "w2.scale", D * I / 32);
+    }
+    MoeStackedExperts st{lw_.w1.data(), lw_.w1s.data(), lw_.w3.data(),
+                         lw_.w3s.data(), lw_.w2.data(), lw_.w2s.data()};
+    lw_.experts = moeExpertViews(st, E, D, I);
+    lw_.shared = {u8("ffn.shared_experts.w1.weight"), u8("ffn.shared_experts.w1.scale"),
+                  u8("ffn.shared_experts.w3.weight"), u8("ffn.shared_experts.w3.scale"),
+                  u8("ffn.shared_experts.w2.weight"), u8("ffn.shared_experts.w2.scale")};
+    auto it = std::find(engramLayers_.begin(), engramLayers_.end(), L);
+    lw_.hasEngram = it != engramLayers_.end();
+    if (lw_.hasEngram) {
+      lw_.engramIndex = it - engramLayers_.begin();
+      const TensorView *tab = need(model_, p + "engram.embed.weight");
+      ASSERT_NE(tab, nullptr);
+      lw_.engram.table = ptr<uint8_t>(tab);
+      lw_.engram.tableScale = u8("engram.embed.scale");
+      lw_.engram.tableRows = tab->shape[0];
+      lw_.engram.headDim = tab->shape[1];
+      lw_.engram.wkv = u8("engram.wkv.weight");
+      lw_.engram.wkvScale = u8("engram.wkv.scale");
+      lw_.engram.qWeight = u16("engram.q_weight");
+      lw_.engram.kWeight = u16("engram.k_weight");
+    }
+    ASSERT_FALSE(::testing::Test::HasFailure());
+  }
+
+  std::set<int64_t> excusedRows(const std::string &prefix) {
+    std::set<int64_t> rows;
+    if (const TensorView *t = exp_->find(prefix + "expert_ties")) {
+      const int32_t *r = ptr<int32_t>(t);
+      for (int64_t i = 0; i < t->numElements(); ++i)
+        rows.insert(r[i]);
+    }
+    return rows;
+  }
+
+  void runBlock(int64_t L, const std::string &phase, int64_t S, int64_t tokenOffset) {
+    const int64_t D = dim_, hc = hc_;
+    const std::string lp = phase + ".layers." + std::to_string(L) + ".";
+    std::vector<uint16_t> h(static_cast<size_t>(S * hc * D));
+    if (L == 0) {
+      const TensorView *emb = need(model_, "embed.weight");
+      ASSERT_NE(emb, nullptr);
+      std::vector<uint16_t> x(static_cast<size_t>(S * D));
+      ASSERT_TRUE(embedLookup(inputIds_ + tokenOffset, S, ptr<uint16_t>(emb), vocab_, D, x.data()));
+      hcExpand(x.data(), S, hc, D, h.data());
+    } else {
+      const TensorView *prev = need(exp_, phase + ".layers." + std::to_string(L - 1) + ".out");
+      ASSERT_NE(prev, nullptr);
+      ASSERT_EQ(prev->numElements(), S * hc * D);
+      std::memcpy(h.data(), prev->bytes.data(), h.size() * sizeof(uint16_t));
+    }
+    if (lw_.hasEngram) {
+      const TensorView *hid = need(exp_, phase + ".engram_hash_ids");
+      ASSERT_NE(hid, nullptr);
+      ASSERT_EQ(hid->shape[0], S);
+      ASSERT_EQ(hid->shape[2], engramCols_);
+      const int64_t stride = hid->shape[1] * hid->shape[2];
+      engram(h.data(), S, hc, D, ptr<int64_t>(hid) + lw_.engramIndex * engramCols_, engramCols_,
+             stride, lw_.engram, normEps_, nullptr, h.data());
+    }
+    std::vector<float> aPre(S * hc), aPost(S * hc), aComb(S * hc * hc);
+    hcMixes(h.data(), S, hc, D, lw_.attnFn, lw_.attnScale, lw_.attnBase, iters_, normEps_, hcEps_,
+            aPre.data(), aPost.data(), aComb.data());
+    const TensorView *attnOut = need(exp_, lp + "attn_out");
+    const TensorView *ffnGold = need(exp_, lp + "ffn_out");
+    const TensorView *outGold = need(exp_, lp + "out");
+    const TensorView *mixGold = need(exp_, lp + "pre_mix");
+    ASSERT_TRUE(attnOut && ffnGold && outGold && mixGold);
+    std::vector<uint16_t> hMid(h.size());
+    hcPost(ptr<uint16_t>(attnOut), h.data(), aPost.data(), aComb.data(), S, hc, D, hMid.data());
+    std::vector<float> fPre(S * hc), fPost(S * hc), fComb(S * hc * hc);
+    hcMixes(hMid.data(), S, hc, D, lw_.ffnFn, lw_.ffnScale, lw_.ffnBase, iters_, normEps_, hcEps_,
+            fPre.data(), fPost.data(), fComb.data());
+    std::vector<uint16_t> x(static_cast<size_t>(S * D)), ffn(static_cast<size_t>(S * D));
+    hcPre(hMid.data(), S, hc, D, aPre.data(), x.data());
+    rmsNorm(x.data(), S, D, lw_.ffnNorm, normEps_, x.data());
+    moe(x.data(), S, lw_.gateW, lw_.gateBias, nullptr, nullptr, gp_, ep_, lw_.experts.data(),
+        lw_.shared, ffn.data());
+    std::vector<uint16_t> out(h.size());
+    hcPost(ptr<uint16_t>(ffnGold), hMid.data(), fPost.data(), fComb.data(), S, hc, D, out.data());
+
+    const std::set<int64_t> excused = excusedRows(lp);
+    const std::vector<float> ffnA = toFloat(ffn.data(), ffn.size()),
+                             ffnB = toFloat(ptr<uint16_t>(ffnGold), ffn.size()),
+                             outA = toFloat(out.data(), out.size()),
+                             outB = toFloat(ptr<uint16_t>(outGold), out.size());
+    const ErrStats ef = relErr(ffnA.data(), ffnB.data(), S, D, excused);
+    const ErrStats eo = relErr(outA.data(), outB.data(), S, hc * D, excused);
+    const ErrStats em = relErr(fPre.data(), ptr<float>(mixGold), S, hc, excused);
+    const std::string where = name_ + "/" + run_ + " " + lp;
+    EXPECT_LE(ef.block, kBlockGate) << where << "ffn_out block";
+    EXPECT_LE(ef.worstRow, kRowGate) << where << "ffn_out row " << ef.worstRowIndex;
+    EXPECT_LE(eo.block, kBlockGate) << where << "out block";
+    EXPECT_LE(eo.worstRow, kRowGate) << where << "out row " << eo.worstRowIndex;
+    EXPECT_LE(em.block, kBlockGate) << where << "pre_mix block";
+    EXPECT_LE(em.worstRow, kRowGate) << where << "pre_mix row " << em.worstRowIndex;
+    LayerRow &row = table_[static_cast<size_t>(L)];
+    row.ffn = std::max(row.ffn, ef.block);
+    row.ffnRow = std::max(row.ffnRow, ef.worstRow);
+    row.out = std::max(row.out, eo.block);
+    row.outRow = std::max(row.outRow, eo.worstRow);
+    row.mix = std::max(row.mix, em.block);
+    row.mixRow = std::max(row.mixRow, em.worstRow);
+    row.phases++;
+    row.excusedRows += static_cast<int>(excused.size());
+  }
+
+  void checkHead(const std::string &phase) {
+    const int64_t D = dim_, hc = hc_;
+    const std::string last = phase + ".layers." + std::to_string(nLayers_ - 1) + ".";
+    const TensorView *out = need(exp_, last + "out");
+    const TensorView *mix = need(exp_, last + "pre_mix");
+    const TensorView *norm = need(model_, "norm.weight");
+    const TensorView *head = need(model_, "head.weight");
+    const bool prefill = phase == "prefill";
+    const TensorView *gold = need(exp_, phase + (prefill ? ".logits_all" : ".logits"));
+    ASSERT_TRUE(out && mix && norm && head && gold);
+    const int64_t S = out->shape[0];
+    std::vector<uint16_t> x(static_cast<size_t>(S * D));
+    hcPre(ptr<uint16_t>(out), S, hc, D, ptr<float>(mix), x.data());
+    rmsNorm(x.data(), S, D, ptr<uint16_t>(norm), normEps_, x.data());
+    std::vector<float> logits(static_cast<size_t>(S * vocab_));
+    headLogits(x.data(), S, D, ptr<uint16_t>(head), vocab_, logits.data());
+    ASSERT_EQ(gold->numElements(), S * vocab_);
+    const ErrStats e = relErr(logits.data(), ptr<float>(gold), 1, S * vocab_, {});
+    EXPECT_LE(e.block, kLogitsGate) << name_ << "/" << run_ << " " << phase << " logits";
+    for (int64_t s = 0; s < S; ++s) {
+      const float *a = logits.data() + s * vocab_, *b = ptr<float>(gold) + s * vocab_;
+      EXPECT_EQ(std::max_element(a, a + vocab_) - a, std::max_element(b, b + vocab_) - b)
+          << name_ << "/" << run_ << " " << phase << " argmax row " << s;
+    }
+    maxLogitsErr_ = std::max(maxLogitsErr_, e.block);
+  }
+
+  void printTable(size_t nPhases) {
+    std::printf("\n[dense golden] %s/%s: %zu phases (prefill %lld tokens + %zu decode steps), "
+                "max over phases of relative errors\n",
+                name_.c_str(), run_.c_str(), nPhases, static_cast<long long>(promptLen_),
+                nPhases - 1);
+    std::printf("  layer  ffn_out(block/row)     out(block/row)         pre_mix(block/row)\n");
+    double mf = 0, mo = 0, mm = 0, mfr = 0, mor = 0, mmr = 0;
+    for (size_t L = 0; L < table_.size(); ++L) {
+      const LayerRow &r = table_[L];
+      std::printf("  %5zu  %.2e / %.2e    %.2e / %.2e    %.2e / %.2e%s\n", L, r.ffn, r.ffnRow,
+                  r.out, r.outRow, r.mix, r.mixRow,
+                  r.excusedRows ? "  (expert_ties excused)" : "");
+      mf = std::max(mf, r.ffn), mo = std::max(mo, r.out), mm = std::max(mm, r.mix);
+      mfr = std::max(mfr, r.ffnRow), mor = std::max(mor, r.outRow), mmr = std::max(mmr, r.mixRow);
+    }
+    std::printf("  max    %.2e / %.2e    %.2e / %.2e    %.2e / %.2e;  logits %.2e\n", mf, mfr, mo,
+                mor, mm, mmr, maxLogitsErr_);
+    std::fflush(stdout);
+  }
+
+  std::string name_, run_;
+  const SafetensorsFile *model_ = nullptr, *exp_ = nullptr;
+  nlohmann::json cfg_;
+  int64_t dim_ = 0, hc_ = 0, nLayers_ = 0, inter_ = 0, vocab_ = 0, promptLen_ = 0;
+  int iters_ = 0;
+  float normEps_ = 0, hcEps_ = 0;
+  MoeGateParams gp_;
+  MoeExpertsParams ep_;
+  std::vector<int64_t> engramLayers_;
+  int64_t engramCols_ = 0;
+  const int32_t *inputIds_ = nullptr;
+  std::vector<LayerRow> table_;
+  double maxLogitsErr_ = 0;
+};
+
+} // namespace
+
+TEST(CpuDenseGolden, Tiny6Expected) { GoldenCase("tiny6", "expected").run(); }
+TEST(CpuDenseGolden, Tiny6Short) { GoldenCase("tiny6", "expected_short").run(); }
+TEST(CpuDenseGolden, Tiny40Expected) { GoldenCase("tiny40", "expected").run(); }
+TEST(CpuDenseGolden, Tiny40Short) { GoldenCase("tiny40", "expected_short").run(); }

@@ -1,0 +1,863 @@
+//===- PlanFileTest.cpp - Plan files: round trip, verifier, hostile input -===//
+//
+// A hand-built plan using every field kind round-trips through bytes and
+// through a file, compared field by field. verifyPlan rejects each semantic
+// error with a message naming the place. parsePlan rejects empty, truncated,
+// foreign and wrong-version buffers and survives random corruption.
+// writePlanFile is all-or-nothing.
+//===----------------------------------------------------------------------===//
+#include "dsc/runtime/PlanFile.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <unistd.h>
+
+using namespace dsc::runtime;
+using ::testing::HasSubstr;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A valid plan that sets every field, most to non-default values.
+PlanModel makePlan() {
+  PlanModel plan;
+  PlanModelFacts &m = plan.model;
+  m.name = "tiny6/config.json";
+  m.nLayers = 6;
+  m.nMtpLayers = 1;
+  m.dim = 256;
+  m.vocabSize = 1024;
+  m.hcMult = 4;
+  m.headDim = 128;
+  m.ropeHeadDim = 32;
+  m.nHeads = 8;
+  m.windowSize = 16;
+  m.indexHeadDim = 64;
+  m.indexNHeads = 16;
+  m.indexTopk = 16;
+  m.cedSplitLayer = 3;
+  m.maxSeqLen = 256;
+  m.maxBatch = 2;
+  m.cedMode = "bounded";
+  m.layerBoundaries = true;
+  m.engramTokenMap = {0, 1, 2, 3, 3, 4};
+  m.engramCompressedVocabSize = 5;
+
+  plan.tensors = {
+      {"embed.weight", DType::BF16, {1024, 256}, TensorKind::Weight, 0, std::nullopt},
+      {"layers.0.attn.wo_a.weight", DType::BF16, {256, 256}, TensorKind::Weight, 0,
+       DType::F8_E4M3},
+      {"layers.0.ffn.experts.{e}.w1.weight", DType::I8, {8, 128, 128}, TensorKind::Fp4Packed, 8,
+       std::nullopt},
+      {"layers.0.ffn.experts.{e}.w1.scale", DType::F8_E8M0, {8, 128, 8}, TensorKind::Scale, 8,
+       std::nullopt},
+      {"layers.0.hc_attn_fn", DType::F32, {24, 1024}, TensorKind::Weight, 0, std::nullopt},
+  };
+
+  StateBuffer window;
+  window.name = "layers.0.window_kv";
+  window.kind = StateKind::WindowRing;
+  window.layer = 0;
+  window.capacity = 16;
+  window.layout = {128, 32, /*E4M3*/ 1, /*UE8M0*/ 1, 128, 4, 132, 64, /*PagePlanar*/ 1};
+  StateBuffer mainKv;
+  mainKv.name = "layers.1.main_kv";
+  mainKv.kind = StateKind::MainKv;
+  mainKv.layer = 1;
+  mainKv.ratio = 2;
+  mainKv.capacity = 128;
+  mainKv.layout = {128, 16, /*E2M1*/ 0, /*E4M3*/ 0, 64, 8, 72, 0, 0};
+  StateBuffer compressor;
+  compressor.name = "layers.1.compressor";
+  compressor.kind = StateKind::CompressorState;
+  compressor.layer = 1;
+  compressor.ratio = 2;
+  compressor.capacity = 2;
+  StateBuffer history;
+  history.name = "engram.history";
+  history.kind = StateKind::EngramHistory;
+  history.capacity = 256;
+  plan.states = {window, mainKv, compressor, history};
+
+  KernelSpec embed;
+  embed.name = "embed";
+  embed.params = {{"dim", int64_t{256}},
+                  {"eps", 1e-20},
+                  {"shape", std::vector<int64_t>{1, 2, -3}},
+                  {"mode", std::string("bf16")}};
+  embed.cubin = {0x7f, 'E', 'L', 'F', 0, 255};
+  embed.ptx = ".version 8.0\n.target sm_90a\n";
+  KernelSpec norm;
+  norm.name = "rms_norm";
+  norm.params = {{"eps", 1e-6}};
+  KernelSpec linear;
+  linear.name = "linear_fp8";
+  plan.kernels = {embed, norm, norm /* duplicate kernels are allowed */, linear};
+
+  Program prefill;
+  prefill.name = "prefill";
+  auto value = [](ValueKind kind, DType dtype, std::vector<int64_t> shape, std::string name,
+                  int64_t tensor = -1, int64_t state = -1, int64_t ratio = 0) {
+    ValueSlot v;
+    v.kind = kind;
+    v.dtype = dtype;
+    v.shape = std::move(shape);
+    v.name = std::move(name);
+    v.tensor = tensor;
+    v.state = state;
+    v.ratio = ratio;
+    return v;
+  };
+  prefill.values = {
+      value(ValueKind::Input, DType::I32, {kTokens}, "input_ids"),                    // 0
+      value(ValueKind::Weight, DType::BF16, {1024, 256}, "embed.weight", 0),          // 1
+      value(ValueKind::Activation, DType::BF16, {kTokens, 4, 256}, "embed.out"),      // 2
+      value(ValueKind::State, DType::U8, {16, 132}, "layers.0.window_kv", -1, 0),     // 3
+      value(ValueKind::Activation, DType::BF16, {kTokens, 4, 256}, "layers.0.out"),   // 4
+      value(ValueKind::Activation, DType::F32, {kTokens, 4}, "layers.0.pre_mix"),     // 5
+      value(ValueKind::Activation, DType::BF16, {kCompressedTokens, 128},
+            "layers.0.compressed", -1, -1, 2),                                         // 6
+      value(ValueKind::Activation, DType::F32, {kTokens, 1024}, "logits"),            // 7
+      value(ValueKind::Weight, DType::I8, {8, 128, 128}, "experts.w1", 2),            // 8
+      value(ValueKind::Weight, DType::F32, {24, 1024}, "hc_attn_fn", 4),              // 9
+      value(ValueKind::State, DType::U8, {kCompressedLength, 72}, "layers.1.main_kv", -1, 1,
+            2),                                                                        // 10
+  };
+  prefill.inputs = {0};
+  prefill.outputs = {7};
+  prefill.launches = {
+      {0, {0, 1}, {2}, -1},
+      {1, {2, 3, 9}, {4, 3}, 0},
+      {2, {4, 8}, {5, 6}, 0},
+      {3, {4, 5, 6, 10}, {7, 10}, -1},
+  };
+  prefill.boundaries = {{0, 4, 5, 2}};
+
+  Program decode;
+  decode.name = "decode";
+  decode.values = {
+      value(ValueKind::Input, DType::I32, {1}, "token"),
+      value(ValueKind::Input, DType::I64, {1}, "start_pos"),
+      value(ValueKind::Weight, DType::BF16, {1024, 256}, "embed.weight", 0),
+      value(ValueKind::Activation, DType::BF16, {1, 256}, "embed.out"),
+  };
+  decode.inputs = {0, 1};
+  decode.outputs = {3};
+  decode.launches = {{0, {0, 2, 1}, {3}, -1}};
+  plan.programs = {prefill, decode};
+  return plan;
+}
+
+void expectSameParam(const ParamValue &a, const ParamValue &b, const std::string &where) {
+  ASSERT_EQ(a.index(), b.index()) << where;
+  EXPECT_TRUE(a == b) << where;
+}
+
+/// Field-by-field comparison (each mismatch reported with its place).
+void expectSamePlan(const PlanModel &a, const PlanModel &b) {
+  EXPECT_EQ(a.version, b.version);
+  const PlanModelFacts &x = a.model, &y = b.model;
+  EXPECT_EQ(x.name, y.name);
+  EXPECT_EQ(x.nLayers, y.nLayers);
+  EXPECT_EQ(x.nMtpLayers, y.nMtpLayers);
+  EXPECT_EQ(x.dim, y.dim);
+  EXPECT_EQ(x.vocabSize, y.vocabSize);
+  EXPECT_EQ(x.hcMult, y.hcMult);
+  EXPECT_EQ(x.headDim, y.headDim);
+  EXPECT_EQ(x.ropeHeadDim, y.ropeHeadDim);
+  EXPECT_EQ(x.nHeads, y.nHeads);
+  EXPECT_EQ(x.windowSize, y.windowSize);
+  EXPECT_EQ(x.indexHeadDim, y.indexHeadDim);
+  EXPECT_EQ(x.indexNHeads, y.indexNHeads);
+  EXPECT_EQ(x.indexTopk, y.indexTopk);
+  EXPECT_EQ(x.cedSplitLayer, y.cedSplitLayer);
+  EXPECT_EQ(x.maxSeqLen, y.maxSeqLen);
+  EXPECT_EQ(x.maxBatch, y.maxBatch);
+  EXPECT_EQ(x.cedMode, y.cedMode);
+  EXPECT_EQ(x.layerBoundaries, y.layerBoundaries);
+  EXPECT_EQ(x.engramTokenMap, y.engramTokenMap);
+  EXPECT_EQ(x.engramCompressedVocabSize, y.engramCompressedVocabSize);
+
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) {
+    const TensorBinding &s = a.tensors[i], &t = b.tensors[i];
+    SCOPED_TRACE("tensor " + std::to_string(i));
+    EXPECT_EQ(s.name, t.name);
+    EXPECT_EQ(s.dtype, t.dtype);
+    EXPECT_EQ(s.shape, t.shape);
+    EXPECT_EQ(s.kind, t.kind);
+    EXPECT_EQ(s.experts, t.experts);
+    EXPECT_EQ(s.alternativeDType, t.alternativeDType);
+  }
+  ASSERT_EQ(a.states.size(), b.states.size());
+  for (size_t i = 0; i < a.states.size(); ++i) {
+    const StateBuffer &s = a.states[i], &t = b.states[i];
+    SCOPED_TRACE("state " + std::to_string(i));
+    EXPECT_EQ(s.name, t.name);
+    EXPECT_EQ(s.kind, t.kind);
+    EXPECT_EQ(s.layer, t.layer);
+    EXPECT_EQ(s.ratio, t.ratio);
+    EXPECT_EQ(s.capacity, t.capacity);
+    EXPECT_EQ(s.layout.valuesPerEntry, t.layout.valuesPerEntry);
+    EXPECT_EQ(s.layout.valuesPerTile, t.layout.valuesPerTile);
+    EXPECT_EQ(s.layout.valueType, t.layout.valueType);
+    EXPECT_EQ(s.layout.scaleType, t.layout.scaleType);
+    EXPECT_EQ(s.layout.dataBytes, t.layout.dataBytes);
+    EXPECT_EQ(s.layout.scaleBytes, t.layout.scaleBytes);
+    EXPECT_EQ(s.layout.entryBytes, t.layout.entryBytes);
+    EXPECT_EQ(s.layout.tokensPerPage, t.layout.tokensPerPage);
+    EXPECT_EQ(s.layout.pageOrder, t.layout.pageOrder);
+  }
+  ASSERT_EQ(a.kernels.size(), b.kernels.size());
+  for (size_t i = 0; i < a.kernels.size(); ++i) {
+    const KernelSpec &s = a.kernels[i], &t = b.kernels[i];
+    SCOPED_TRACE("kernel " + std::to_string(i));
+    EXPECT_EQ(s.name, t.name);
+    ASSERT_EQ(s.params.size(), t.params.size());
+    for (size_t j = 0; j < s.params.size(); ++j) {
+      EXPECT_EQ(s.params[j].key, t.params[j].key);
+      expectSameParam(s.params[j].value, t.params[j].value, s.params[j].key);
+    }
+    EXPECT_EQ(s.cubin, t.cubin);
+    EXPECT_EQ(s.ptx, t.ptx);
+  }
+  ASSERT_EQ(a.programs.size(), b.programs.size());
+  for (size_t i = 0; i < a.programs.size(); ++i) {
+    const Program &s = a.programs[i], &t = b.programs[i];
+    SCOPED_TRACE("program " + s.name);
+    EXPECT_EQ(s.name, t.name);
+    ASSERT_EQ(s.values.size(), t.values.size());
+    for (size_t j = 0; j < s.values.size(); ++j) {
+      const ValueSlot &v = s.values[j], &w = t.values[j];
+      SCOPED_TRACE("value " + std::to_string(j));
+      EXPECT_EQ(v.kind, w.kind);
+      EXPECT_EQ(v.dtype, w.dtype);
+      EXPECT_EQ(v.shape, w.shape);
+      EXPECT_EQ(v.ratio, w.ratio);
+      EXPECT_EQ(v.tensor, w.tensor);
+      EXPECT_EQ(v.state, w.state);
+      EXPECT_EQ(v.name, w.name);
+    }
+    EXPECT_EQ(s.inputs, t.inputs);
+    EXPECT_EQ(s.outputs, t.outputs);
+    ASSERT_EQ(s.launches.size(), t.launches.size());
+    for (size_t j = 0; j < s.launches.size(); ++j) {
+      SCOPED_TRACE("launch " + std::to_string(j));
+      EXPECT_EQ(s.launches[j].kernel, t.launches[j].kernel);
+      EXPECT_EQ(s.launches[j].inputs, t.launches[j].inputs);
+      EXPECT_EQ(s.launches[j].outputs, t.launches[j].outputs);
+      EXPECT_EQ(s.launches[j].layer, t.launches[j].layer);
+    }
+    ASSERT_EQ(s.boundaries.size(), t.boundaries.size());
+    for (size_t j = 0; j < s.boundaries.size(); ++j) {
+      SCOPED_TRACE("boundary " + std::to_string(j));
+      EXPECT_EQ(s.boundaries[j].layer, t.boundaries[j].layer);
+      EXPECT_EQ(s.boundaries[j].stream, t.boundaries[j].stream);
+      EXPECT_EQ(s.boundaries[j].mix, t.boundaries[j].mix);
+      EXPECT_EQ(s.boundaries[j].afterLaunch, t.boundaries[j].afterLaunch);
+    }
+  }
+}
+
+/// True iff every field compares equal (used where a mismatch is not an error).
+bool samePlan(const PlanModel &a, const PlanModel &b) {
+  return serializePlan(a) == serializePlan(b);
+}
+
+/// verifyPlan must fail; returns its message.
+std::string verifyError(const PlanModel &plan) {
+  Status s = verifyPlan(plan);
+  EXPECT_FALSE(s.isOk()) << "verifyPlan accepted the plan";
+  return s.message();
+}
+
+std::string parseError(std::span<const uint8_t> bytes, StatusCode code) {
+  Expected<PlanModel> p = parsePlan(bytes, "test.dscp");
+  EXPECT_FALSE(p.hasValue());
+  if (p.hasValue())
+    return {};
+  EXPECT_EQ(p.status().code(), code) << p.status().message();
+  EXPECT_THAT(p.status().message(), HasSubstr("test.dscp: "));
+  return p.status().message();
+}
+
+/// A fresh empty directory, removed with its contents at the end.
+class TempDir {
+public:
+  explicit TempDir(const std::string &tag) {
+    path_ = fs::temp_directory_path() /
+            ("dsc_plan_" + std::to_string(::getpid()) + "_" + tag);
+    fs::remove_all(path_);
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string file(const std::string &name) const { return (path_ / name).string(); }
+  std::vector<std::string> entries() const {
+    std::vector<std::string> out;
+    for (const auto &e : fs::directory_iterator(path_))
+      out.push_back(e.path().filename().string());
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  const fs::path &path() const { return path_; }
+
+private:
+  fs::path path_;
+};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Round trips
+//===----------------------------------------------------------------------===//
+
+TEST(PlanFile, HandBuiltPlanIsValid) {
+  PlanModel plan = makePlan();
+  Status s = verifyPlan(plan);
+  EXPECT_TRUE(s.isOk()) << s.message();
+}
+
+TEST(PlanFile, RoundTripThroughBytes) {
+  const PlanModel plan = makePlan();
+  const std::vector<uint8_t> bytes = serializePlan(plan);
+  ASSERT_GE(bytes.size(), 8u);
+  EXPECT_EQ(std::string(bytes.begin() + 4, bytes.begin() + 8), "DSCP");
+  Expected<PlanModel> back = parsePlan(bytes, "mem");
+  ASSERT_TRUE(back.hasValue()) << back.status().message();
+  expectSamePlan(plan, *back);
+  // Every field kind survives: spot-check the variant alternatives.
+  const KernelSpec &embed = back->kernels[0];
+  EXPECT_EQ(std::get<int64_t>(*embed.find("dim")), 256);
+  EXPECT_EQ(std::get<double>(*embed.find("eps")), 1e-20);
+  EXPECT_EQ(std::get<std::vector<int64_t>>(*embed.find("shape")),
+            (std::vector<int64_t>{1, 2, -3}));
+  EXPECT_EQ(std::get<std::string>(*embed.find("mode")), "bf16");
+  EXPECT_EQ(back->tensors[1].alternativeDType, DType::F8_E4M3);
+  EXPECT_FALSE(back->tensors[0].alternativeDType.has_value());
+  // Serialisation is deterministic.
+  EXPECT_EQ(serializePlan(*back), bytes);
+}
+
+TEST(PlanFile, RoundTripDefaultsAndEmptyPlan) {
+  PlanModel plan; // all defaults: version, maxBatch 1, cedMode "full", nothing else
+  Expected<PlanModel> back = parsePlan(serializePlan(plan), "mem");
+  ASSERT_TRUE(back.hasValue()) << back.status().message();
+  expectSamePlan(plan, *back);
+  EXPECT_EQ(back->model.maxBatch, 1);
+  EXPECT_EQ(back->model.cedMode, "full");
+
+  // Values equal to the schema defaults (elided on the wire) come back.
+  PlanModel p = makePlan();
+  p.programs[0].values[2].tensor = -1;
+  p.programs[0].launches[0].layer = -1;
+  p.tensors[0].kind = TensorKind::Weight;
+  p.model.maxBatch = 1;
+  p.model.layerBoundaries = false;
+  Expected<PlanModel> q = parsePlan(serializePlan(p), "mem");
+  ASSERT_TRUE(q.hasValue()) << q.status().message();
+  expectSamePlan(p, *q);
+}
+
+TEST(PlanFile, RoundTripEveryEnumValue) {
+  PlanModel plan = makePlan();
+  const DType dtypes[] = {DType::BF16, DType::F16,  DType::F32,  DType::F64,
+                          DType::I8,   DType::U8,   DType::I16,  DType::I32,
+                          DType::I64,  DType::Bool, DType::F8_E4M3, DType::F8_E8M0};
+  for (size_t i = 0; i < std::size(dtypes); ++i) {
+    TensorBinding t{"extra." + std::to_string(i), dtypes[i], {2}, TensorKind::Scale, 0,
+                    dtypes[(i + 1) % std::size(dtypes)]};
+    plan.tensors.push_back(t);
+  }
+  StateBuffer ring = plan.states[0];
+  ring.name = "mtp.0.dspark_ring";
+  ring.kind = StateKind::DSparkRing;
+  plan.states.push_back(ring);
+  StateBuffer keys = plan.states[1];
+  keys.name = "layers.1.index_keys";
+  keys.kind = StateKind::IndexKeys;
+  keys.layout = {64, 32, 0, 1, 32, 2, 34, 256, 0};
+  plan.states.push_back(keys);
+  ASSERT_TRUE(verifyPlan(plan).isOk()) << verifyPlan(plan).message();
+  Expected<PlanModel> back = parsePlan(serializePlan(plan), "mem");
+  ASSERT_TRUE(back.hasValue()) << back.status().message();
+  expectSamePlan(plan, *back);
+}
+
+TEST(PlanFile, ParsesAnUnalignedBuffer) {
+  const std::vector<uint8_t> bytes = serializePlan(makePlan());
+  std::vector<uint8_t> shifted(bytes.size() + 3);
+  std::copy(bytes.begin(), bytes.end(), shifted.begin() + 3);
+  Expected<PlanModel> back =
+      parsePlan(std::span<const uint8_t>(shifted.data() + 3, bytes.size()), "shifted");
+  ASSERT_TRUE(back.hasValue()) << back.status().message();
+  expectSamePlan(makePlan(), *back);
+}
+
+TEST(PlanFile, RoundTripThroughFile) {
+  TempDir dir("roundtrip");
+  const std::string path = dir.file("tiny6.dscp");
+  const PlanModel plan = makePlan();
+  Status w = writePlanFile(path, plan);
+  ASSERT_TRUE(w.isOk()) << w.message();
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"tiny6.dscp"}); // no temp file left
+  Expected<PlanModel> back = readPlanFile(path);
+  ASSERT_TRUE(back.hasValue()) << back.status().message();
+  expectSamePlan(plan, *back);
+
+  // Overwriting replaces the file as a whole.
+  PlanModel other = makePlan();
+  other.model.name = "other";
+  ASSERT_TRUE(writePlanFile(path, other).isOk());
+  Expected<PlanModel> again = readPlanFile(path);
+  ASSERT_TRUE(again.hasValue()) << again.status().message();
+  EXPECT_EQ(again->model.name, "other");
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"tiny6.dscp"});
+}
+
+//===----------------------------------------------------------------------===//
+// Writing and reading files
+//===----------------------------------------------------------------------===//
+
+TEST(PlanFile, WriteIntoMissingDirectoryLeavesNothing) {
+  TempDir dir("missing");
+  const fs::path target = dir.path() / "no_such_dir" / "plan.dscp";
+  Status s = writePlanFile(target.string(), makePlan());
+  ASSERT_FALSE(s.isOk());
+  EXPECT_EQ(s.code(), StatusCode::NotFound);
+  EXPECT_THAT(s.message(), HasSubstr(target.string() + ": cannot create a temporary file"));
+  EXPECT_FALSE(fs::exists(target));
+  EXPECT_FALSE(fs::exists(target.parent_path()));
+  EXPECT_TRUE(dir.entries().empty());
+}
+
+TEST(PlanFile, FailedRenameLeavesNoTempFile) {
+  TempDir dir("rename");
+  fs::create_directories(dir.path() / "plan.dscp" / "occupied"); // a non-empty directory
+  Status s = writePlanFile(dir.file("plan.dscp"), makePlan());
+  ASSERT_FALSE(s.isOk());
+  EXPECT_THAT(s.message(), HasSubstr("cannot rename"));
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"plan.dscp"});
+  EXPECT_TRUE(fs::is_directory(dir.path() / "plan.dscp"));
+}
+
+TEST(PlanFile, WriteRefusesAnInvalidPlan) {
+  TempDir dir("invalid");
+  PlanModel plan = makePlan();
+  plan.programs[0].launches[1].kernel = 42;
+  Status s = writePlanFile(dir.file("bad.dscp"), plan);
+  ASSERT_FALSE(s.isOk());
+  EXPECT_THAT(s.message(), HasSubstr("refusing to write an invalid plan"));
+  EXPECT_THAT(s.message(), HasSubstr("kernel index 42 is out of range"));
+  EXPECT_TRUE(dir.entries().empty());
+}
+
+TEST(PlanFile, ReadMissingFile) {
+  Expected<PlanModel> p = readPlanFile("/nonexistent/dir/plan.dscp");
+  ASSERT_FALSE(p.hasValue());
+  EXPECT_EQ(p.status().code(), StatusCode::NotFound);
+  EXPECT_THAT(p.status().message(), HasSubstr("/nonexistent/dir/plan.dscp: cannot open plan"));
+}
+
+TEST(PlanFile, ReadForeignFile) {
+  TempDir dir("foreign");
+  const std::string path = dir.file("model.safetensors");
+  std::string bytes(8, '\0');
+  bytes[0] = 16;
+  bytes += "{\"a\":1}         "; // a safetensors file with a 16-byte header
+  std::ofstream(path, std::ios::binary) << bytes;
+  Expected<PlanModel> p = readPlanFile(path);
+  ASSERT_FALSE(p.hasValue());
+  EXPECT_THAT(p.status().message(), HasSubstr(path + ": not a dsc plan (file identifier"));
+}
+
+//===----------------------------------------------------------------------===//
+// Hostile buffers
+//===----------------------------------------------------------------------===//
+
+TEST(PlanFile, RejectsEmptyBuffer) {
+  EXPECT_THAT(parseError({}, StatusCode::DataLoss),
+              HasSubstr("test.dscp: not a dsc plan (0 bytes, too short"));
+  const uint8_t few[5] = {1, 2, 3, 4, 5};
+  EXPECT_THAT(parseError(few, StatusCode::DataLoss), HasSubstr("(5 bytes, too short"));
+}
+
+TEST(PlanFile, RejectsWrongIdentifier) {
+  std::vector<uint8_t> bytes = serializePlan(makePlan());
+  bytes[4] = 'X';
+  bytes[5] = 'Y';
+  bytes[6] = 'Z';
+  bytes[7] = 0x01;
+  EXPECT_THAT(parseError(bytes, StatusCode::InvalidArgument),
+              HasSubstr("test.dscp: not a dsc plan (file identifier 'XYZ\\x01', expected "
+                        "'DSCP')"));
+}
+
+TEST(PlanFile, RejectsWrongVersion) {
+  PlanModel plan = makePlan();
+  plan.version = 7;
+  EXPECT_EQ(parseError(serializePlan(plan), StatusCode::FailedPrecondition),
+            "test.dscp: plan schema version 7, this runtime reads 1");
+}
+
+TEST(PlanFile, ParseRunsTheSemanticVerifier) {
+  PlanModel plan = makePlan();
+  plan.programs[1].launches[0].kernel = 9;
+  EXPECT_THAT(parseError(serializePlan(plan), StatusCode::InvalidArgument),
+              HasSubstr("test.dscp: program 'decode': launch 0: kernel index 9 is out of "
+                        "range (the plan has 4 kernels)"));
+}
+
+TEST(PlanFile, EveryTruncationIsRejected) {
+  const PlanModel plan = makePlan();
+  const std::vector<uint8_t> bytes = serializePlan(plan);
+  size_t accepted = 0;
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    // A fresh allocation of exactly n bytes, so that reading past it is a
+    // real out-of-bounds access for sanitizers.
+    std::vector<uint8_t> prefix(bytes.begin(), bytes.begin() + static_cast<long>(n));
+    Expected<PlanModel> p = parsePlan(prefix, "prefix");
+    if (p.hasValue()) {
+      // Only trailing alignment padding may be cut: the content is complete.
+      ++accepted;
+      EXPECT_GE(n, bytes.size() - 8) << "a prefix of " << n << " bytes parsed";
+      EXPECT_TRUE(samePlan(plan, *p)) << "prefix of " << n << " bytes";
+    } else {
+      EXPECT_FALSE(p.status().message().empty());
+    }
+  }
+  EXPECT_LE(accepted, 7u);
+}
+
+TEST(PlanFile, RandomSingleByteCorruptionNeverCrashes) {
+  const std::vector<uint8_t> bytes = serializePlan(makePlan());
+  std::mt19937 rng(20240611);
+  std::uniform_int_distribution<size_t> where(0, bytes.size() - 1);
+  std::uniform_int_distribution<int> flip(1, 255);
+  int failed = 0, parsed = 0;
+  for (int i = 0; i < 1000; ++i) {
+    std::vector<uint8_t> copy = bytes;
+    copy[where(rng)] ^= static_cast<uint8_t>(flip(rng));
+    Expected<PlanModel> p = parsePlan(copy, "fuzz");
+    if (p.hasValue()) {
+      ++parsed;
+      // Whatever parses is a plan the semantic verifier accepts.
+      EXPECT_TRUE(verifyPlan(*p).isOk());
+    } else {
+      ++failed;
+      EXPECT_THAT(p.status().message(), HasSubstr("fuzz: "));
+    }
+  }
+  EXPECT_EQ(failed + parsed, 1000);
+  EXPECT_GT(failed, 0);
+  RecordProperty("failed", failed);
+  RecordProperty("parsed", parsed);
+}
+
+//===----------------------------------------------------------------------===//
+// verifyPlan: one test per rule
+//===----------------------------------------------------------------------===//
+
+TEST(VerifyPlan, DuplicateKernelsAreAllowed) {
+  PlanModel plan = makePlan();
+  ASSERT_EQ(plan.kernels[1].name, plan.kernels[2].name);
+  plan.programs[1].launches.push_back({1, {3}, {3}, -1});
+  plan.programs[1].launches.push_back({2, {3}, {3}, -1});
+  EXPECT_TRUE(verifyPlan(plan).isOk()) << verifyPlan(plan).message();
+}
+
+TEST(VerifyPlan, Version) {
+  PlanModel plan = makePlan();
+  plan.version = 2;
+  EXPECT_EQ(verifyError(plan), "plan schema version 2, this runtime reads 1");
+}
+
+TEST(VerifyPlan, ModelFacts) {
+  PlanModel plan = makePlan();
+  plan.model.cedMode = "sometimes";
+  EXPECT_EQ(verifyError(plan), "model: cedMode 'sometimes' is not full, bounded or exact");
+  plan = makePlan();
+  plan.model.engramTokenMap[3] = 5;
+  EXPECT_EQ(verifyError(plan), "model: engramTokenMap maps token 3 to 5, outside [0, 5) "
+                               "(engramCompressedVocabSize)");
+  plan = makePlan();
+  plan.model.dim = -256;
+  EXPECT_EQ(verifyError(plan), "model: dim is -256, must not be negative");
+  plan = makePlan();
+  plan.model.maxBatch = 0;
+  EXPECT_EQ(verifyError(plan), "model: maxBatch is 0, must be at least 1");
+}
+
+TEST(VerifyPlan, KernelIndexOutOfRange) {
+  PlanModel plan = makePlan();
+  plan.programs[0].launches[1].kernel = 4;
+  EXPECT_EQ(verifyError(plan),
+            "program 'prefill': launch 1: kernel index 4 is out of range (the plan has 4 "
+            "kernels)");
+  plan.programs[0].launches[1].kernel = -1;
+  EXPECT_THAT(verifyError(plan), HasSubstr("kernel index -1 is out of range"));
+}
+
+TEST(VerifyPlan, LaunchValueIndexOutOfRange) {
+  PlanModel plan = makePlan();
+  plan.programs[0].launches[2].inputs[1] = 11;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 2 (kernel 2 'rms_norm'): input 1 is "
+                               "value 11, out of range (the program has 11 values)");
+  plan = makePlan();
+  plan.programs[0].launches[2].outputs[0] = -1;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 2 (kernel 2 'rms_norm'): output 0 is "
+                               "value -1, out of range (the program has 11 values)");
+}
+
+TEST(VerifyPlan, WeightValueNeedsTensor) {
+  PlanModel plan = makePlan();
+  plan.programs[0].values[1].tensor = -1;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': value 1 'embed.weight': a Weight value needs "
+                               "a tensor; tensor index -1 is out of range (the plan has 5 "
+                               "tensors)");
+  plan.programs[0].values[1].tensor = 5;
+  EXPECT_THAT(verifyError(plan), HasSubstr("tensor index 5 is out of range"));
+}
+
+TEST(VerifyPlan, StateValueNeedsState) {
+  PlanModel plan = makePlan();
+  plan.programs[0].values[3].state = 4;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': value 3 'layers.0.window_kv': a State value "
+                               "needs a state; state index 4 is out of range (the plan has 4 "
+                               "states)");
+}
+
+TEST(VerifyPlan, ValueKindsConsistent) {
+  PlanModel plan = makePlan();
+  plan.programs[0].values[2].tensor = 0;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': value 2 'embed.out': an Activation value "
+                               "names tensor 0 (only Weight values do)");
+  plan = makePlan();
+  plan.programs[0].values[1].state = 0;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': value 1 'embed.weight': a Weight value names "
+                               "state 0 (only State values do)");
+}
+
+TEST(VerifyPlan, ValueShapes) {
+  PlanModel plan = makePlan();
+  plan.programs[0].values[4].shape = {kTokens, 0, 256};
+  EXPECT_THAT(verifyError(plan),
+              HasSubstr("value 4 'layers.0.out': shape [-1, 0, 256] has dimension 0"));
+  plan = makePlan();
+  plan.programs[0].values[6].ratio = 0;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': value 6 'layers.0.compressed': shape [-2, "
+                               "128] has compressed dimensions but ratio is 0 (must be "
+                               "positive)");
+}
+
+TEST(VerifyPlan, ReadBeforeWrite) {
+  PlanModel plan = makePlan();
+  plan.programs[0].launches[1].inputs.push_back(5); // written by launch 2
+  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 1 (kernel 1 'rms_norm'): input 3 "
+                               "reads value 5 'layers.0.pre_mix', an Activation no earlier "
+                               "launch writes");
+  // A launch's own output is not available to it.
+  plan = makePlan();
+  plan.programs[0].launches[2].inputs.push_back(6);
+  EXPECT_THAT(verifyError(plan), HasSubstr("launch 2 (kernel 2 'rms_norm'): input 2 reads "
+                                           "value 6 'layers.0.compressed'"));
+}
+
+TEST(VerifyPlan, LaunchWritesReadOnlyValue) {
+  PlanModel plan = makePlan();
+  plan.programs[0].launches[1].outputs.push_back(1);
+  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 1 (kernel 1 'rms_norm'): output 2 "
+                               "writes value 1 'embed.weight', a Weight value (read-only)");
+  plan = makePlan();
+  plan.programs[0].launches[1].outputs.push_back(0);
+  EXPECT_THAT(verifyError(plan), HasSubstr("writes value 0 'input_ids', an Input value"));
+}
+
+TEST(VerifyPlan, ProgramInputs) {
+  PlanModel plan = makePlan();
+  plan.programs[0].inputs = {0, 1};
+  EXPECT_EQ(verifyError(plan), "program 'prefill': input 1 is value 1 'embed.weight', a Weight "
+                               "value, not an Input");
+  plan.programs[0].inputs = {0, 0};
+  EXPECT_EQ(verifyError(plan), "program 'prefill': value 0 'input_ids' appears twice among the "
+                               "program inputs");
+  plan.programs[0].inputs = {11};
+  EXPECT_EQ(verifyError(plan), "program 'prefill': input 0 is value 11, out of range (the "
+                               "program has 11 values)");
+  plan.programs[0].inputs = {};
+  EXPECT_EQ(verifyError(plan), "program 'prefill': value 0 'input_ids' is an Input value but "
+                               "not among the program inputs");
+}
+
+TEST(VerifyPlan, ProgramOutputs) {
+  PlanModel plan = makePlan();
+  ValueSlot unwritten;
+  unwritten.name = "never";
+  plan.programs[0].values.push_back(unwritten);
+  plan.programs[0].outputs = {11};
+  EXPECT_EQ(verifyError(plan), "program 'prefill': output 0 is value 11 'never', an Activation "
+                               "no launch writes");
+  plan.programs[0].outputs = {12};
+  EXPECT_EQ(verifyError(plan), "program 'prefill': output 0 is value 12, out of range (the "
+                               "program has 12 values)");
+  plan.programs[0].outputs = {7, 7};
+  EXPECT_THAT(verifyError(plan), HasSubstr("value 7 'logits' appears twice among the program "
+                                           "outputs"));
+}
+
+TEST(VerifyPlan, BoundaryValuesWrittenByTheLayer) {
+  PlanModel plan = makePlan();
+  plan.programs[0].boundaries[0].stream = 2; // written by launch 0, outside layers
+  EXPECT_EQ(verifyError(plan), "program 'prefill': boundary 0 (layer 0): stream is value 2 "
+                               "'embed.out', which no launch of layer 0 writes");
+  plan = makePlan();
+  plan.programs[0].boundaries[0].mix = 1;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': boundary 0 (layer 0): mix is value 1 "
+                               "'embed.weight', which no launch of layer 0 writes");
+  plan = makePlan();
+  plan.programs[0].boundaries[0].mix = -1;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': boundary 0 (layer 0): mix is value -1, out "
+                               "of range (the program has 11 values)");
+}
+
+TEST(VerifyPlan, BoundaryAfterLaunch) {
+  PlanModel plan = makePlan();
+  plan.programs[0].boundaries[0].afterLaunch = 1;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': boundary 0 (layer 0): afterLaunch 1 is not "
+                               "the layer's last launch (launch 2 is)");
+  plan.programs[0].boundaries[0].afterLaunch = 3;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': boundary 0 (layer 0): afterLaunch 3 is a "
+                               "launch of layer -1, not 0");
+  plan.programs[0].boundaries[0].afterLaunch = 4;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': boundary 0 (layer 0): afterLaunch 4 is out "
+                               "of range (the program has 4 launches)");
+}
+
+TEST(VerifyPlan, BoundaryLayerTwice) {
+  PlanModel plan = makePlan();
+  plan.programs[0].boundaries.push_back(plan.programs[0].boundaries[0]);
+  EXPECT_EQ(verifyError(plan), "program 'prefill': boundary 1 (layer 0): layer 0 already has "
+                               "boundary 0");
+}
+
+TEST(VerifyPlan, RecordLayoutEntryBytes) {
+  PlanModel plan = makePlan();
+  plan.states[0].layout.entryBytes = 133;
+  EXPECT_EQ(verifyError(plan), "state 0 'layers.0.window_kv' (WindowRing): record layout: "
+                               "entryBytes 133 != dataBytes 128 + scaleBytes 4");
+}
+
+TEST(VerifyPlan, RecordLayoutTiles) {
+  PlanModel plan = makePlan();
+  plan.states[0].layout.valuesPerTile = 48;
+  EXPECT_EQ(verifyError(plan), "state 0 'layers.0.window_kv' (WindowRing): record layout: "
+                               "valuesPerEntry 128 is not a multiple of valuesPerTile 48");
+  plan.states[0].layout.valuesPerTile = 0;
+  EXPECT_THAT(verifyError(plan), HasSubstr("valuesPerEntry 128 and valuesPerTile 0 must be "
+                                           "positive"));
+}
+
+TEST(VerifyPlan, RecordLayoutSizes) {
+  PlanModel plan = makePlan();
+  plan.states[1].layout.dataBytes = 128;
+  plan.states[1].layout.entryBytes = 136;
+  EXPECT_EQ(verifyError(plan), "state 1 'layers.1.main_kv' (MainKv): record layout: dataBytes "
+                               "128 for 128 E2M1 values, expected 64");
+  plan = makePlan();
+  plan.states[1].layout.scaleBytes = 4;
+  plan.states[1].layout.entryBytes = 68;
+  EXPECT_THAT(verifyError(plan), HasSubstr("scaleBytes 4 for 8 tiles, expected 8"));
+}
+
+TEST(VerifyPlan, RecordLayoutTypes) {
+  PlanModel plan = makePlan();
+  plan.states[0].layout.scaleType = 0; // E4M3 values with E4M3 scales
+  EXPECT_THAT(verifyError(plan), HasSubstr("E4M3 values need UE8M0 scales"));
+  plan = makePlan();
+  plan.states[0].layout.valueType = 2;
+  EXPECT_THAT(verifyError(plan), HasSubstr("valueType 2 is not a KvValueType"));
+  plan = makePlan();
+  plan.states[0].layout.pageOrder = 2;
+  EXPECT_THAT(verifyError(plan), HasSubstr("pageOrder 2 is not a KvPageOrder"));
+  plan = makePlan();
+  plan.states[0].layout.tokensPerPage = -64;
+  EXPECT_THAT(verifyError(plan), HasSubstr("tokensPerPage -64 is negative"));
+}
+
+TEST(VerifyPlan, StateFields) {
+  PlanModel plan = makePlan();
+  plan.states[2].capacity = 0;
+  EXPECT_EQ(verifyError(plan), "state 2 'layers.1.compressor' (CompressorState): capacity 0 "
+                               "must be positive");
+  plan = makePlan();
+  plan.states[1].ratio = 0;
+  EXPECT_EQ(verifyError(plan), "state 1 'layers.1.main_kv' (MainKv): ratio 0 must be positive");
+  plan = makePlan();
+  plan.states[3].name = "layers.1.compressor";
+  EXPECT_EQ(verifyError(plan), "state 3 'layers.1.compressor' (EngramHistory): the name is "
+                               "also used by state 2");
+}
+
+TEST(VerifyPlan, TensorShapesPositive) {
+  PlanModel plan = makePlan();
+  plan.tensors[0].shape = {1024, 0};
+  EXPECT_EQ(verifyError(plan), "tensor 0 'embed.weight': shape [1024, 0] has a dimension that "
+                               "is not positive");
+  plan.tensors[0].shape = {-1, 256};
+  EXPECT_THAT(verifyError(plan), HasSubstr("shape [-1, 256] has a dimension"));
+}
+
+TEST(VerifyPlan, StackedTensorNeedsPattern) {
+  PlanModel plan = makePlan();
+  plan.tensors[2].name = "layers.0.ffn.experts.0.w1.weight";
+  EXPECT_EQ(verifyError(plan), "tensor 2 'layers.0.ffn.experts.0.w1.weight': stacked over 8 "
+                               "experts but the name has no '{e}'");
+}
+
+TEST(VerifyPlan, PatternNeedsExperts) {
+  PlanModel plan = makePlan();
+  plan.tensors[2].experts = 0;
+  EXPECT_EQ(verifyError(plan), "tensor 2 'layers.0.ffn.experts.{e}.w1.weight': the name has "
+                               "'{e}' but experts is 0 (not a stacked tensor)");
+}
+
+TEST(VerifyPlan, StackedLeadingDimension) {
+  PlanModel plan = makePlan();
+  plan.tensors[3].shape[0] = 7;
+  EXPECT_EQ(verifyError(plan), "tensor 3 'layers.0.ffn.experts.{e}.w1.scale': stacked over 8 "
+                               "experts but shape [7, 128, 8] does not start with 8");
+}
+
+TEST(VerifyPlan, UniqueTensorNames) {
+  PlanModel plan = makePlan();
+  plan.tensors[4].name = "embed.weight";
+  EXPECT_EQ(verifyError(plan), "tensor 4 'embed.weight': the name is also used by tensor 0");
+}
+
+TEST(VerifyPlan, UniqueProgramNames) {
+  PlanModel plan = makePlan();
+  plan.programs[1].name = "prefill";
+  EXPECT_EQ(verifyError(plan), "program 1 'prefill': the name is also used by program 0");
+  plan.programs[1].name = "";
+  EXPECT_EQ(verifyError(plan), "program 1 has an empty name");
+}
+
+TEST(VerifyPlan, KernelParameters) {
+  PlanModel plan = makePlan();
+  plan.kernels[0].params.push_back({"dim", int64_t{512}});
+  EXPECT_EQ(verifyError(plan), "kernel 0 'embed': parameter 'dim' appears twice");
+  plan = makePlan();
+  plan.kernels[3].name.clear();
+  EXPECT_EQ(verifyError(plan), "kernel 3 has an empty name");
+}
+
+TEST(VerifyPlan, LaunchLayer) {
+  PlanModel plan = makePlan();
+  plan.programs[1].launches[0].layer = -2;
+  EXPECT_EQ(verifyError(plan), "program 'decode': launch 0 (kernel 0 'embed'): layer -2 is "
+                               "invalid (-1: outside blocks)");
+}

@@ -1,0 +1,223 @@
+//===- dsc-run.cpp - Run a plan on a checkpoint ----------------------------===//
+//
+//   dsc-run PLAN --weights CKPT --input-ids FILE --prefill-len P
+//           [--backend cpu] [--logits-out OUT.npy]
+//           [--force-boundaries GOLDEN.safetensors] [--dump-layers DIR]
+//   dsc-run PLAN --weights CKPT --prompt-ids FILE --max-new-tokens N
+//
+// With --input-ids: prefill ids[:P], then teacher-forced decode of every
+// remaining id; --logits-out gets float32 [1 + (N - P), vocab] (the prefill's
+// last position, then each decode step). With --prompt-ids: prefill the
+// prompt, then greedy decoding for N tokens (printed). Ids files are text
+// (whitespace-separated) or .npy int arrays. Links no MLIR/LLVM.
+//===----------------------------------------------------------------------===//
+#include "dsc/runtime/Conformance.h"
+#include "dsc/runtime/Engine.h"
+#include "dsc/runtime/Npy.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace dsc::runtime;
+
+namespace {
+
+int usage(const char *message) {
+  std::fprintf(stderr,
+               "dsc-run: error: %s\n"
+               "usage: dsc-run PLAN --weights CKPT (--input-ids FILE --prefill-len P | "
+               "--prompt-ids FILE --max-new-tokens N)\n"
+               "               [--backend cpu] [--logits-out OUT.npy]\n"
+               "               [--force-boundaries GOLDEN.safetensors] [--dump-layers DIR]\n",
+               message);
+  return 2;
+}
+
+int fail(const std::string &message) {
+  std::fprintf(stderr, "dsc-run: error: %s\n", message.c_str());
+  return 1;
+}
+
+Expected<std::vector<int32_t>> readIds(const std::string &path) {
+  std::vector<int32_t> ids;
+  if (path.size() > 4 && path.substr(path.size() - 4) == ".npy") {
+    Expected<HostTensor> t = readNpy(path);
+    if (!t)
+      return t.status();
+    for (int64_t i = 0; i < t->numElements(); ++i) {
+      int64_t v = t->dtype() == DType::I64   ? t->data<int64_t>()[i]
+                  : t->dtype() == DType::I32 ? t->data<int32_t>()[i]
+                                             : -1;
+      if (t->dtype() != DType::I64 && t->dtype() != DType::I32)
+        return invalidArgument(path + ": token ids must be an int32 or int64 array");
+      ids.push_back(int32_t(v));
+    }
+    return ids;
+  }
+  std::ifstream in(path);
+  if (!in)
+    return notFound(path + ": cannot open");
+  std::string word;
+  while (in >> word) {
+    char *end = nullptr;
+    long long v = std::strtoll(word.c_str(), &end, 10);
+    if (*end != '\0' || v < 0 || v > INT32_MAX)
+      return invalidArgument(path + ": '" + word + "' is not a token id");
+    ids.push_back(int32_t(v));
+  }
+  return ids;
+}
+
+int64_t parseCount(const std::string &text, bool &ok) {
+  char *end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  ok = !text.empty() && *end == '\0' && v >= 0;
+  return v;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string planPath;
+  std::map<std::string, std::string> options;
+  const std::vector<std::string> known = {"--weights", "--input-ids", "--prefill-len", "--backend",
+                                          "--logits-out", "--force-boundaries", "--dump-layers",
+                                          "--prompt-ids", "--max-new-tokens"};
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) == 0) {
+      std::string key = arg, value;
+      if (size_t eq = arg.find('='); eq != std::string::npos) {
+        key = arg.substr(0, eq);
+        value = arg.substr(eq + 1);
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        return usage((arg + " needs a value").c_str());
+      }
+      if (std::find(known.begin(), known.end(), key) == known.end())
+        return usage(("unknown option " + key).c_str());
+      options[key] = value;
+    } else if (planPath.empty()) {
+      planPath = arg;
+    } else {
+      return usage(("unexpected argument " + arg).c_str());
+    }
+  }
+  if (planPath.empty())
+    return usage("no plan given");
+  if (!options.count("--weights"))
+    return usage("--weights is required");
+  bool teacherForced = options.count("--input-ids");
+  if (teacherForced == bool(options.count("--prompt-ids")))
+    return usage("give exactly one of --input-ids and --prompt-ids");
+
+  EngineOptions engineOptions;
+  if (options.count("--backend"))
+    engineOptions.backend = options["--backend"];
+  Expected<std::unique_ptr<Engine>> engine =
+      Engine::load(planPath, options["--weights"], engineOptions);
+  if (!engine)
+    return fail(engine.status().message());
+  const PlanModel &plan = (*engine)->plan();
+  std::unique_ptr<Session> session = (*engine)->newSession();
+
+  Expected<std::vector<int32_t>> ids =
+      readIds(teacherForced ? options["--input-ids"] : options["--prompt-ids"]);
+  if (!ids)
+    return fail(ids.status().message());
+  int64_t prefillLen = int64_t(ids->size());
+  int64_t newTokens = 0;
+  bool ok = true;
+  if (teacherForced) {
+    if (!options.count("--prefill-len"))
+      return usage("--input-ids needs --prefill-len");
+    prefillLen = parseCount(options["--prefill-len"], ok);
+    if (!ok || prefillLen < 1 || prefillLen > int64_t(ids->size()))
+      return fail("--prefill-len must be in [1, " + std::to_string(ids->size()) + "], got '" +
+                  options["--prefill-len"] + "'");
+  } else {
+    newTokens = parseCount(options.count("--max-new-tokens") ? options["--max-new-tokens"] : "16", ok);
+    if (!ok)
+      return fail("--max-new-tokens must be a non-negative integer");
+  }
+  int64_t total = teacherForced ? int64_t(ids->size()) : prefillLen + newTokens;
+  if (total > plan.model.maxSeqLen)
+    return fail(std::to_string(total) + " tokens exceed the plan's max_seq_len " +
+                std::to_string(plan.model.maxSeqLen));
+
+  ObserverChain chain;
+  std::unique_ptr<LayerDumper> dumper;
+  std::unique_ptr<GoldenForcing> forcing;
+  if (options.count("--dump-layers")) {
+    dumper = std::make_unique<LayerDumper>(options["--dump-layers"], *session, plan);
+    chain.add(dumper.get());
+  }
+  if (options.count("--force-boundaries")) {
+    if (!plan.model.layerBoundaries)
+      return fail(planPath + ": --force-boundaries needs a plan compiled with "
+                             "dsc-compile --layer-boundaries");
+    Expected<std::unique_ptr<GoldenForcing>> f = GoldenForcing::open(options["--force-boundaries"]);
+    if (!f)
+      return fail(f.status().message());
+    forcing = std::move(f.value());
+    chain.add(forcing.get());
+  }
+  session->setObserver(&chain);
+
+  std::vector<HostTensor> rows;
+  auto lastRow = [&](const HostTensor &logits) {
+    HostTensor row(DType::F32, {1, logits.dim(logits.shape().size() - 1)});
+    const float *src = logits.data<float>() + (logits.dim(0) - 1) * row.dim(1);
+    std::copy(src, src + row.dim(1), row.data<float>());
+    return row;
+  };
+  auto argmax = [](const HostTensor &row) {
+    const float *p = row.data<float>();
+    return int32_t(std::max_element(p, p + row.dim(1)) - p);
+  };
+
+  Expected<HostTensor> logits = session->prefill(std::span<const int32_t>(ids->data(), prefillLen));
+  if (!logits)
+    return fail(logits.status().message());
+  if (dumper) {
+    if (Status s = dumper->dumpCaches(); !s)
+      return fail(s.message());
+  }
+  rows.push_back(lastRow(*logits));
+  std::vector<int32_t> generated;
+  for (int64_t step = 0; teacherForced ? prefillLen + step < int64_t(ids->size()) : step < newTokens;
+       ++step) {
+    int32_t next = teacherForced ? (*ids)[prefillLen + step] : argmax(rows.back());
+    if (!teacherForced)
+      generated.push_back(next);
+    logits = session->decode(next);
+    if (!logits)
+      return fail(logits.status().message());
+    rows.push_back(lastRow(*logits));
+  }
+  if (dumper && !dumper->status())
+    return fail(dumper->status().message());
+
+  if (options.count("--logits-out")) {
+    int64_t vocab = rows.front().dim(1);
+    HostTensor all(DType::F32, {int64_t(rows.size()), vocab});
+    for (size_t r = 0; r < rows.size(); ++r)
+      std::copy(rows[r].data<float>(), rows[r].data<float>() + vocab, all.data<float>() + r * vocab);
+    if (Status s = writeNpy(options["--logits-out"], all); !s)
+      return fail(s.message());
+  }
+  if (!teacherForced) {
+    for (int32_t t : generated)
+      std::printf("%d ", t);
+    std::printf("\n");
+  }
+  return 0;
+}
