@@ -114,6 +114,8 @@ private:
   std::string &error_;
   rt::Program *program_ = nullptr;
   llvm::DenseMap<Value, int64_t> slots_;
+  /// A !ds.window value's second slot: the window rows attention reads.
+  llvm::DenseMap<Value, int64_t> windowRows_;
   llvm::StringMap<int64_t> tensors_;
   std::map<std::string, int64_t> states_;
 };
@@ -232,6 +234,10 @@ bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
       return fail(op, "operand has no producer in this function");
     launch.inputs.push_back(*slot);
   }
+  // Readers of a window also get its rows (appended after the operands).
+  for (Value operand : op->getOperands())
+    if (auto it = windowRows_.find(operand); it != windowRows_.end())
+      launch.inputs.push_back(it->second);
   std::string prefix = layer >= 0 ? "layers." + std::to_string(layer) + "." : "";
 
   // Hidden state of stateful ops: read and written by the same launch.
@@ -326,6 +332,18 @@ bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
     int64_t index = addSlot(std::move(slot));
     slots_[result] = index;
     launch.outputs.push_back(index);
+    if (auto window = llvm::dyn_cast<WindowType>(type)) {
+      // The QDQ rows attention reads: the chunk in prefill, the ring in decode.
+      rt::ValueSlot rows;
+      rows.dtype = rt::DType::F32;
+      rows.shape = {rt::kWindowRows, window.getDim()};
+      rows.ratio = window.getSize();
+      rows.name = prefix + "window_rows";
+      int64_t rowsIndex = addSlot(std::move(rows));
+      windowRows_[result] = rowsIndex;
+      launch.outputs.push_back(rowsIndex);
+      spec.params.push_back({"window", window.getSize()});
+    }
   }
   launch.kernel = kernelIndex(std::move(spec));
   program_->launches.push_back(std::move(launch));
@@ -337,6 +355,7 @@ bool PlanLowering::lowerFunction(func::FuncOp fn) {
   program_ = &plan_.programs.back();
   program_->name = fn.getSymName().str();
   slots_.clear();
+  windowRows_.clear();
   for (BlockArgument arg : fn.getArguments()) {
     auto type = llvm::cast<RankedTensorType>(arg.getType());
     rt::ValueSlot slot;
@@ -371,8 +390,12 @@ bool dsc::ds::lowerModuleToPlan(ModuleOp module, const rt::PlanModelFacts &facts
   plan = rt::PlanModel();
   plan.model = facts;
   PlanLowering lowering(plan, error);
-  for (auto fn : module.getOps<func::FuncOp>())
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    // DSpark programs join the plan with their CPU kernels (not yet).
+    if (fn.getSymName().starts_with("dspark"))
+      continue;
     if (!lowering.lowerFunction(fn))
       return false;
+  }
   return true;
 }

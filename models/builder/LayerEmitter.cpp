@@ -236,7 +236,8 @@ StreamState ModelEmitter::emitLayer(const LayerSpec &layer, int64_t tokens, Stre
     Value kv = linearFp8(gathered, e + ".wkv", (hc + 1) * d, cols * ehd, {tokens, (hc + 1) * d});
     Value q = weight(e + ".q_weight", {hc, d}, bf16());
     Value k = weight(e + ".k_weight", {hc, d}, bf16());
-    h = ds::EngramGateOp::create(builder_, loc_, streamType, h, kv, q, k);
+    h = ds::EngramGateOp::create(builder_, loc_, streamType, h, kv, q, k,
+                                 builder_.getF64FloatAttr(spec_.normEps));
   }
   Value capture;
   if (layer.dsparkTarget)

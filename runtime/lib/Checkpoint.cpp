@@ -347,6 +347,8 @@ Status Checkpoint::gatherInto(const TensorBinding &b, std::span<std::byte> out) 
       return s;
     std::byte *dst = out.data() + static_cast<uint64_t>(e) * pieceBytes;
     const TensorView &v = *piece.view;
+    if (pieceBytes == 0)
+      continue;
     if (v.dtype == b.dtype) {
       std::memcpy(dst, v.bytes.data(), pieceBytes);
       continue;

@@ -26,6 +26,8 @@ int64_t resolveDim(int64_t dim, int64_t ratio, int64_t startPos, int64_t tokens)
     return (startPos + tokens) / ratio - startPos / ratio;
   case kCompressedLength:
     return (startPos + tokens) / ratio;
+  case kWindowRows:
+    return startPos == 0 ? tokens : ratio;
   default:
     return dim;
   }

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -259,10 +260,17 @@ flatbuffers::Offset<fb::Program> writeProgram(Builder &b, const Program &p) {
 // Deserialisation (after the FlatBuffers verifier accepted the buffer)
 //===----------------------------------------------------------------------===//
 
+/// A [long] vector. The FlatBuffers verifier only checks the 4-byte alignment
+/// of a vector's length, so the elements of a hostile buffer may sit at 4 mod
+/// 8: copy bytes instead of loading int64_t in place (the host is
+/// little-endian, as the format).
 std::vector<int64_t> readLongs(const flatbuffers::Vector<int64_t> *v) {
-  if (!v)
+  static_assert(std::endian::native == std::endian::little);
+  if (!v || v->size() == 0)
     return {};
-  return std::vector<int64_t>(v->begin(), v->end());
+  std::vector<int64_t> out(v->size());
+  std::memcpy(out.data(), v->Data(), out.size() * sizeof(int64_t));
+  return out;
 }
 
 std::string readString(const flatbuffers::String *s) {
@@ -330,7 +338,7 @@ Expected<PlanModel> fromBuffer(const fb::Plan &root) {
     f.engramTokenMap = readLongs(m->engram_token_map());
     f.engramCompressedVocabSize = m->engram_compressed_vocab_size();
   } else {
-    return invalidArgument("the plan has no model facts table");
+    return dataLoss(corrupt("the plan has no model facts table"));
   }
 
   plan.tensors.reserve(count(root.tensors()));
@@ -460,7 +468,12 @@ Expected<PlanModel> fromBuffer(const fb::Plan &root) {
 //===----------------------------------------------------------------------===//
 
 bool isSymbolicDim(int64_t d) {
-  return d == kTokens || d == kCompressedTokens || d == kCompressedLength;
+  return d == kTokens || d == kCompressedTokens || d == kCompressedLength || d == kWindowRows;
+}
+
+/// Symbolic dimensions whose size needs the value's `ratio` parameter.
+bool needsRatio(int64_t d) {
+  return d == kCompressedTokens || d == kCompressedLength || d == kWindowRows;
 }
 
 bool isRecordState(StateKind k) {
@@ -652,19 +665,20 @@ Status checkProgram(const PlanModel &plan, size_t index) {
       return invalidArgument(fmt::format("{}{} value names state {} (only State values do)", at,
                                          valueKindName(s.kind), s.state));
     }
-    bool compressed = false;
+    bool parametrised = false;
     for (int64_t d : s.shape) {
       if (d <= 0 && !isSymbolicDim(d))
         return invalidArgument(fmt::format(
             "{}shape {} has dimension {}; dimensions are positive or kTokens (-1), "
-            "kCompressedTokens (-2), kCompressedLength (-3)",
+            "kCompressedTokens (-2), kCompressedLength (-3), kWindowRows (-4)",
             at, shapeString(s.shape), d));
-      compressed |= d == kCompressedTokens || d == kCompressedLength;
+      parametrised |= needsRatio(d);
     }
-    if (compressed && s.ratio <= 0)
+    if (parametrised && s.ratio <= 0)
       return invalidArgument(fmt::format(
-          "{}shape {} has compressed dimensions but ratio is {} (must be positive)", at,
-          shapeString(s.shape), s.ratio));
+          "{}shape {} has compressed or window dimensions but ratio is {} (must be positive: "
+          "the compress ratio, or the window W of kWindowRows)",
+          at, shapeString(s.shape), s.ratio));
     if (s.ratio < 0)
       return invalidArgument(fmt::format("{}ratio {} is negative", at, s.ratio));
   }

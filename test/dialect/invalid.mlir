@@ -1095,7 +1095,7 @@ func.func @engram_lookup_table(%h: tensor<4x1x4xi64>, %t: tensor<1024xf8E4M3FN>,
 // The gate acts on the rank-3 stream.
 func.func @engram_gate_rank(%s: tensor<4x128xbf16>, %kv: tensor<4x192xbf16>, %q: tensor<2x64xbf16>, %k: tensor<2x64xbf16>) {
   // expected-error @+1 {{'ds.engram_gate' op stream must be a rank-3 tensor, got 'tensor<4x128xbf16>'}}
-  %0 = ds.engram_gate %s, %kv, %q, %k : (tensor<4x128xbf16>, tensor<4x192xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x128xbf16>
+  %0 = ds.engram_gate %s, %kv, %q, %k {eps = 1.0e-20 : f64} : (tensor<4x128xbf16>, tensor<4x192xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x128xbf16>
   return
 }
 
@@ -1104,7 +1104,7 @@ func.func @engram_gate_rank(%s: tensor<4x128xbf16>, %kv: tensor<4x192xbf16>, %q:
 // The gate keeps the stream type.
 func.func @engram_gate_result(%s: tensor<4x2x64xbf16>, %kv: tensor<4x192xbf16>, %q: tensor<2x64xbf16>, %k: tensor<2x64xbf16>) {
   // expected-error @+1 {{'ds.engram_gate' op result type must equal the stream type}}
-  %0 = ds.engram_gate %s, %kv, %q, %k : (tensor<4x2x64xbf16>, tensor<4x192xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x2x64xf32>
+  %0 = ds.engram_gate %s, %kv, %q, %k {eps = 1.0e-20 : f64} : (tensor<4x2x64xbf16>, tensor<4x192xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x2x64xf32>
   return
 }
 
@@ -1113,7 +1113,7 @@ func.func @engram_gate_result(%s: tensor<4x2x64xbf16>, %kv: tensor<4x192xbf16>, 
 // The Engram kv holds one key per copy and the shared value.
 func.func @engram_gate_kv(%s: tensor<4x2x64xbf16>, %kv: tensor<4x128xbf16>, %q: tensor<2x64xbf16>, %k: tensor<2x64xbf16>) {
   // expected-error @+1 {{'ds.engram_gate' op kv width ((hc_mult+1)·dim: keys, then the shared value) is 128, expected 192}}
-  %0 = ds.engram_gate %s, %kv, %q, %k : (tensor<4x2x64xbf16>, tensor<4x128xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x2x64xbf16>
+  %0 = ds.engram_gate %s, %kv, %q, %k {eps = 1.0e-20 : f64} : (tensor<4x2x64xbf16>, tensor<4x128xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x2x64xbf16>
   return
 }
 
@@ -1452,7 +1452,7 @@ func.func @engram_without_gate(%s: tensor<4x2x64xbf16>, %m: tensor<4x2xf32>) {
 func.func @gate_without_engram(%s: tensor<4x2x64xbf16>, %m: tensor<4x2xf32>, %kv: tensor<4x192xbf16>, %q: tensor<2x64xbf16>, %k: tensor<2x64xbf16>) {
   // expected-error @+1 {{'ds.layer' op layer 0 has a ds.engram_gate but is not marked engram}}
   %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<4x2x64xbf16>, tensor<4x2xf32> {
-    %g = ds.engram_gate %s, %kv, %q, %k : (tensor<4x2x64xbf16>, tensor<4x192xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x2x64xbf16>
+    %g = ds.engram_gate %s, %kv, %q, %k {eps = 1.0e-20 : f64} : (tensor<4x2x64xbf16>, tensor<4x192xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x2x64xbf16>
     ds.yield %g, %m : tensor<4x2x64xbf16>, tensor<4x2xf32>
   }
   return

@@ -119,14 +119,14 @@ func.func @engram(%ids: tensor<4xi32>, %stream: tensor<4x2x64xbf16>, %mix: tenso
   // CHECK: %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<4x2x64xbf16>, tensor<4x2xf32> attributes {engram} {
   // CHECK:   [[ROWS:%.*]] = ds.engram_lookup [[HASH]], %{{.*}}, %{{.*}} {slot = 0 : i64} : (tensor<4x1x4xi64>, tensor<64x16xf8E4M3FN>, tensor<64x1xf8E8M0FNU>) -> tensor<4x64xbf16>
   // CHECK:   [[KV:%.*]] = ds.linear bf16 [[ROWS]]
-  // CHECK:   [[G:%.*]] = ds.engram_gate %{{.*}}, [[KV]], %{{.*}}, %{{.*}} : (tensor<4x2x64xbf16>, tensor<4x192xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x2x64xbf16>
+  // CHECK:   [[G:%.*]] = ds.engram_gate %{{.*}}, [[KV]], %{{.*}}, %{{.*}} {eps = 9.9999999999999995E-21 : f64} : (tensor<4x2x64xbf16>, tensor<4x192xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x2x64xbf16>
   // CHECK:   ds.yield [[G]], %{{.*}} : tensor<4x2x64xbf16>, tensor<4x2xf32>
   // CHECK: return %h0, %mix0
   %hash = ds.engram_hash %ids {layers = array<i64: 0>, max_ngram = 3 : i64, heads = 2 : i64, pad_id = 2 : i64, compressed_vocab_size = 100 : i64, multipliers = array<i64: 3, 5, 7>, primes = array<i64: 11, 13, 17, 19>, offsets = array<i64: 0, 11, 24, 41>} : (tensor<4xi32>) -> tensor<4x1x4xi64>
   %h, %m = ds.layer 0 #ds.csa2<mode = swa> -> tensor<4x2x64xbf16>, tensor<4x2xf32> attributes {engram} {
     %rows = ds.engram_lookup %hash, %table, %tscale {slot = 0 : i64} : (tensor<4x1x4xi64>, tensor<64x16xf8E4M3FN>, tensor<64x1xf8E8M0FNU>) -> tensor<4x64xbf16>
     %kv = ds.linear bf16 %rows, %wkv : tensor<4x64xbf16>, tensor<192x64xbf16> -> tensor<4x192xbf16>
-    %g = ds.engram_gate %stream, %kv, %qw, %kw : (tensor<4x2x64xbf16>, tensor<4x192xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x2x64xbf16>
+    %g = ds.engram_gate %stream, %kv, %qw, %kw {eps = 1.0e-20 : f64} : (tensor<4x2x64xbf16>, tensor<4x192xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x2x64xbf16>
     ds.yield %g, %mix : tensor<4x2x64xbf16>, tensor<4x2xf32>
   }
   return %h, %m : tensor<4x2x64xbf16>, tensor<4x2xf32>

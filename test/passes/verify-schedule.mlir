@@ -26,7 +26,7 @@ module attributes {ds.n_layers = 4 : i64, ds.ced_split = 2 : i64} {
       ds.yield %s, %m : tensor<4x2x64xbf16>, tensor<4x2xf32>
     }
     %h1, %mix1 = ds.layer 1 #ds.csa2<mode = swa> -> tensor<4x2x64xbf16>, tensor<4x2xf32> attributes {engram} {
-      %g = ds.engram_gate %h0, %kv, %q, %k : (tensor<4x2x64xbf16>, tensor<4x192xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x2x64xbf16>
+      %g = ds.engram_gate %h0, %kv, %q, %k {eps = 1.0e-20 : f64} : (tensor<4x2x64xbf16>, tensor<4x192xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x2x64xbf16>
       ds.yield %g, %mix0 : tensor<4x2x64xbf16>, tensor<4x2xf32>
     }
     %h2, %mix2, %cand2 = ds.layer 2 #ds.csa2<mode = full, ratio = 1, kv_source = 2, index_source = 2>
@@ -175,7 +175,7 @@ func.func @engram_unmarked(%ids: tensor<4xi32>, %s: tensor<4x2x64xbf16>, %m: ten
 func.func @engram_not_hashed(%s: tensor<4x2x64xbf16>, %m: tensor<4x2xf32>, %kv: tensor<4x192xbf16>, %q: tensor<2x64xbf16>, %k: tensor<2x64xbf16>) {
   // expected-error @+1 {{'ds.layer' op layer 0 is marked engram but ds.engram_hash does not hash it}}
   %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<4x2x64xbf16>, tensor<4x2xf32> attributes {engram} {
-    %g = ds.engram_gate %s, %kv, %q, %k : (tensor<4x2x64xbf16>, tensor<4x192xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x2x64xbf16>
+    %g = ds.engram_gate %s, %kv, %q, %k {eps = 1.0e-20 : f64} : (tensor<4x2x64xbf16>, tensor<4x192xbf16>, tensor<2x64xbf16>, tensor<2x64xbf16>) -> tensor<4x2x64xbf16>
     ds.yield %g, %m : tensor<4x2x64xbf16>, tensor<4x2xf32>
   }
   return

@@ -400,7 +400,11 @@ def DS_EngramLookupOp : DS_Op<"engram_lookup", [Pure]> {
 
 def DS_EngramGateOp : DS_Op<"engram_gate", [Pure]> {
   let summary = "Per-copy signed-sqrt sigmoid gate adding the Engram value, spec §7.5.2–3";
-  let arguments = (ins Tensor:$stream, Tensor:$kv, Tensor:$q_weight, Tensor:$k_weight);
+  let description = [{
+    `eps` is the norm epsilon of the two rsqrt factors (norm_eps, 1e-20).
+  }];
+  let arguments = (ins Tensor:$stream, Tensor:$kv, Tensor:$q_weight, Tensor:$k_weight,
+                       F64Attr:$eps);
   let results = (outs Tensor:$result);
   let assemblyFormat = "$stream `,` $kv `,` $q_weight `,` $k_weight attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;

@@ -650,8 +650,17 @@ TEST(VerifyPlan, ValueShapes) {
   plan = makePlan();
   plan.programs[0].values[6].ratio = 0;
   EXPECT_EQ(verifyError(plan), "program 'prefill': value 6 'layers.0.compressed': shape [-2, "
-                               "128] has compressed dimensions but ratio is 0 (must be "
-                               "positive)");
+                               "128] has compressed or window dimensions but ratio is 0 (must "
+                               "be positive: the compress ratio, or the window W of "
+                               "kWindowRows)");
+  plan = makePlan();
+  plan.programs[0].values[3].shape = {kWindowRows, 132};
+  EXPECT_THAT(verifyError(plan), HasSubstr("shape [-4, 132] has compressed or window "
+                                           "dimensions but ratio is 0"));
+  plan.programs[0].values[3].ratio = 16;
+  EXPECT_TRUE(verifyPlan(plan).isOk()) << verifyPlan(plan).message();
+  plan.programs[0].values[3].shape = {-5, 132};
+  EXPECT_THAT(verifyError(plan), HasSubstr("shape [-5, 132] has dimension -5"));
 }
 
 TEST(VerifyPlan, ReadBeforeWrite) {

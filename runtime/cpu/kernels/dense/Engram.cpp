@@ -34,22 +34,26 @@ void engramLookup(const int64_t *hashIds, int64_t S, int64_t cols, int64_t hashS
     }
 }
 
-void engramGate(const uint16_t *h, int64_t S, int64_t hc, int64_t D, const uint16_t *kv,
-                const uint16_t *qW, const uint16_t *kW, float normEps, const uint8_t *tokenMask,
-                uint16_t *hOut) {
+void engramGates(const uint16_t *h, int64_t S, int64_t hc, int64_t D, const uint16_t *kv,
+                 const uint16_t *qW, const uint16_t *kW, float normEps, const uint8_t *tokenMask,
+                 float *gate) {
   std::vector<float> w(static_cast<size_t>(hc * D));
   for (int64_t i = 0; i < hc * D; ++i)
     w[i] = nx::bf16ToFloat(qW[i]) * nx::bf16ToFloat(kW[i]);
+  // self.dim ** -0.5 is a Python float; multiplying an fp32 tensor by it
+  // rounds it to fp32 first.
   const float invSqrtD = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   const float clampMin = 1e-6f;
   parallelFor(S, 4, [&](int64_t b, int64_t e) {
-    std::vector<float> hf(static_cast<size_t>(D)), key(static_cast<size_t>(D)),
-        value(static_cast<size_t>(D)), gate(static_cast<size_t>(hc));
+    std::vector<float> hf(static_cast<size_t>(D)), key(static_cast<size_t>(D));
     for (int64_t s = b; s < e; ++s) {
       const uint16_t *kvs = kv + s * (hc + 1) * D;
-      for (int64_t d = 0; d < D; ++d)
-        value[d] = nx::bf16ToFloat(kvs[hc * D + d]);
       for (int64_t c = 0; c < hc; ++c) {
+        float &g = gate[s * hc + c];
+        if (tokenMask && !tokenMask[s]) {
+          g = 0.0f;
+          continue;
+        }
         for (int64_t d = 0; d < D; ++d) {
           hf[d] = nx::bf16ToFloat(h[(s * hc + c) * D + d]);
           key[d] = nx::bf16ToFloat(kvs[c * D + d]);
@@ -65,17 +69,25 @@ void engramGate(const uint16_t *h, int64_t S, int64_t hc, int64_t D, const uint1
         const float dot = static_cast<float>(acc) * rstd * invSqrtD;
         const float a = std::fabs(dot);
         const float mag = std::sqrt(a < clampMin ? clampMin : a);
-        gate[c] = sigmoidF32(std::copysign(mag, dot));
-        if (tokenMask && !tokenMask[s])
-          gate[c] = 0.0f;
+        g = sigmoidF32(std::copysign(mag, dot));
       }
-      for (int64_t c = 0; c < hc; ++c)
-        for (int64_t d = 0; d < D; ++d) {
-          const int64_t i = (s * hc + c) * D + d;
-          hOut[i] = nx::bf16FromFloat(nx::bf16ToFloat(h[i]) + gate[c] * value[d]);
-        }
     }
   });
+}
+
+void engramGate(const uint16_t *h, int64_t S, int64_t hc, int64_t D, const uint16_t *kv,
+                const uint16_t *qW, const uint16_t *kW, float normEps, const uint8_t *tokenMask,
+                uint16_t *hOut) {
+  std::vector<float> gate(static_cast<size_t>(S * hc));
+  engramGates(h, S, hc, D, kv, qW, kW, normEps, tokenMask, gate.data());
+  for (int64_t s = 0; s < S; ++s) {
+    const uint16_t *value = kv + s * (hc + 1) * D + hc * D;
+    for (int64_t c = 0; c < hc; ++c)
+      for (int64_t d = 0; d < D; ++d) {
+        const int64_t i = (s * hc + c) * D + d;
+        hOut[i] = nx::bf16FromFloat(nx::bf16ToFloat(h[i]) + gate[s * hc + c] * nx::bf16ToFloat(value[d]));
+      }
+  }
 }
 
 void engram(const uint16_t *h, int64_t S, int64_t hc, int64_t D, const int64_t *hashIds,

@@ -34,6 +34,11 @@ void engramLookup(const int64_t *hashIds, int64_t S, int64_t cols, int64_t hashS
                   const uint8_t *table, const uint8_t *tableScale, int64_t rows, int64_t hd,
                   uint16_t *out);
 
+/// The gates alone: gate fp32 [S, hc] (0 for masked tokens).
+void engramGates(const uint16_t *h, int64_t S, int64_t hc, int64_t D, const uint16_t *kv,
+                 const uint16_t *qW, const uint16_t *kW, float normEps, const uint8_t *tokenMask,
+                 float *gate);
+
 /// The gate and residual update. h bf16 [S, hc, D]; kv bf16 [S, (hc+1)*D];
 /// qW, kW bf16 [hc, D]; tokenMask [S] (nonzero = apply) or null; hOut bf16
 /// [S, hc, D] (may alias h).

@@ -117,8 +117,9 @@ private:
   std::vector<std::vector<HostTensor>> activations_; ///< per program, per slot
 };
 
-/// Resolves a symbolic dimension for a call (kTokens, kCompressed*).
-int64_t resolveDim(int64_t dim, int64_t ratio, int64_t startPos, int64_t tokens);
+/// Resolves a symbolic dimension for a call (kTokens, kCompressed*,
+/// kWindowRows); `param` is the slot's ratio / window.
+int64_t resolveDim(int64_t dim, int64_t param, int64_t startPos, int64_t tokens);
 
 } // namespace dsc::runtime
 

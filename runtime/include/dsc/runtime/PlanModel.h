@@ -47,6 +47,9 @@ inline constexpr int64_t kCompressedTokens = -2;
 /// A dimension equal to the compressed entries visible after the call:
 /// floor((start + S) / ratio) (the length of a source's KV buffer).
 inline constexpr int64_t kCompressedLength = -3;
+/// The window rows attention reads: S in prefill (the chunk's own KV), the
+/// ring size W in decode. W is the value's `param`.
+inline constexpr int64_t kWindowRows = -4;
 
 /// Model facts the runtime needs (a subset of the compiler's ModelSpec).
 struct PlanModelFacts {
@@ -142,7 +145,8 @@ struct ValueSlot {
   ValueKind kind = ValueKind::Activation;
   DType dtype = DType::BF16;
   std::vector<int64_t> shape; ///< kTokens / kCompressed* mark symbolic dims
-  int64_t ratio = 0;          ///< ratio of kCompressed* dimensions
+  int64_t ratio = 0;          ///< parameter of symbolic dims: the ratio of
+                              ///< kCompressed*, the window W of kWindowRows
   int64_t tensor = -1;        ///< Weight: index into PlanModel::tensors
   int64_t state = -1;         ///< State: index into PlanModel::states
   std::string name;           ///< for dumps and errors, e.g. "layers.3.out"

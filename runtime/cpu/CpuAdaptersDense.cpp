@@ -1,0 +1,193 @@
+//===- CpuAdaptersDense.cpp - Launch adapters for the dense kernels -------===//
+//
+// linear, rms_norm, hc_mixes / hc_pre / hc_post, copy_mean, head,
+// grouped_output, moe_gate, moe_experts, engram_lookup, engram_gate: each
+// adapter reads the launch's tensors in the order the lowering emits them
+// (the ds op's operands; docs/kernels.md) and calls kernels/dense.
+//===----------------------------------------------------------------------===//
+#include "runtime/cpu/CpuAdapter.h"
+
+#include "runtime/cpu/kernels/dense/Embedding.h"
+#include "runtime/cpu/kernels/dense/Engram.h"
+#include "runtime/cpu/kernels/dense/GroupedOutput.h"
+#include "runtime/cpu/kernels/dense/Linear.h"
+#include "runtime/cpu/kernels/dense/Mhc.h"
+#include "runtime/cpu/kernels/dense/Moe.h"
+#include "runtime/cpu/kernels/dense/Norm.h"
+
+namespace dsc::cpu {
+namespace {
+
+int64_t rowsOf(const HostTensor &t) { return t.numElements() / t.shape().back(); }
+
+Status linear(LaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  std::string quant = p.s("quant");
+  if (!p.error)
+    return p.error;
+  const HostTensor &x = *c.inputs[0], &w = *c.inputs[1];
+  HostTensor &y = *c.outputs[0];
+  int64_t M = rowsOf(x), K = x.shape().back(), N = w.dim(0);
+  if (quant == "fp8")
+    linearFp8(x.data<uint16_t>(), M, K, w.data<uint8_t>(), c.inputs[2]->data<uint8_t>(), N,
+              y.data<uint16_t>());
+  else if (quant == "fp4")
+    linearFp4(x.data<uint16_t>(), M, K, w.data<uint8_t>(), c.inputs[2]->data<uint8_t>(), N,
+              y.data<uint16_t>());
+  else if (quant == "bf16")
+    linearBf16(x.data<uint16_t>(), M, K, w.data<uint16_t>(), N, y.data<uint16_t>());
+  else
+    return runtime::failedPrecondition("linear: the CPU backend has no '" + quant + "' linear");
+  return Status::ok();
+}
+
+Status rmsNormAdapter(LaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  float eps = float(p.f("eps"));
+  if (!p.error)
+    return p.error;
+  const HostTensor &x = *c.inputs[0];
+  rmsNorm(x.data<uint16_t>(), rowsOf(x), x.shape().back(), c.inputs[1]->data<uint16_t>(), eps,
+          c.outputs[0]->data<uint16_t>());
+  return Status::ok();
+}
+
+Status hcMixesAdapter(LaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  int iters = int(p.i("sinkhorn_iters"));
+  float eps = float(p.f("eps")), normEps = float(p.f("norm_eps"));
+  if (!p.error)
+    return p.error;
+  const HostTensor &h = *c.inputs[0];
+  hcMixes(h.data<uint16_t>(), h.dim(0), h.dim(1), h.dim(2), c.inputs[1]->data<float>(),
+          c.inputs[2]->data<float>(), c.inputs[3]->data<float>(), iters, normEps, eps,
+          c.outputs[0]->data<float>(), c.outputs[1]->data<float>(), c.outputs[2]->data<float>());
+  return Status::ok();
+}
+
+Status hcPreAdapter(LaunchContext &c) {
+  const HostTensor &h = *c.inputs[0];
+  hcPre(h.data<uint16_t>(), h.dim(0), h.dim(1), h.dim(2), c.inputs[1]->data<float>(),
+        c.outputs[0]->data<uint16_t>());
+  return Status::ok();
+}
+
+Status hcPostAdapter(LaunchContext &c) {
+  const HostTensor &res = *c.inputs[1];
+  hcPost(c.inputs[0]->data<uint16_t>(), res.data<uint16_t>(), c.inputs[2]->data<float>(),
+         c.inputs[3]->data<float>(), res.dim(0), res.dim(1), res.dim(2),
+         c.outputs[0]->data<uint16_t>());
+  return Status::ok();
+}
+
+Status copyMean(LaunchContext &c) {
+  const HostTensor &h = *c.inputs[0];
+  hcCopyMean(h.data<uint16_t>(), h.dim(0), h.dim(1), h.dim(2), c.outputs[0]->data<uint16_t>());
+  return Status::ok();
+}
+
+Status head(LaunchContext &c) {
+  const HostTensor &x = *c.inputs[0], &w = *c.inputs[1];
+  HostTensor &logits = *c.outputs[0];
+  int64_t rows = logits.dim(0), D = x.shape().back();
+  // last_only: the head runs on the last `rows` positions (rows = 1).
+  const uint16_t *first = x.data<uint16_t>() + (rowsOf(x) - rows) * D;
+  headLogits(first, rows, D, w.data<uint16_t>(), w.dim(0), logits.data<float>());
+  return Status::ok();
+}
+
+Status groupedOutput(LaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  int64_t groups = p.i("groups");
+  if (!p.error)
+    return p.error;
+  const HostTensor &o = *c.inputs[0], &woA = *c.inputs[1], &woB = *c.inputs[2];
+  int64_t S = o.dim(0), din = o.dim(1) * o.dim(2) / groups, R = woA.dim(0) / groups;
+  groupedOutputProjection(o.data<uint16_t>(), S, groups, din, woA.data<uint16_t>(), R,
+                          woB.data<uint8_t>(), c.inputs[3]->data<uint8_t>(), woB.dim(0),
+                          c.outputs[0]->data<uint16_t>());
+  return Status::ok();
+}
+
+Status moeGateAdapter(LaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  MoeGateParams gp;
+  gp.topk = p.i("topk");
+  gp.routeScale = float(p.f("route_scale"));
+  gp.gateTemp = float(p.f("temperature"));
+  gp.normTopkProb = p.i("normalize") != 0;
+  if (!p.error)
+    return p.error;
+  const HostTensor &x = *c.inputs[0], &w = *c.inputs[1];
+  gp.nExperts = w.dim(0);
+  moeGate(x.data<uint16_t>(), x.dim(0), x.dim(1), w.data<uint16_t>(), c.inputs[2]->data<float>(),
+          nullptr, nullptr, gp, c.outputs[1]->data<int32_t>(), c.outputs[0]->data<float>());
+  return Status::ok();
+}
+
+Status moeExpertsAdapter(LaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  MoeExpertsParams ep;
+  ep.swigluLimit = float(p.f("swiglu_limit"));
+  if (!p.error)
+    return p.error;
+  const HostTensor &x = *c.inputs[0], &weights = *c.inputs[1], &ids = *c.inputs[2];
+  const HostTensor &w1 = *c.inputs[3];
+  ep.dim = x.dim(1);
+  ep.inter = w1.dim(1);
+  int64_t E = w1.dim(0);
+  MoeStackedExperts stacked{w1.data<uint8_t>(),          c.inputs[4]->data<uint8_t>(),
+                            c.inputs[5]->data<uint8_t>(), c.inputs[6]->data<uint8_t>(),
+                            c.inputs[7]->data<uint8_t>(), c.inputs[8]->data<uint8_t>()};
+  std::vector<MoeRoutedExpert> experts = moeExpertViews(stacked, E, ep.dim, ep.inter);
+  MoeSharedExpert shared{c.inputs[9]->data<uint8_t>(),  c.inputs[10]->data<uint8_t>(),
+                         c.inputs[11]->data<uint8_t>(), c.inputs[12]->data<uint8_t>(),
+                         c.inputs[13]->data<uint8_t>(), c.inputs[14]->data<uint8_t>()};
+  moeExperts(x.data<uint16_t>(), x.dim(0), ep, experts.data(), E, shared, ids.data<int32_t>(),
+             weights.data<float>(), ids.dim(1), c.outputs[0]->data<uint16_t>());
+  return Status::ok();
+}
+
+Status engramLookupAdapter(LaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  int64_t slot = p.i("slot");
+  if (!p.error)
+    return p.error;
+  const HostTensor &hashes = *c.inputs[0], &table = *c.inputs[1];
+  int64_t layers = hashes.dim(1), cols = hashes.dim(2);
+  engramLookup(hashes.data<int64_t>() + slot * cols, hashes.dim(0), cols, layers * cols,
+               table.data<uint8_t>(), c.inputs[2]->data<uint8_t>(), table.dim(0), table.dim(1),
+               c.outputs[0]->data<uint16_t>());
+  return Status::ok();
+}
+
+Status engramGateAdapter(LaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  float eps = float(p.f("eps"));
+  if (!p.error)
+    return p.error;
+  const HostTensor &h = *c.inputs[0];
+  engramGate(h.data<uint16_t>(), h.dim(0), h.dim(1), h.dim(2), c.inputs[1]->data<uint16_t>(),
+             c.inputs[2]->data<uint16_t>(), c.inputs[3]->data<uint16_t>(), eps, nullptr,
+             c.outputs[0]->data<uint16_t>());
+  return Status::ok();
+}
+
+} // namespace
+
+void registerDenseAdapters(AdapterTable &table) {
+  table["linear"] = linear;
+  table["rms_norm"] = rmsNormAdapter;
+  table["hc_mixes"] = hcMixesAdapter;
+  table["hc_pre"] = hcPreAdapter;
+  table["hc_post"] = hcPostAdapter;
+  table["copy_mean"] = copyMean;
+  table["head"] = head;
+  table["grouped_output"] = groupedOutput;
+  table["moe_gate"] = moeGateAdapter;
+  table["moe_experts"] = moeExpertsAdapter;
+  table["engram_lookup"] = engramLookupAdapter;
+  table["engram_gate"] = engramGateAdapter;
+}
+
+} // namespace dsc::cpu
