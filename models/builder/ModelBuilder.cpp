@@ -52,14 +52,15 @@ Value emitHead(ModelEmitter &m, StreamState s, int64_t tokens, StringRef normNam
 }
 
 /// @prefill / @decode: the backbone on `tokens` tokens.
-void buildBackbone(ModelEmitter &m, ModuleOp module, StringRef name, int64_t tokens) {
+void buildBackbone(ModelEmitter &m, ModuleOp module, StringRef name, int64_t tokens,
+                   bool allLogits) {
   const ModelSpec &spec = m.spec();
   OpBuilder &b = m.builder();
   int64_t d = spec.dim;
   int64_t captureWidth = d * int64_t(spec.dsparkTargetLayerIds.size());
   bool prefill = ShapedType::isDynamic(tokens);
 
-  SmallVector<Type> results{m.tensor({1, spec.vocabSize}, m.f32())};
+  SmallVector<Type> results{m.tensor({allLogits ? tokens : 1, spec.vocabSize}, m.f32())};
   if (captureWidth > 0)
     results.push_back(m.tensor({tokens, captureWidth}, m.bf16()));
   auto fnType = b.getFunctionType({m.tensor({tokens}, m.i32())}, results);
@@ -84,7 +85,7 @@ void buildBackbone(ModelEmitter &m, ModuleOp module, StringRef name, int64_t tok
     if (layer.role != LayerRole::DSpark)
       s = m.emitLayer(layer, tokens, s, hashes, shared, captures);
 
-  SmallVector<Value> returns{emitHead(m, s, tokens, "norm.weight", /*lastOnly=*/true)};
+  SmallVector<Value> returns{emitHead(m, s, tokens, "norm.weight", /*lastOnly=*/!allLogits)};
   if (captureWidth > 0)
     returns.push_back(ds::ConcatOp::create(b, m.loc(), m.tensor({tokens, captureWidth}, m.bf16()),
                                            captures));
@@ -166,7 +167,8 @@ void buildDSparkDraft(ModelEmitter &m, ModuleOp module) {
 
 } // namespace
 
-OwningOpRef<ModuleOp> dsc::models::buildModule(const ModelSpec &spec, MLIRContext &context) {
+OwningOpRef<ModuleOp> dsc::models::buildModule(const ModelSpec &spec, MLIRContext &context,
+                                               const BuildOptions &options) {
   context.loadDialect<ds::DSDialect, func::FuncDialect>();
   OpBuilder b(&context);
   OwningOpRef<ModuleOp> module = ModuleOp::create(b.getUnknownLoc());
@@ -175,8 +177,8 @@ OwningOpRef<ModuleOp> dsc::models::buildModule(const ModelSpec &spec, MLIRContex
   module->getOperation()->setAttr("ds.vocab_size", b.getI64IntegerAttr(spec.vocabSize));
 
   ModelEmitter emitter(spec, *module);
-  buildBackbone(emitter, *module, "prefill", kDyn);
-  buildBackbone(emitter, *module, "decode", 1);
+  buildBackbone(emitter, *module, "prefill", kDyn, options.allPrefillLogits);
+  buildBackbone(emitter, *module, "decode", 1, /*allLogits=*/false);
   if (spec.hasDSpark() && !spec.dsparkTargetLayerIds.empty()) {
     buildDSparkPrefill(emitter, *module);
     buildDSparkDraft(emitter, *module);

@@ -25,10 +25,17 @@ class MLIRContext;
 
 namespace dsc::models {
 
+struct BuildOptions {
+  /// @prefill returns the logits of every position (conformance plans; the
+  /// goldens' prefill.logits_all), not only the last one.
+  bool allPrefillLogits = false;
+};
+
 /// Builds the whole model graph; returns null (after emitting a diagnostic)
 /// if the result does not verify, which is a bug in the builder.
 mlir::OwningOpRef<mlir::ModuleOp> buildModule(const ModelSpec &spec,
-                                              mlir::MLIRContext &context);
+                                              mlir::MLIRContext &context,
+                                              const BuildOptions &options = {});
 
 } // namespace dsc::models
 

@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 #include "models/ConfigImport.h"
 #include "models/builder/ModelBuilder.h"
+#include "models/builder/PlanFacts.h"
 #include "passes/KvPlan.h"
 #include "passes/LowerToPlan.h"
 #include "passes/Passes.h"
@@ -151,7 +152,9 @@ int main(int argc, char **argv) {
 
   mlir::MLIRContext context;
   context.loadDialect<dsc::ds::DSDialect, mlir::func::FuncDialect>();
-  mlir::OwningOpRef<mlir::ModuleOp> module = dsc::models::buildModule(*spec, context);
+  dsc::models::BuildOptions buildOptions;
+  buildOptions.allPrefillLogits = layerBoundaries;
+  mlir::OwningOpRef<mlir::ModuleOp> module = dsc::models::buildModule(*spec, context, buildOptions);
   if (!module)
     return fail("internal error: the built module does not verify");
 
@@ -172,23 +175,8 @@ int main(int argc, char **argv) {
   }
 
   if (writePlan) {
-    dsc::runtime::PlanModelFacts facts;
-    facts.name = configPath;
-    facts.nLayers = spec->nLayers;
-    facts.nMtpLayers = spec->nMtpLayers;
-    facts.dim = spec->dim;
-    facts.vocabSize = spec->vocabSize;
-    facts.hcMult = spec->hcMult;
-    facts.headDim = spec->headDim;
-    facts.ropeHeadDim = spec->ropeHeadDim;
-    facts.nHeads = spec->nHeads;
-    facts.windowSize = spec->windowSize;
-    facts.indexHeadDim = spec->indexHeadDim;
-    facts.indexNHeads = spec->indexNHeads;
-    facts.indexTopk = spec->indexTopk;
-    facts.cedSplitLayer = spec->cedSplitLayer;
-    facts.maxSeqLen = options.maxSeqLen;
-    facts.maxBatch = options.maxBatch;
+    dsc::runtime::PlanModelFacts facts =
+        dsc::models::planFactsFor(*spec, options.maxSeqLen, options.maxBatch);
     facts.cedMode = cedMode;
     facts.layerBoundaries = layerBoundaries;
     if (tokenMap) {

@@ -357,6 +357,12 @@ TEST_P(GoldenAttention, ForcedBoundaries) {
       EXPECT_LE(m.maxRowErr, kRowGate) << setup.caseName << "/" << setup.runName << " " << phase
                                        << "layer " << L << " attn_out worst row";
       worstBlock = std::max(worstBlock, m.blockErr);
+      if (std::getenv("DSC_SHOW") && m.blockErr > 1e-3) {
+        std::printf("%s layer %lld err %.3e\n", phase.c_str(), (long long)L, m.blockErr);
+        const uint16_t *g = gold.bf16(phase + layerKey(L, "attn_out"));
+        for (int i = 0; i < 8; ++i) std::printf("  %g vs %g\n", numerics::bf16ToFloat(y[i]), numerics::bf16ToFloat(g[i]));
+        if (c.ratio > 0) { for (int i = 0; i < shared.topkWidth; ++i) std::printf(" %d", shared.topkIdxs[i]); std::printf("\n"); }
+      }
 
       // Top-k sets.
       const std::string tk = phase + layerKey(L, "topk_idxs");

@@ -334,6 +334,8 @@ private:
     std::vector<uint16_t> out(h.size());
     hcPost(ptr<uint16_t>(ffnGold), hMid.data(), fPost.data(), fComb.data(), S, hc, D, out.data());
 
+    if (controls_)
+      runControls(S, x0, x, ffn, hMid, fPost, fComb, ptr<uint16_t>(ffnGold), ptr<uint16_t>(outGold));
     const std::set<int64_t> excused = excusedRows(lp);
     const std::vector<float> ffnA = toFloat(ffn.data(), ffn.size()),
                              ffnB = toFloat(ptr<uint16_t>(ffnGold), ffn.size()),
@@ -389,6 +391,117 @@ private:
     row.mixRow = std::max(row.mixRow, em.worstRow);
     row.phases++;
     row.excusedRows += static_cast<int>(excused.size());
+  }
+
+public:
+  /// Negative controls: plausible wrong readings of the spec, accumulated
+  /// over every block as sum |a-b|^2 / sum |b|^2 against the goldens.
+  struct Control {
+    const char *name;
+    double num = 0, den = 0;
+    double rel() const { return den > 0 ? std::sqrt(num / den) : 0; }
+  };
+  enum { kOursFfn, kGuF32, kRouteAfterW2, kNormBf16First, kOursOut, kCombTransposed, kNumControls };
+  void enableControls() {
+    controls_ = true;
+    const char *names[kNumControls] = {
+        "ours (ffn_out)", "w1/w3 outputs kept fp32 (no bf16 cast)", "route weight after w2",
+        "RMSNorm rounds x*r to bf16 before the weight", "ours (out)", "hc_post with comb transposed"};
+    for (int i = 0; i < kNumControls; ++i)
+      ctl_[i].name = names[i];
+  }
+  const Control &control(int i) const { return ctl_[i]; }
+
+private:
+  bool controls_ = false;
+  Control ctl_[kNumControls];
+
+  void addErr(Control &c, const std::vector<uint16_t> &a, const uint16_t *b) {
+    for (size_t i = 0; i < a.size(); ++i) {
+      const double x = dsc::numerics::bf16ToFloat(a[i]), y = dsc::numerics::bf16ToFloat(b[i]);
+      c.num += (x - y) * (x - y);
+      c.den += y * y;
+    }
+  }
+
+  /// MoE built from the public pieces with two switches.
+  void moeVariant(const std::vector<uint16_t> &x, int64_t T, bool guF32, bool routeAfterW2,
+                  std::vector<uint16_t> &y) {
+    using dsc::numerics::bf16FromFloat;
+    using dsc::numerics::bf16ToFloat;
+    const int64_t D = dim_, I = inter_, k = gp_.topk;
+    std::vector<int32_t> idx(static_cast<size_t>(T * k));
+    std::vector<float> w(static_cast<size_t>(T * k));
+    moeGate(x.data(), T, D, lw_.gateW, lw_.gateBias, nullptr, nullptr, gp_, idx.data(), w.data());
+    std::vector<float> acc(static_cast<size_t>(T * D), 0.0f);
+    std::vector<float> g(I), u(I);
+    std::vector<uint16_t> gb(I), ub(I), hb(I), ob(D);
+    for (int64_t e = 0; e < gp_.nExperts; ++e)
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t j = 0; j < k; ++j) {
+          if (idx[t * k + j] != e)
+            continue;
+          const MoeRoutedExpert &ex = lw_.experts[e];
+          if (guF32) {
+            linearFp4F32(x.data() + t * D, 1, D, ex.w1, ex.w1Scale, I, g.data());
+            linearFp4F32(x.data() + t * D, 1, D, ex.w3, ex.w3Scale, I, u.data());
+          } else {
+            linearFp4(x.data() + t * D, 1, D, ex.w1, ex.w1Scale, I, gb.data());
+            linearFp4(x.data() + t * D, 1, D, ex.w3, ex.w3Scale, I, ub.data());
+            for (int64_t i = 0; i < I; ++i)
+              g[i] = bf16ToFloat(gb[i]), u[i] = bf16ToFloat(ub[i]);
+          }
+          moeSwiglu(g.data(), u.data(), I, ep_.swigluLimit, routeAfterW2 ? nullptr : &w[t * k + j],
+                    hb.data());
+          linearFp4(hb.data(), 1, I, ex.w2, ex.w2Scale, D, ob.data());
+          for (int64_t d = 0; d < D; ++d)
+            acc[t * D + d] += routeAfterW2 ? bf16ToFloat(ob[d]) * w[t * k + j] : bf16ToFloat(ob[d]);
+        }
+    // shared expert exactly as the kernel does it
+    std::vector<uint16_t> shared(static_cast<size_t>(T * D));
+    MoeExpertsParams p = ep_;
+    moeExperts(x.data(), T, p, lw_.experts.data(), 0, lw_.shared, idx.data(), w.data(), k,
+               shared.data()); // E = 0: shared expert only, bf16(0 + shared)
+    y.resize(static_cast<size_t>(T * D));
+    for (int64_t i = 0; i < T * D; ++i)
+      y[i] = bf16FromFloat(acc[i] + bf16ToFloat(shared[i]));
+  }
+
+  void runControls(int64_t S, const std::vector<uint16_t> &x0, const std::vector<uint16_t> &x,
+                   const std::vector<uint16_t> &ffn, const std::vector<uint16_t> &hMid,
+                   const std::vector<float> &fPost, const std::vector<float> &fComb,
+                   const uint16_t *ffnGold, const uint16_t *outGold) {
+    using dsc::numerics::bf16FromFloat;
+    using dsc::numerics::bf16ToFloat;
+    const int64_t D = dim_, hc = hc_;
+    std::vector<uint16_t> y;
+    addErr(ctl_[kOursFfn], ffn, ffnGold);
+    moeVariant(x, S, true, false, y);
+    addErr(ctl_[kGuF32], y, ffnGold);
+    moeVariant(x, S, false, true, y);
+    addErr(ctl_[kRouteAfterW2], y, ffnGold);
+    // RMSNorm the HF way: bf16(x*r) then * w, rounded again.
+    std::vector<uint16_t> xh(x.size());
+    for (int64_t s = 0; s < S; ++s) {
+      const std::vector<float> xf = toFloat(x0.data() + s * D, D);
+      const float r = rmsRsqrt(xf.data(), D, normEps_);
+      for (int64_t d = 0; d < D; ++d)
+        xh[s * D + d] = bf16FromFloat(bf16ToFloat(lw_.ffnNorm[d]) *
+                                      bf16ToFloat(bf16FromFloat(xf[d] * r)));
+    }
+    moe(xh.data(), S, lw_.gateW, lw_.gateBias, nullptr, nullptr, gp_, ep_, lw_.experts.data(),
+        lw_.shared, y.data());
+    addErr(ctl_[kNormBf16First], y, ffnGold);
+    std::vector<uint16_t> out(hMid.size());
+    hcPost(ffnGold, hMid.data(), fPost.data(), fComb.data(), S, hc, D, out.data());
+    addErr(ctl_[kOursOut], out, outGold);
+    std::vector<float> ct(fComb.size());
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t i = 0; i < hc; ++i)
+        for (int64_t j = 0; j < hc; ++j)
+          ct[(s * hc + i) * hc + j] = fComb[(s * hc + j) * hc + i];
+    hcPost(ffnGold, hMid.data(), fPost.data(), ct.data(), S, hc, D, out.data());
+    addErr(ctl_[kCombTransposed], out, outGold);
   }
 
   /// h_out = bf16(h + gate[c] * value) (the last step of engramGate).
@@ -617,3 +730,22 @@ TEST(CpuDenseGolden, Tiny6Expected) { GoldenCase("tiny6", "expected").run(); }
 TEST(CpuDenseGolden, Tiny6Short) { GoldenCase("tiny6", "expected_short").run(); }
 TEST(CpuDenseGolden, Tiny40Expected) { GoldenCase("tiny40", "expected").run(); }
 TEST(CpuDenseGolden, Tiny40Short) { GoldenCase("tiny40", "expected_short").run(); }
+
+// The comparison can fail: plausible wrong readings of the spec, run through
+// the same forced-boundary harness, are measurably worse than the kernels.
+TEST(CpuDenseGolden, NegativeControls) {
+  for (const char *name : {"tiny6", "tiny40"}) {
+    GoldenCase gc(name, "expected");
+    gc.enableControls();
+    gc.run();
+    const double oursFfn = gc.control(GoldenCase::kOursFfn).rel();
+    const double oursOut = gc.control(GoldenCase::kOursOut).rel();
+    for (int i = 0; i < GoldenCase::kNumControls; ++i)
+      std::printf("  [control %s] %-48s rel err %.3e\n", name, gc.control(i).name,
+                  gc.control(i).rel());
+    for (int i : {GoldenCase::kGuF32, GoldenCase::kRouteAfterW2, GoldenCase::kNormBf16First})
+      EXPECT_GT(gc.control(i).rel(), 3 * oursFfn) << name << ": " << gc.control(i).name;
+    EXPECT_GT(gc.control(GoldenCase::kCombTransposed).rel(), 100 * oursOut) << name;
+    EXPECT_GT(gc.control(GoldenCase::kCombTransposed).rel(), kBlockGate) << name;
+  }
+}
