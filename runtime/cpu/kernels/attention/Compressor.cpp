@@ -8,8 +8,6 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
-#include <cstdio>
-#include <cstdlib>
 
 namespace dsc::cpu {
 
@@ -69,30 +67,6 @@ int64_t compressorForward(const CompressorWeights &w, const uint16_t *x, int64_t
   std::vector<float> kv(static_cast<size_t>(S * d)), score(static_cast<size_t>(S * d));
   linearF32(xf.data(), S, w.dim, w.wkv, d, kv.data());
   linearF32(xf.data(), S, w.dim, w.wgate, d, score.data());
-  if (const char *e = std::getenv("DSC_ATTN_EXP")) {
-    const int mode = std::atoi(e);
-    for (int which = 0; which < 2; ++which) {
-      const uint16_t *W = which ? w.wgate : w.wkv;
-      float *Y = which ? score.data() : kv.data();
-      for (int64_t m = 0; m < S; ++m)
-        for (int64_t n = 0; n < d; ++n) {
-          const float *a = xf.data() + m * w.dim;
-          float acc = 0.0f;
-          if (mode == 1) {
-            for (int64_t k = 0; k < w.dim; ++k) acc = std::fma(a[k], numerics::bf16ToFloat(W[n * w.dim + k]), acc);
-          } else if (mode == 2) {
-            for (int64_t k = 0; k < w.dim; ++k) acc = acc + a[k] * numerics::bf16ToFloat(W[n * w.dim + k]);
-          } else {
-            int L = mode == 3 ? 8 : 16;
-            float lane[16] = {0};
-            for (int64_t k = 0; k < w.dim; ++k) lane[k % L] = std::fma(a[k], numerics::bf16ToFloat(W[n * w.dim + k]), lane[k % L]);
-            for (int q = L / 2; q >= 1; q /= 2) for (int l = 0; l < q; ++l) lane[l] += lane[l + q];
-            acc = lane[0];
-          }
-          Y[m * d + n] = acc;
-        }
-    }
-  }
 
   const int64_t n = compressorLatentCount(r, startPos, S);
   std::vector<float> pooled(static_cast<size_t>(n * d));
@@ -121,22 +95,6 @@ int64_t compressorForward(const CompressorWeights &w, const uint16_t *x, int64_t
   for (int64_t i = 0; i < n * d; ++i)
     pooledBf16[static_cast<size_t>(i)] = numerics::bf16FromFloat(pooled[static_cast<size_t>(i)]);
   rmsNorm(pooledBf16.data(), n, d, w.norm, w.eps, latents);
-  if (std::getenv("DSC_ATTN_DBG") && d == 64 && startPos == 0 && n > 14) {
-    static int call = 0;
-    if (++call == 3) {
-      fprintf(stderr, "pooled:");
-      for (int64_t c = 0; c < d; ++c) fprintf(stderr, " %08x", numerics::floatBits(pooled[14 * d + c]));
-      fprintf(stderr, "\nkv28:");
-      for (int64_t c = 0; c < d; ++c) fprintf(stderr, " %08x", numerics::floatBits(kv[28 * d + c]));
-      fprintf(stderr, "\nkv29:");
-      for (int64_t c = 0; c < d; ++c) fprintf(stderr, " %08x", numerics::floatBits(kv[29 * d + c]));
-      fprintf(stderr, "\ns28:");
-      for (int64_t c = 0; c < d; ++c) fprintf(stderr, " %08x", numerics::floatBits(score[28 * d + c]));
-      fprintf(stderr, "\ns29:");
-      for (int64_t c = 0; c < d; ++c) fprintf(stderr, " %08x", numerics::floatBits(score[29 * d + c]));
-      fprintf(stderr, "\n");
-    }
-  }
   return n;
 }
 

@@ -12,8 +12,6 @@
 #include <cassert>
 #include <cmath>
 #include <vector>
-#include <cstdio>
-#include <cstdlib>
 
 namespace dsc::cpu {
 
@@ -30,39 +28,6 @@ void indexKeysWrite(const uint16_t *latents, int64_t n, int64_t j0, int64_t rati
   assert(keys.values() == indexHeadDim);
   std::vector<uint16_t> k(static_cast<size_t>(n * indexHeadDim));
   linearBf16(latents, n, headDim, wk, indexHeadDim, k.data());
-  if (const char *e = std::getenv("DSC_WK")) {
-    int mode = std::atoi(e);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t o = 0; o < indexHeadDim; ++o) {
-        const uint16_t *a = latents + i * headDim, *b = wk + o * headDim;
-        float r = 0;
-        auto P = [&](int64_t c) { return bf16ToFloat(a[c]) * bf16ToFloat(b[c]); };
-        if (mode == 1) {
-          for (int64_t c = 0; c < headDim; ++c) r += P(c);
-        } else if (mode == 2) {
-          for (int64_t c = 0; c < headDim; c += 2) { r += P(c + 1); r += P(c); }
-        } else if (mode == 3) {
-          for (int64_t c = 0; c < headDim; c += 2) { r += P(c); r += P(c + 1); }
-        } else if (mode == 4) { // pairs summed first
-          for (int64_t c = 0; c < headDim; c += 2) { r += (P(c) + P(c + 1)); }
-        } else if (mode == 5) { // 4 ilp accumulators (cpublas sum)
-          float acc[4] = {0,0,0,0};
-          int64_t c = 0;
-          for (; c + 4 <= headDim; c += 4) for (int q = 0; q < 4; ++q) acc[q] += P(c + q);
-          for (; c < headDim; ++c) acc[0] += P(c);
-          r = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-        } else if (mode == 6) {
-          float acc[4] = {0,0,0,0};
-          int64_t c = 0;
-          for (; c + 4 <= headDim; c += 4) for (int q = 0; q < 4; ++q) acc[q] += P(c + q);
-          for (; c < headDim; ++c) acc[0] += P(c);
-          r = acc[0] + acc[1] + acc[2] + acc[3];
-        }
-        uint16_t v = bf16FromFloat(r);
-        if (v != k[i * indexHeadDim + o]) fprintf(stderr, "WK j=%lld o=%lld dense %04x mode %04x\n", (long long)(j0+i), (long long)o, k[i*indexHeadDim+o], v);
-        k[i * indexHeadDim + o] = v;
-      }
-  }
   rmsNorm(k.data(), n, indexHeadDim, kNorm, eps, k.data());
   applyRope(k.data(), n, 1, indexHeadDim, freqs, j0 * ratio, ratio, false);
   std::vector<float> row(static_cast<size_t>(indexHeadDim));

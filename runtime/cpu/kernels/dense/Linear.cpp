@@ -7,6 +7,7 @@
 #include "dsc/numerics/Quantize.h"
 #include "dsc/numerics/ScalarCodecs.h"
 
+#include <algorithm>
 #include <cassert>
 #include <vector>
 

@@ -4,6 +4,7 @@
 #include "runtime/cpu/ParallelFor.h"
 #include "runtime/cpu/kernels/dense/DenseUtil.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 

@@ -29,10 +29,9 @@
 #include "runtime/cpu/kernels/dense/Engram.h"
 #include "runtime/cpu/kernels/dense/GroupedOutput.h"
 #include "runtime/cpu/kernels/dense/Mhc.h"
-#include "runtime/cpu/kernels/dense/Norm.h"
 #include "test/unit/cpu/attention/GoldenCase.h"
+#include "test/unit/cpu/attention/TorchOrderNorm.h"
 #include "test/unit/support/SharedDir.h"
-#include "test/unit/cpu/attention/ExpEngram.h"
 
 #include "dsc/numerics/ScalarCodecs.h"
 
@@ -44,7 +43,6 @@
 #include <set>
 #include <string>
 #include <vector>
-#include "runtime/cpu/kernels/attention/Indexer.h"
 
 using namespace dsc;
 using namespace dsc::cpu;
@@ -281,56 +279,16 @@ TEST_P(GoldenAttention, ForcedBoundaries) {
         ew.wkvScale = model.e8m0(p + "wkv.scale");
         ew.qWeight = model.bf16(p + "q_weight");
         ew.kWeight = model.bf16(p + "k_weight");
-        std::vector<uint16_t> h2(h.size());
-        expe::engram(h.data(), S, cfg.hc, cfg.dim, hashes + e * cfg.engramCols, cfg.engramCols,
-               nE * cfg.engramCols, ew, cfg.eps, h2.data());
-        h = h2;
+        engram(h.data(), S, cfg.hc, cfg.dim, hashes + e * cfg.engramCols, cfg.engramCols,
+               nE * cfg.engramCols, ew, cfg.eps, nullptr, h.data());
       }
       std::vector<uint16_t> x(static_cast<size_t>(S * cfg.dim));
       hcPre(h.data(), S, cfg.hc, cfg.dim, pre.data(), x.data());
-      if (const char *nm = std::getenv("DSC_NORM")) {
-        int Lanes = std::atoi(nm);
-        const uint16_t *wn = model.bf16("layers." + std::to_string(L) + ".attn_norm.weight");
-        std::vector<float> sq(cfg.dim);
-        for (int64_t s2 = 0; s2 < S; ++s2) {
-          for (int64_t d = 0; d < cfg.dim; ++d) { float v = numerics::bf16ToFloat(x[s2*cfg.dim+d]); sq[d] = v * v; }
-          float var = expe::torchInnerSum(sq.data(), cfg.dim, Lanes) / (float)cfg.dim;
-          float r = 1.0f / std::sqrt(var + cfg.eps);
-          for (int64_t d = 0; d < cfg.dim; ++d) { float v = numerics::bf16ToFloat(x[s2*cfg.dim+d]); x[s2*cfg.dim+d] = numerics::bf16FromFloat(numerics::bf16ToFloat(wn[d]) * (v * r)); }
-        }
-      } else
-      rmsNorm(x.data(), S, cfg.dim,
-              model.bf16("layers." + std::to_string(L) + ".attn_norm.weight"), cfg.eps, x.data());
+      // attn_norm with torch's CPU reduction order (TorchOrderNorm.h).
+      dsc::test::torchOrderRmsNorm(x.data(), S, cfg.dim,
+                                   model.bf16("layers." + std::to_string(L) + ".attn_norm.weight"),
+                                   cfg.eps, x.data());
 
-      if (std::getenv("DSC_FLIP") && L == 14 && ph == 0 && cfg.nLayers == 40) {
-        const uint16_t *gk = gold.bf16("prefill.cache.14.index_k") + 14 * 32;
-        const uint16_t *gc = gold.bf16("prefill.cache.14.compress_kv") + 14 * 64;
-        int good = 0, tried = 0;
-        for (int e = -1; e < 2 * cfg.dim; ++e)
-          for (int dir : {1, -1}) {
-            if (e < 0 && dir < 0) continue;
-            std::vector<uint16_t> xx(x.begin() + 28 * cfg.dim, x.begin() + 30 * cfg.dim);
-            if (e >= 0) xx[e] = static_cast<uint16_t>(xx[e] + dir);
-            CompressorState st; st.reset(2, 64);
-            CompressorWeights cw{2, cfg.dim, 64, lw[L].cmpWkv, lw[L].cmpWgate, lw[L].cmpNorm, cfg.eps};
-            uint16_t lat[64];
-            compressorForward(cw, xx.data(), 2, 0, &st, lat);
-            numerics::KvPageLayout kl{numerics::indexKeyFormat(32), 64, numerics::KvPageOrder::TokenInterleaved};
-            numerics::KvPageLayout ml{numerics::mainKvFormat(64), 64, numerics::KvPageOrder::TokenInterleaved};
-            KvRecordStore ks(kl, 16), ms(ml, 16);
-            indexKeysWrite(lat, 1, 14, 2, 64, lw[L].idxWk, lw[L].idxKNorm, 32, cfg.eps, freqs[L], ks.view());
-            compressKvWrite(lat, 1, 14, 2, 64, freqs[L], ms.view());
-            float kv[64], kk[32];
-            ks.pool().read(14, kk); ms.pool().read(14, kv);
-            bool okK = true, okC = true;
-            for (int i = 0; i < 32; ++i) okK &= numerics::bf16FromFloat(kk[i]) == gk[i];
-            for (int i = 0; i < 64; ++i) okC &= numerics::bf16FromFloat(kv[i]) == gc[i];
-            ++tried;
-            if (e < 0) std::printf("baseline: key ok %d cmp ok %d\n", okK, okC);
-            else if (okK && okC) { ++good; if (good < 10) std::printf("flip x[%d] %+d fixes\n", e, dir); }
-          }
-        std::printf("single-ulp flips of x rows 28/29 that reproduce golden: %d of %d\n", good, tried);
-      }
       std::vector<uint16_t> o(static_cast<size_t>(S * cfg.nHeads * cfg.headDim));
       ASSERT_NO_THROW(attentionForward(c, lw[L], freqs[L], states[L], shared, x.data(), S,
                                        startPos, o.data()))
@@ -357,12 +315,6 @@ TEST_P(GoldenAttention, ForcedBoundaries) {
       EXPECT_LE(m.maxRowErr, kRowGate) << setup.caseName << "/" << setup.runName << " " << phase
                                        << "layer " << L << " attn_out worst row";
       worstBlock = std::max(worstBlock, m.blockErr);
-      if (std::getenv("DSC_SHOW") && m.blockErr > 1e-3) {
-        std::printf("%s layer %lld err %.3e\n", phase.c_str(), (long long)L, m.blockErr);
-        const uint16_t *g = gold.bf16(phase + layerKey(L, "attn_out"));
-        for (int i = 0; i < 8; ++i) std::printf("  %g vs %g\n", numerics::bf16ToFloat(y[i]), numerics::bf16ToFloat(g[i]));
-        if (c.ratio > 0) { for (int i = 0; i < shared.topkWidth; ++i) std::printf(" %d", shared.topkIdxs[i]); std::printf("\n"); }
-      }
 
       // Top-k sets.
       const std::string tk = phase + layerKey(L, "topk_idxs");
@@ -455,17 +407,21 @@ TEST_P(GoldenAttention, ForcedBoundaries) {
               const std::vector<float> &mine = std::string(which) == "compressor_kv_state"
                                                    ? states[L].compressor.kv
                                                    : states[L].compressor.score;
+              // fp32 GEMM outputs: the reference's BLAS summation order is
+              // unknown, so compare relative to the tensor's largest value.
+              double maxAbs = 0, maxDiff = 0;
               for (int64_t i = 0; i < shp[0] * shp[1]; ++i) {
-                const double rel = std::fabs(double(mine[static_cast<size_t>(i)]) - g[i]) /
-                                   std::max(std::fabs(double(g[i])), 1e-6);
-                stateMaxRel = std::max(stateMaxRel, rel);
+                maxAbs = std::max(maxAbs, std::fabs(double(g[i])));
+                maxDiff = std::max(maxDiff, std::fabs(double(mine[static_cast<size_t>(i)]) - g[i]));
               }
+              if (shp[0] > 0)
+                stateMaxRel = std::max(stateMaxRel, maxDiff / std::max(maxAbs, 1e-30));
             }
           }
         }
       }
       EXPECT_EQ(bad, 0) << "packed records differ from the golden caches";
-      EXPECT_LE(stateMaxRel, 1e-5) << "compressor state";
+      EXPECT_LE(stateMaxRel, 1e-6) << "compressor state";
       std::printf("[%s/%s] caches after prefill: window rows %lld, compressed rows %lld, "
                   "index-key rows %lld, mismatching values %lld; compressor state max rel "
                   "err %.2e\n",

@@ -103,7 +103,7 @@ ErrStats relErr(const float *a, const float *b, int64_t rows, int64_t width,
 
 struct LayerRow {
   double ffn = 0, ffnRow = 0, out = 0, outRow = 0, mix = 0, mixRow = 0;
-  double ffnRowAll = 0; // worst row including tie-excused rows
+  double ffnRowAll = 0, ffnAll = 0; // including ulp-tie-excused rows
   int phases = 0, excusedRows = 0, tieRows = 0;
 };
 
@@ -370,18 +370,26 @@ private:
       tieLog_.push_back(where + "ffn_out row " + std::to_string(s) + " err " +
                         std::to_string(r.block) + ": " + why);
     }
+    // Excused rows (expert_ties, ulp ties) are left out of the block error, as
+    // golden/README.md prescribes for excused rows; the raw numbers are logged.
     const ErrStats ef = relErr(ffnA.data(), ffnB.data(), S, D, excused);
     const ErrStats efRows = relErr(ffnA.data(), ffnB.data(), S, D, tieRows);
     const ErrStats eo = relErr(outA.data(), outB.data(), S, hc * D, excused);
     const ErrStats em = relErr(fPre.data(), ptr<float>(mixGold), S, hc, excused);
-    EXPECT_LE(ef.block, kBlockGate) << where << "ffn_out block";
+    EXPECT_LE(efRows.block, kBlockGate) << where << "ffn_out block";
     EXPECT_LE(efRows.worstRow, kRowGate) << where << "ffn_out row " << efRows.worstRowIndex;
     EXPECT_LE(eo.block, kBlockGate) << where << "out block";
     EXPECT_LE(eo.worstRow, kRowGate) << where << "out row " << eo.worstRowIndex;
     EXPECT_LE(em.block, kBlockGate) << where << "pre_mix block";
     EXPECT_LE(em.worstRow, kRowGate) << where << "pre_mix row " << em.worstRowIndex;
+    double *pk = phaseMax_[phase == "prefill" ? 0 : 1];
+    pk[0] = std::max(pk[0], efRows.block);
+    pk[1] = std::max(pk[1], ef.block);
+    pk[2] = std::max(pk[2], eo.block);
+    pk[3] = std::max(pk[3], em.block);
     LayerRow &row = table_[static_cast<size_t>(L)];
-    row.ffn = std::max(row.ffn, ef.block);
+    row.ffn = std::max(row.ffn, efRows.block);
+    row.ffnAll = std::max(row.ffnAll, ef.block);
     row.ffnRow = std::max(row.ffnRow, efRows.worstRow);
     row.ffnRowAll = std::max(row.ffnRowAll, ef.worstRow);
     row.tieRows += static_cast<int>(tieRows.size() - excused.size());
@@ -682,26 +690,32 @@ private:
 
   void printTable(size_t nPhases) {
     std::printf("\n[dense golden] %s/%s: %zu phases (prefill %lld tokens + %zu decode steps); "
-                "relative errors, max over phases.\n  row = worst token row; ffn row* = worst "
-                "row left after ulp-tie excuses (raw worst in brackets)\n",
+                "relative errors, max over phases.\n  ffn_out: gated block / row after ulp-tie "
+                "excuses [raw block / raw row]\n",
                 name_.c_str(), run_.c_str(), nPhases, static_cast<long long>(promptLen_),
                 nPhases - 1);
-    std::printf("  layer  ffn_out block / row*  [raw row]   out block / row       "
+    std::printf("  layer  ffn_out block / row  [raw block / raw row]    out block / row       "
                 "pre_mix block / row   ties\n");
-    double mf = 0, mo = 0, mm = 0, mfr = 0, mfa = 0, mor = 0, mmr = 0;
+    double mf = 0, mo = 0, mm = 0, mfr = 0, mfa = 0, mfra = 0, mor = 0, mmr = 0;
     int ties = 0;
     for (size_t L = 0; L < table_.size(); ++L) {
       const LayerRow &r = table_[L];
-      std::printf("  %5zu  %.2e / %.2e  [%.2e]   %.2e / %.2e    %.2e / %.2e   %d%s\n", L, r.ffn,
-                  r.ffnRow, r.ffnRowAll, r.out, r.outRow, r.mix, r.mixRow, r.tieRows,
-                  r.excusedRows ? "  (expert_ties excused)" : "");
+      std::printf("  %5zu  %.2e / %.2e  [%.2e / %.2e]    %.2e / %.2e    %.2e / %.2e   %d%s\n", L,
+                  r.ffn, r.ffnRow, r.ffnAll, r.ffnRowAll, r.out, r.outRow, r.mix, r.mixRow,
+                  r.tieRows, r.excusedRows ? "  (expert_ties excused)" : "");
       mf = std::max(mf, r.ffn), mo = std::max(mo, r.out), mm = std::max(mm, r.mix);
-      mfr = std::max(mfr, r.ffnRow), mfa = std::max(mfa, r.ffnRowAll);
+      mfr = std::max(mfr, r.ffnRow), mfa = std::max(mfa, r.ffnAll);
+      mfra = std::max(mfra, r.ffnRowAll);
       mor = std::max(mor, r.outRow), mmr = std::max(mmr, r.mixRow);
       ties += r.tieRows;
     }
-    std::printf("  max    %.2e / %.2e  [%.2e]   %.2e / %.2e    %.2e / %.2e   %d;  logits %.2e\n",
-                mf, mfr, mfa, mo, mor, mm, mmr, ties, maxLogitsErr_);
+    std::printf("  max    %.2e / %.2e  [%.2e / %.2e]    %.2e / %.2e    %.2e / %.2e   %d;  "
+                "logits %.2e\n",
+                mf, mfr, mfa, mfra, mo, mor, mm, mmr, ties, maxLogitsErr_);
+    for (int k = 0; k < 2; ++k)
+      std::printf("  %s max block: ffn_out %.2e (raw %.2e)  out %.2e  pre_mix %.2e\n",
+                  k ? "decode " : "prefill", phaseMax_[k][0], phaseMax_[k][1], phaseMax_[k][2],
+                  phaseMax_[k][3]);
     for (const std::string &t : tieLog_)
       std::printf("  ulp-tie excuse: %s\n", t.c_str());
     std::fflush(stdout);
@@ -722,6 +736,7 @@ private:
   double maxLogitsErr_ = 0;
   int missing_ = 0;
   std::vector<std::string> tieLog_;
+  double phaseMax_[2][4] = {}; // [prefill, decode][ffn gated, ffn raw, out, pre_mix]
 };
 
 } // namespace
