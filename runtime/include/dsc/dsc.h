@@ -1,0 +1,73 @@
+/*===- dsc.h - C API of the dsc runtime ------------------------------------===*
+ *
+ * For services that embed dsc from C or another language. Every function
+ * returns a dsc_status (0 = ok); on failure dsc_last_error() gives a message
+ * naming what is wrong (thread-local, valid until the next call on the same
+ * thread). No C++ exception crosses this API. Handles are opaque; destroy
+ * what you create. Logits are float32 [rows, vocab] copied into the caller's
+ * buffer.
+ *
+ *   dsc_engine *engine;
+ *   if (dsc_engine_load("model.dscp", "ckpt/", "cpu", &engine)) fail(dsc_last_error());
+ *   dsc_session *session;
+ *   dsc_session_create(engine, &session);
+ *   dsc_session_prefill(session, ids, n, logits, vocab, &rows);
+ *   dsc_session_decode(session, next_id, logits, vocab, &rows);
+ *   dsc_session_destroy(session); dsc_engine_destroy(engine);
+ *===----------------------------------------------------------------------===*/
+#ifndef DSC_DSC_H
+#define DSC_DSC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum dsc_status {
+  DSC_OK = 0,
+  DSC_INVALID_ARGUMENT = 1,
+  DSC_NOT_FOUND = 2,
+  DSC_DATA_LOSS = 3,
+  DSC_FAILED_PRECONDITION = 4,
+  DSC_UNAVAILABLE = 5,
+  DSC_INTERNAL = 6
+} dsc_status;
+
+typedef struct dsc_engine dsc_engine;
+typedef struct dsc_session dsc_session;
+
+/** The message of the last failure on this thread ("" if none). */
+const char *dsc_last_error(void);
+
+/** Loads and verifies a plan and binds a checkpoint; backend "cpu". */
+dsc_status dsc_engine_load(const char *plan_path, const char *checkpoint_path,
+                           const char *backend, dsc_engine **out);
+void dsc_engine_destroy(dsc_engine *engine);
+/** The model's vocabulary size (logits row width). */
+int64_t dsc_engine_vocab_size(const dsc_engine *engine);
+/** The plan's longest sequence. */
+int64_t dsc_engine_max_seq_len(const dsc_engine *engine);
+
+dsc_status dsc_session_create(dsc_engine *engine, dsc_session **out);
+void dsc_session_destroy(dsc_session *session);
+/** Forgets the sequence. */
+void dsc_session_reset(dsc_session *session);
+
+/** Prefills `count` ids from position 0. Writes the logits rows the plan
+ *  returns (1, or count in conformance plans) into `logits` (capacity
+ *  `logits_capacity` floats) and their number into `rows`. */
+dsc_status dsc_session_prefill(dsc_session *session, const int32_t *ids, size_t count,
+                               float *logits, size_t logits_capacity, size_t *rows);
+/** Decodes one id at the next position; writes one logits row. */
+dsc_status dsc_session_decode(dsc_session *session, int32_t id, float *logits,
+                              size_t logits_capacity, size_t *rows);
+/** The session's next position (tokens seen so far). */
+int64_t dsc_session_position(const dsc_session *session);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DSC_DSC_H */

@@ -1,0 +1,145 @@
+//===- CApi.cpp - The C API over Engine / Session ----------------------------===//
+//
+// Every entry point catches what the C++ side could throw (allocation
+// failure) so nothing crosses into C; errors become a dsc_status plus a
+// thread-local message.
+//===----------------------------------------------------------------------===//
+#include "dsc/dsc.h"
+
+#include "dsc/runtime/Engine.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <string>
+
+using namespace dsc::runtime;
+
+struct dsc_engine {
+  std::unique_ptr<Engine> engine;
+};
+struct dsc_session {
+  std::unique_ptr<Session> session;
+};
+
+namespace {
+
+thread_local std::string lastError;
+
+dsc_status fromStatus(const Status &status) {
+  lastError = status.message();
+  switch (status.code()) {
+  case StatusCode::Ok: return DSC_OK;
+  case StatusCode::InvalidArgument: return DSC_INVALID_ARGUMENT;
+  case StatusCode::NotFound: return DSC_NOT_FOUND;
+  case StatusCode::DataLoss: return DSC_DATA_LOSS;
+  case StatusCode::FailedPrecondition: return DSC_FAILED_PRECONDITION;
+  case StatusCode::Unavailable: return DSC_UNAVAILABLE;
+  case StatusCode::Internal: return DSC_INTERNAL;
+  }
+  return DSC_INTERNAL;
+}
+
+dsc_status invalid(const char *message) {
+  lastError = message;
+  return DSC_INVALID_ARGUMENT;
+}
+
+template <typename Fn> dsc_status guarded(Fn &&fn) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc &) {
+    lastError = "out of memory";
+    return DSC_INTERNAL;
+  } catch (...) {
+    lastError = "internal error";
+    return DSC_INTERNAL;
+  }
+}
+
+dsc_status copyLogits(const Expected<HostTensor> &logits, float *out, size_t capacity,
+                      size_t *rows) {
+  if (!logits)
+    return fromStatus(logits.status());
+  size_t n = size_t(logits->numElements());
+  if (n > capacity)
+    return invalid("logits buffer too small");
+  std::copy(logits->data<float>(), logits->data<float>() + n, out);
+  *rows = size_t(logits->dim(0));
+  lastError.clear();
+  return DSC_OK;
+}
+
+} // namespace
+
+extern "C" {
+
+const char *dsc_last_error(void) { return lastError.c_str(); }
+
+dsc_status dsc_engine_load(const char *plan_path, const char *checkpoint_path, const char *backend,
+                           dsc_engine **out) {
+  if (!plan_path || !checkpoint_path || !out)
+    return invalid("dsc_engine_load: null argument");
+  return guarded([&] {
+    EngineOptions options;
+    if (backend)
+      options.backend = backend;
+    auto engine = Engine::load(plan_path, checkpoint_path, options);
+    if (!engine)
+      return fromStatus(engine.status());
+    *out = new dsc_engine{std::move(engine.value())};
+    lastError.clear();
+    return DSC_OK;
+  });
+}
+
+void dsc_engine_destroy(dsc_engine *engine) { delete engine; }
+
+int64_t dsc_engine_vocab_size(const dsc_engine *engine) {
+  return engine ? engine->engine->plan().model.vocabSize : 0;
+}
+
+int64_t dsc_engine_max_seq_len(const dsc_engine *engine) {
+  return engine ? engine->engine->plan().model.maxSeqLen : 0;
+}
+
+dsc_status dsc_session_create(dsc_engine *engine, dsc_session **out) {
+  if (!engine || !out)
+    return invalid("dsc_session_create: null argument");
+  return guarded([&] {
+    *out = new dsc_session{engine->engine->newSession()};
+    return DSC_OK;
+  });
+}
+
+void dsc_session_destroy(dsc_session *session) { delete session; }
+
+void dsc_session_reset(dsc_session *session) {
+  if (session)
+    session->session->reset();
+}
+
+dsc_status dsc_session_prefill(dsc_session *session, const int32_t *ids, size_t count,
+                               float *logits, size_t logits_capacity, size_t *rows) {
+  if (!session || !ids || !logits || !rows)
+    return invalid("dsc_session_prefill: null argument");
+  return guarded([&] {
+    return copyLogits(session->session->prefill(std::span<const int32_t>(ids, count)), logits,
+                      logits_capacity, rows);
+  });
+}
+
+dsc_status dsc_session_decode(dsc_session *session, int32_t id, float *logits,
+                              size_t logits_capacity, size_t *rows) {
+  if (!session || !logits || !rows)
+    return invalid("dsc_session_decode: null argument");
+  return guarded([&] {
+    return copyLogits(session->session->decode(id), logits, logits_capacity, rows);
+  });
+}
+
+int64_t dsc_session_position(const dsc_session *session) {
+  return session ? session->session->position() : 0;
+}
+
+} // extern "C"

@@ -1,0 +1,28 @@
+/* The C API from a C translation unit: it must compile as C11 and report a
+ * missing plan as DSC_NOT_FOUND with a message naming the file, and reject
+ * null arguments without crashing. Exit 0 on success. */
+#include "dsc/dsc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int main(void) {
+  dsc_engine *engine = NULL;
+  dsc_status status = dsc_engine_load("/nonexistent/model.dscp", "/nonexistent", "cpu", &engine);
+  if (status != DSC_NOT_FOUND || engine != NULL) {
+    fprintf(stderr, "expected DSC_NOT_FOUND, got %d\n", (int)status);
+    return 1;
+  }
+  if (strstr(dsc_last_error(), "/nonexistent/model.dscp") == NULL) {
+    fprintf(stderr, "message does not name the plan: %s\n", dsc_last_error());
+    return 1;
+  }
+  if (dsc_engine_load(NULL, NULL, NULL, &engine) != DSC_INVALID_ARGUMENT) {
+    fprintf(stderr, "null arguments were not rejected\n");
+    return 1;
+  }
+  if (dsc_session_create(NULL, NULL) != DSC_INVALID_ARGUMENT)
+    return 1;
+  printf("C API ok: %s\n", dsc_last_error());
+  return 0;
+}
