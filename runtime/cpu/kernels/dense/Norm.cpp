@@ -3,6 +3,7 @@
 
 #include "runtime/cpu/ParallelFor.h"
 #include "runtime/cpu/kernels/dense/DenseUtil.h"
+#include "runtime/cpu/kernels/dense/TorchReduce.h"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +14,11 @@ namespace dsc::cpu {
 namespace nx = dsc::numerics;
 
 float rmsRsqrt(const float *x, int64_t n, float eps) {
-  const float sum = static_cast<float>(sumSquaresF32(x, n));
+  // Squares of bf16 values are exact in fp32; the sum follows torch's order.
+  std::vector<float> squares(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
+    squares[static_cast<size_t>(i)] = x[i] * x[i];
+  const float sum = torchSumF32(squares.data(), n);
   const float mean = sum / static_cast<float>(n);
   return 1.0f / std::sqrt(mean + eps);
 }

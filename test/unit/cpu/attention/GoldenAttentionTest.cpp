@@ -30,7 +30,7 @@
 #include "runtime/cpu/kernels/dense/GroupedOutput.h"
 #include "runtime/cpu/kernels/dense/Mhc.h"
 #include "test/unit/cpu/attention/GoldenCase.h"
-#include "test/unit/cpu/attention/TorchOrderNorm.h"
+#include "runtime/cpu/kernels/dense/Norm.h"
 #include "test/unit/support/SharedDir.h"
 
 #include "dsc/numerics/ScalarCodecs.h"
@@ -40,6 +40,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -157,6 +158,8 @@ struct RunSetup {
   const char *caseName, *runName;
   AttentionPageConfig pages;
 };
+
+void PrintTo(const RunSetup &r, std::ostream *os) { *os << r.caseName << "/" << r.runName; }
 
 class GoldenAttention : public ::testing::TestWithParam<RunSetup> {};
 
@@ -284,10 +287,9 @@ TEST_P(GoldenAttention, ForcedBoundaries) {
       }
       std::vector<uint16_t> x(static_cast<size_t>(S * cfg.dim));
       hcPre(h.data(), S, cfg.hc, cfg.dim, pre.data(), x.data());
-      // attn_norm with torch's CPU reduction order (TorchOrderNorm.h).
-      dsc::test::torchOrderRmsNorm(x.data(), S, cfg.dim,
-                                   model.bf16("layers." + std::to_string(L) + ".attn_norm.weight"),
-                                   cfg.eps, x.data());
+      // attn_norm (torch's CPU reduction order, dense/TorchReduce.h).
+      rmsNorm(x.data(), S, cfg.dim, model.bf16("layers." + std::to_string(L) + ".attn_norm.weight"),
+              cfg.eps, x.data());
 
       std::vector<uint16_t> o(static_cast<size_t>(S * cfg.nHeads * cfg.headDim));
       ASSERT_NO_THROW(attentionForward(c, lw[L], freqs[L], states[L], shared, x.data(), S,

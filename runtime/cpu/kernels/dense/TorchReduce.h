@@ -1,32 +1,26 @@
-//===- TorchOrderNorm.h - RMSNorm with torch's CPU fp32 reduction order ----===//
+//===- TorchReduce.h - torch's CPU fp32 sum order ---------------------------===//
 //
-// Test-harness RMSNorm for building the forced-boundary attention input
-// x = attn_norm(hc_pre(h)). The reference computes mean(x^2) with torch's
-// CPU cascade sum (aten SumKernel): for a contiguous fp32 row of n values
-// on an AVX2 build, the row is cut into vectors of L = 8 lanes; the vectors
-// are summed lane-wise with 4 interleaved accumulators (vector i goes to
-// accumulator i % 4) whose chunks are folded in levels of 2^max(4,
-// ceil(log2(n/L/4))/4) rows, the 4 accumulators are added in order, the
-// scalar tail (n % L values) is summed first into the final scalar and the
-// 8 lanes are then added to it in lane order. All in fp32.
-// Why here: the goldens hold one near-tie (tiny40/expected, layer 14: an
-// index key within 1.6e-5 of an E2M1 boundary) that a double-accumulated
-// mean(x^2) flips and this order reproduces (the AVX-512 order, 16 lanes,
-// does not). The dense kernels' rmsNorm owns the real rule; this stays a
-// harness detail until it adopts the same order.
+// The reference computes fp32 reductions such as mean(x^2) in RMSNorm with
+// torch's CPU cascade sum (aten SumKernel). For a contiguous fp32 row of n
+// values on an AVX2 build: the row is cut into vectors of L = 8 lanes; the
+// vectors are summed lane-wise with 4 interleaved accumulators (vector i goes
+// to accumulator i % 4) whose chunks are folded in levels of
+// 2^max(4, ceil(log2(n/L/4))/4) rows; the 4 accumulators are added in order;
+// the scalar tail (n % L values) is summed first into the final scalar and
+// the 8 lanes are then added to it in lane order. All in fp32.
+// Why: the goldens hold near-ties that a differently ordered (or double)
+// sum flips: tiny40/expected, layer 14, one index key 1.6e-5 from an E2M1
+// boundary is reproduced by this order (AVX2), not by AVX-512's 16 lanes.
 //===----------------------------------------------------------------------===//
-#ifndef DSC_TEST_UNIT_CPU_ATTENTION_TORCHORDERNORM_H
-#define DSC_TEST_UNIT_CPU_ATTENTION_TORCHORDERNORM_H
-
-#include "dsc/numerics/ScalarCodecs.h"
+#ifndef DSC_RUNTIME_CPU_KERNELS_DENSE_TORCHREDUCE_H
+#define DSC_RUNTIME_CPU_KERNELS_DENSE_TORCHREDUCE_H
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
 #include <cstdint>
 #include <vector>
 
-namespace dsc::test {
+namespace dsc::cpu {
 
 /// Lane-wise cascade sum of `size` items of `nr` x `lanes` values;
 /// item(i, k, l) is lane l of accumulator k's i-th item.
@@ -97,23 +91,6 @@ inline float torchSumF32(const float *x, int64_t n, int lanes = 8) {
   return total;
 }
 
-/// y = bf16(w * (x * (1 / sqrt(sum(x^2)/n + eps)))), x, w bf16 [rows, n].
-inline void torchOrderRmsNorm(const uint16_t *x, int64_t rows, int64_t n, const uint16_t *w,
-                              float eps, uint16_t *y) {
-  std::vector<float> xf(static_cast<size_t>(n)), sq(static_cast<size_t>(n));
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t i = 0; i < n; ++i) {
-      xf[static_cast<size_t>(i)] = numerics::bf16ToFloat(x[r * n + i]);
-      sq[static_cast<size_t>(i)] = xf[static_cast<size_t>(i)] * xf[static_cast<size_t>(i)];
-    }
-    const float mean = torchSumF32(sq.data(), n) / static_cast<float>(n);
-    const float rs = 1.0f / std::sqrt(mean + eps);
-    for (int64_t i = 0; i < n; ++i)
-      y[r * n + i] =
-          numerics::bf16FromFloat(numerics::bf16ToFloat(w[i]) * (xf[static_cast<size_t>(i)] * rs));
-  }
-}
+} // namespace dsc::cpu
 
-} // namespace dsc::test
-
-#endif // DSC_TEST_UNIT_CPU_ATTENTION_TORCHORDERNORM_H
+#endif // DSC_RUNTIME_CPU_KERNELS_DENSE_TORCHREDUCE_H
