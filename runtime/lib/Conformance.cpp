@@ -81,6 +81,9 @@ void LayerDumper::afterLaunch(const CallInfo &call, const Program &, const Launc
       write(layer + ".topk_idxs", *out);
     else if (kernel.name == "candidate_blocks" && out->dtype() == DType::U8)
       write(layer + ".candidates", *out);
+    else if ((kernel.name == "grouped_output" || kernel.name == "moe_experts") &&
+             out->dtype() == DType::BF16)
+      write(layer + (kernel.name == "grouped_output" ? ".attn_out" : ".ffn_out"), toFloat32(*out));
     else if (kernel.name == "engram_hash" && out->dtype() == DType::I64 && out->shape().size() == 3)
       write(call.phase + ".engram_hash_ids", *out);
     else if (kernel.name == "head" && call.decodeStep < 0 && out->dtype() == DType::F32 &&

@@ -124,6 +124,9 @@ std::set<int64_t> GoldenComparator::ties(const std::string &key) const {
 
 std::set<int64_t> GoldenComparator::excusedBlockRows(const std::string &phase, int64_t layer) const {
   std::set<int64_t> rows = ties(layerKey(phase, layer, "expert_ties"));
+  for (const auto &[p, l, r] : nearTies_)
+    if (p == phase && l == layer)
+      rows.insert(r);
   const models::LayerSpec &l = spec_.layers.at(layer);
   if (l.indexSource)
     for (int64_t r : excusedTopKRows(phase, *l.indexSource))
@@ -211,7 +214,11 @@ runtime::Status GoldenComparator::atBoundary(const runtime::CallInfo &call, int6
       continue;
     }
     kept.push_back(r);
-    result.worstRowError = std::max(result.worstRowError, relativeError(mine, gold, width, {r}));
+    double e = relativeError(mine, gold, width, {r});
+    if (e > result.worstRowError) {
+      result.worstRowError = e;
+      result.worstRow = r;
+    }
   }
   result.blockError = kept.empty() ? 0 : relativeError(mine, gold, width, kept);
   blocks_.push_back(result);

@@ -14,6 +14,7 @@
 #include "models/ModelSpec.h"
 
 #include <map>
+#include <tuple>
 #include <set>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@ struct BlockResult {
   int64_t layer = 0;
   double blockError = 0;      ///< over the rows not excused
   double worstRowError = 0;   ///< largest per-row error outside excused rows
+  int64_t worstRow = -1;      ///< its row
   int64_t excusedRows = 0;
 };
 
@@ -45,6 +47,12 @@ class GoldenComparator : public runtime::SessionObserver {
 public:
   GoldenComparator(const runtime::SafetensorsFile &golden, const models::ModelSpec &spec)
       : golden_(golden), spec_(spec) {}
+
+  /// Rows of (phase, layer) known to differ by a single near-tie rounding
+  /// (see GoldenConformanceTest.cpp); left out like the goldens' tie rows.
+  void excuseNearTie(const std::string &phase, int64_t layer, int64_t row) {
+    nearTies_.insert({phase, layer, row});
+  }
 
   void afterLaunch(const runtime::CallInfo &, const runtime::Program &, const runtime::Launch &,
                    const runtime::KernelSpec &,
@@ -70,6 +78,7 @@ private:
   const models::ModelSpec &spec_;
   std::vector<BlockResult> blocks_;
   std::vector<std::string> failures_;
+  std::set<std::tuple<std::string, int64_t, int64_t>> nearTies_;
 };
 
 /// Reads a golden tensor as float32 values (bf16 widened), or as int64.

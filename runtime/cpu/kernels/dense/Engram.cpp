@@ -1,5 +1,6 @@
 //===- Engram.cpp - CPU reference Engram lookup and gate ------------------===//
 #include "runtime/cpu/kernels/dense/Engram.h"
+#include "runtime/cpu/kernels/dense/TorchReduce.h"
 
 #include "runtime/cpu/ParallelFor.h"
 #include "runtime/cpu/kernels/dense/DenseUtil.h"
@@ -45,7 +46,8 @@ void engramGates(const uint16_t *h, int64_t S, int64_t hc, int64_t D, const uint
   const float invSqrtD = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   const float clampMin = 1e-6f;
   parallelFor(S, 4, [&](int64_t b, int64_t e) {
-    std::vector<float> hf(static_cast<size_t>(D)), key(static_cast<size_t>(D));
+    std::vector<float> hf(static_cast<size_t>(D)), key(static_cast<size_t>(D)),
+        products(static_cast<size_t>(D));
     for (int64_t s = b; s < e; ++s) {
       const uint16_t *kvs = kv + s * (hc + 1) * D;
       for (int64_t c = 0; c < hc; ++c) {
@@ -59,14 +61,11 @@ void engramGates(const uint16_t *h, int64_t S, int64_t hc, int64_t D, const uint
           key[d] = nx::bf16ToFloat(kvs[c * D + d]);
         }
         const float rstd = rmsRsqrt(hf.data(), D, normEps) * rmsRsqrt(key.data(), D, normEps);
-        double acc = 0.0;
+        // (h * w * key).sum(-1): fp32 products, torch's fp32 sum order.
         const float *wc = w.data() + c * D;
-        for (int64_t d = 0; d < D; ++d) {
-          const float hw = hf[d] * wc[d];
-          const float p = hw * key[d];
-          acc += double(p);
-        }
-        const float dot = static_cast<float>(acc) * rstd * invSqrtD;
+        for (int64_t d = 0; d < D; ++d)
+          products[d] = (hf[d] * wc[d]) * key[d];
+        const float dot = torchSumF32(products.data(), D) * rstd * invSqrtD;
         const float a = std::fabs(dot);
         const float mag = std::sqrt(a < clampMin ? clampMin : a);
         g = sigmoidF32(std::copysign(mag, dot));

@@ -7,7 +7,8 @@
 //     that does not match the plan is an error naming it);
 //   - LayerDumper writes, per phase, NumPy files named like the golden keys:
 //     `{phase}.layers.L.out.npy` (float32, the block's own output before any
-//     injection), `.topk_idxs.npy` (int32) for index sources,
+//     injection), `.attn_out.npy` / `.ffn_out.npy` (float32, the sub-block
+//     outputs), `.topk_idxs.npy` (int32) for index sources,
 //     `.candidates.npy` (uint8) for the candidate source,
 //     `{phase}.engram_hash_ids.npy` (int64), `{phase}.logits_all.npy`, and
 //     after prefill `prefill.cache.L.{window_kv,compress_kv,index_k}.npy`
