@@ -175,6 +175,20 @@ Value ModelEmitter::moe(Value x, StringRef prefix, int64_t tokens, int64_t exper
                                   builder_.getF64FloatAttr(spec_.swigluLimit));
 }
 
+StreamState ModelEmitter::ffnSubBlock(const LayerSpec &layer, Value h, Value attnPre,
+                                      int64_t tokens) {
+  // spec §8.3 steps 5-9: mixes on the post-attention stream, collapse with the
+  // attention's pre mix, norm, MoE, expand; the FFN pre mix goes to the next block.
+  const std::string prefix = prefixOf(layer);
+  const int64_t d = spec_.dim;
+  auto [fPre, fPost, fComb] = hcMixes(h, prefix, "ffn", tokens);
+  Value x = ds::HcPreOp::create(builder_, loc_, tensor({tokens, d}, bf16()), h, attnPre);
+  x = rmsNorm(x, prefix + ".ffn_norm.weight", d);
+  Value ffnOut = moe(x, prefix, tokens, layer.nRoutedExperts, layer.nActivatedExperts);
+  Value out = ds::HcPostOp::create(builder_, loc_, h.getType(), ffnOut, h, fPost, fComb);
+  return {out, fPre};
+}
+
 StreamState ModelEmitter::emitLayer(const LayerSpec &layer, int64_t tokens, StreamState in,
                                     Value engramHashes, SharedValues &shared,
                                     std::vector<Value> &captures) {
@@ -301,16 +315,9 @@ StreamState ModelEmitter::emitLayer(const LayerSpec &layer, int64_t tokens, Stre
                                           sink, builder_.getF64FloatAttr(1.0 / std::sqrt(double(hd))));
   Value attnOut = outputProjection(o, prefix, tokens, rope);
   h = ds::HcPostOp::create(builder_, loc_, streamType, attnOut, residual, aPost, aComb);
+  StreamState out = ffnSubBlock(layer, h, aPre, tokens);
 
-  // MoE sub-block.
-  residual = h;
-  auto [fPre, fPost, fComb] = hcMixes(h, prefix, "ffn", tokens);
-  x = ds::HcPreOp::create(builder_, loc_, tensor({tokens, d}, bf16()), h, aPre);
-  x = rmsNorm(x, prefix + ".ffn_norm.weight", d);
-  Value ffnOut = moe(x, prefix, tokens, layer.nRoutedExperts, layer.nActivatedExperts);
-  h = ds::HcPostOp::create(builder_, loc_, streamType, ffnOut, residual, fPost, fComb);
-
-  SmallVector<Value> yields{h, fPre};
+  SmallVector<Value> yields{out.stream, out.mix};
   if (layer.role == LayerRole::Full)
     yields.append({kvCache, indexKeys});
   if (layer.ownsIndexQueries())
@@ -381,12 +388,7 @@ StreamState ModelEmitter::emitDSparkStage(const LayerSpec &layer, StreamState in
                                           sink, builder_.getF64FloatAttr(1.0 / std::sqrt(double(hd))));
   Value attnOut = outputProjection(o, prefix, draftTokens, rope);
   h = ds::HcPostOp::create(builder_, loc_, streamType, attnOut, residual, aPost, aComb);
-  residual = h;
-  auto [fPre, fPost, fComb] = hcMixes(h, prefix, "ffn", draftTokens);
-  x = ds::HcPreOp::create(builder_, loc_, tensor({draftTokens, d}, bf16()), h, aPre);
-  x = rmsNorm(x, prefix + ".ffn_norm.weight", d);
-  Value ffnOut = moe(x, prefix, draftTokens, layer.nRoutedExperts, layer.nActivatedExperts);
-  h = ds::HcPostOp::create(builder_, loc_, streamType, ffnOut, residual, fPost, fComb);
-  ds::YieldOp::create(builder_, loc_, ValueRange{h, fPre});
+  StreamState out = ffnSubBlock(layer, h, aPre, draftTokens);
+  ds::YieldOp::create(builder_, loc_, ValueRange{out.stream, out.mix});
   return {op.getResult(0), op.getResult(1)};
 }

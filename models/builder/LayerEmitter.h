@@ -77,6 +77,10 @@ public:
   /// Window KV seeding of a DSpark stage (prefill).
   void emitDSparkSeed(const LayerSpec &layer, mlir::Value mainX, int64_t tokens);
 
+  /// The MoE half of a block on the post-attention stream `h`; returns the
+  /// block output and its FFN pre mix.
+  StreamState ffnSubBlock(const LayerSpec &layer, mlir::Value h, mlir::Value attnPre,
+                          int64_t tokens);
   /// hc_mixes for sub-block `which` ("attn" or "ffn") of `prefix`.
   std::tuple<mlir::Value, mlir::Value, mlir::Value>
   hcMixes(mlir::Value stream, llvm::StringRef prefix, llvm::StringRef which, int64_t tokens);

@@ -135,6 +135,19 @@ void runExpert(const uint16_t *xs, int64_t n, int64_t D, int64_t I, float lim,
 
 } // namespace
 
+namespace {
+/// One of an expert's three GEMMs: (input, rows, K, output, N).
+using ExpertGemm = std::function<void(const uint16_t *, int64_t, int64_t, uint16_t *, int64_t)>;
+using QuantizedLinear = void (*)(const uint16_t *, int64_t, int64_t, const uint8_t *,
+                                 const uint8_t *, int64_t, uint16_t *);
+/// Binds a quantised linear (linearFp4 / linearFp8) to one weight and scale.
+ExpertGemm boundGemm(QuantizedLinear linear, const uint8_t *w, const uint8_t *scale) {
+  return [=](const uint16_t *a, int64_t m, int64_t k, uint16_t *o, int64_t n) {
+    linear(a, m, k, w, scale, n, o);
+  };
+}
+} // namespace
+
 void moeExperts(const uint16_t *x, int64_t T, const MoeExpertsParams &p,
                 const MoeRoutedExpert *experts, int64_t E, const MoeSharedExpert &shared,
                 const int32_t *indices, const float *weights, int64_t topk, uint16_t *y) {
@@ -160,19 +173,10 @@ void moeExperts(const uint16_t *x, int64_t T, const MoeExpertsParams &p,
     for (int64_t r = 0; r < n; ++r)
       std::memcpy(xs.data() + r * D, x + rows[r] * D, static_cast<size_t>(D) * sizeof(uint16_t));
     const MoeRoutedExpert &ex = experts[e];
-    using G = std::function<void(const uint16_t *, int64_t, int64_t, uint16_t *, int64_t)>;
-    runExpert<G>(
-        xs.data(), n, D, I, p.swigluLimit, rw.data(),
-        [&](const uint16_t *a, int64_t m, int64_t k, uint16_t *o, int64_t nn) {
-          linearFp4(a, m, k, ex.w1, ex.w1Scale, nn, o);
-        },
-        [&](const uint16_t *a, int64_t m, int64_t k, uint16_t *o, int64_t nn) {
-          linearFp4(a, m, k, ex.w3, ex.w3Scale, nn, o);
-        },
-        [&](const uint16_t *a, int64_t m, int64_t k, uint16_t *o, int64_t nn) {
-          linearFp4(a, m, k, ex.w2, ex.w2Scale, nn, o);
-        },
-        out.data());
+    runExpert<ExpertGemm>(xs.data(), n, D, I, p.swigluLimit, rw.data(),
+                          boundGemm(linearFp4, ex.w1, ex.w1Scale),
+                          boundGemm(linearFp4, ex.w3, ex.w3Scale),
+                          boundGemm(linearFp4, ex.w2, ex.w2Scale), out.data());
     for (int64_t r = 0; r < n; ++r) {
       float *dst = acc.data() + rows[r] * D;
       for (int64_t d = 0; d < D; ++d)
@@ -180,19 +184,10 @@ void moeExperts(const uint16_t *x, int64_t T, const MoeExpertsParams &p,
     }
   }
   out.resize(static_cast<size_t>(T * D));
-  using G = std::function<void(const uint16_t *, int64_t, int64_t, uint16_t *, int64_t)>;
-  runExpert<G>(
-      x, T, D, I, p.swigluLimit, nullptr,
-      [&](const uint16_t *a, int64_t m, int64_t k, uint16_t *o, int64_t nn) {
-        linearFp8(a, m, k, shared.w1, shared.w1Scale, nn, o);
-      },
-      [&](const uint16_t *a, int64_t m, int64_t k, uint16_t *o, int64_t nn) {
-        linearFp8(a, m, k, shared.w3, shared.w3Scale, nn, o);
-      },
-      [&](const uint16_t *a, int64_t m, int64_t k, uint16_t *o, int64_t nn) {
-        linearFp8(a, m, k, shared.w2, shared.w2Scale, nn, o);
-      },
-      out.data());
+  runExpert<ExpertGemm>(x, T, D, I, p.swigluLimit, nullptr,
+                        boundGemm(linearFp8, shared.w1, shared.w1Scale),
+                        boundGemm(linearFp8, shared.w3, shared.w3Scale),
+                        boundGemm(linearFp8, shared.w2, shared.w2Scale), out.data());
   for (int64_t i = 0; i < T * D; ++i)
     y[i] = nx::bf16FromFloat(acc[i] + nx::bf16ToFloat(out[i]));
 }
