@@ -1,0 +1,85 @@
+//===- CudaAdapter.h - From a plan launch to a CUDA kernel launch ----------===//
+//
+// The CUDA backend keeps every value of a program on the device and maps each
+// kernel name of the plan (docs/kernels.md) to an adapter, the host side of
+// the kernel: it reads the launch's parameters and device tensors, picks the
+// grid, and launches entries of the kernel's module (compiled by
+// codegen/ from codegen/kernels/<name>.cu into the plan's cubin). Entry points
+// are `extern "C" __global__` functions named `dsc_<name>` (plus
+// `dsc_<name>_<step>` for kernels launched in several steps).
+//===----------------------------------------------------------------------===//
+#ifndef DSC_RUNTIME_CUDA_CUDAADAPTER_H
+#define DSC_RUNTIME_CUDA_CUDAADAPTER_H
+
+#include "dsc/runtime/Backend.h"
+#include "runtime/cpu/CpuAdapter.h" // Params
+#include "runtime/cuda/CudaDriver.h"
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace dsc::cuda {
+
+using runtime::Status;
+
+/// A value on the device: row-major contiguous, sized for this call.
+struct CudaTensor {
+  CUdeviceptr ptr = 0;
+  runtime::DType dtype = runtime::DType::U8;
+  std::vector<int64_t> shape;
+  int64_t numElements() const {
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    return n;
+  }
+  int64_t dim(size_t i) const { return shape.at(i); }
+};
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+class CudaLaunchContext {
+public:
+  const runtime::PlanModel &plan;
+  const runtime::Program &program;
+  const runtime::Launch &launch;
+  const runtime::KernelSpec &kernel;
+  const runtime::CallInfo &call;
+  std::vector<CudaTensor *> inputs, outputs; ///< in Launch order
+  std::vector<const runtime::ValueSlot *> inputSlots, outputSlots;
+
+  CudaLaunchContext(const runtime::PlanModel &plan, const runtime::Program &program,
+                    const runtime::Launch &launch, const runtime::KernelSpec &kernel,
+                    const runtime::CallInfo &call)
+      : plan(plan), program(program), launch(launch), kernel(kernel), call(call) {}
+  virtual ~CudaLaunchContext() = default;
+
+  const runtime::StateBuffer *inputState(size_t i) const {
+    return inputSlots[i]->state >= 0 ? &plan.states[inputSlots[i]->state] : nullptr;
+  }
+  const runtime::StateBuffer *outputState(size_t i) const {
+    return outputSlots[i]->state >= 0 ? &plan.states[outputSlots[i]->state] : nullptr;
+  }
+
+  /// Launches entry `entry` of this kernel's module. `args` point to the
+  /// kernel's parameters in order (as cuLaunchKernel takes them).
+  virtual Status launchEntry(const char *entry, Dim3 grid, Dim3 block, size_t sharedBytes,
+                             std::vector<void *> args) = 0;
+  /// Device scratch memory valid until the launch's adapter returns.
+  virtual runtime::Expected<CUdeviceptr> scratch(size_t bytes) = 0;
+};
+
+using CudaAdapter = std::function<Status(CudaLaunchContext &)>;
+using CudaAdapterTable = std::map<std::string, CudaAdapter>;
+
+void registerCudaBasicAdapters(CudaAdapterTable &table);     // embed, hc_expand, concat, engram_hash, ...
+void registerCudaDenseAdapters(CudaAdapterTable &table);     // linear, norms, mHC, MoE, Engram, head
+void registerCudaAttentionAdapters(CudaAdapterTable &table); // RoPE, window, compressor, indexer, attention
+
+} // namespace dsc::cuda
+
+#endif // DSC_RUNTIME_CUDA_CUDAADAPTER_H
