@@ -47,10 +47,16 @@ Expected<std::unique_ptr<Engine>> Engine::create(PlanModel plan, const std::stri
   if (Status status = verifyPlan(plan); !status)
     return status;
   std::unique_ptr<Engine> engine(new Engine());
-  if (options.backend == "cpu")
+  if (options.backend == "cpu") {
     engine->backend_ = createCpuBackend();
-  else
-    return invalidArgument("unknown backend '" + options.backend + "' (available: cpu)");
+  } else if (options.backend == "cuda") {
+    Expected<std::unique_ptr<Backend>> cuda = createCudaBackend();
+    if (!cuda)
+      return cuda.status();
+    engine->backend_ = std::move(cuda.value());
+  } else {
+    return invalidArgument("unknown backend '" + options.backend + "' (available: cpu, cuda)");
+  }
   if (Status status = engine->backend_->check(plan); !status)
     return status;
 
@@ -72,6 +78,8 @@ Expected<std::unique_ptr<Engine>> Engine::create(PlanModel plan, const std::stri
                            std::to_string(bytes->size()) + " bytes, expected " +
                            std::to_string(tensor.byteSize()));
     std::copy(bytes->begin(), bytes->end(), tensor.bytes());
+    if (Status status = engine->backend_->toDevice(tensor); !status)
+      return status.withContext("uploading '" + binding.name + "': ");
   }
   engine->plan_ = std::move(plan);
   return engine;
@@ -120,7 +128,15 @@ void Session::reset() {
       std::fill(t.data<int64_t>(), t.data<int64_t>() + s.capacity, int64_t(-1));
       break;
     }
+    stateError_ = engine_.backend().toDevice(t);
   }
+}
+
+Status Session::syncStates() {
+  for (HostTensor &t : states_)
+    if (Status s = engine_.backend().toHost(t); !s)
+      return s;
+  return Status::ok();
 }
 
 const HostTensor *Session::value(const std::string &program, int64_t slot) const {
@@ -176,6 +192,10 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
                              std::to_string(ids[i]) + ", outside the vocabulary [0, " +
                              std::to_string(model.vocabSize) + ")");
 
+  if (!stateError_)
+    return stateError_;
+  Backend &backend = engine_.backend();
+  bool syncForObserver = observer_ && backend.deviceResident();
   // Allocate every slot for this call.
   std::vector<HostTensor> &values = activations_[programIndex];
   values.resize(program->values.size());
@@ -206,6 +226,17 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
   if (input.dtype() != DType::I32 || input.numElements() != int64_t(ids.size()))
     return internalError(programName + ": token input slot does not match the call");
   std::copy(ids.begin(), ids.end(), input.data<int32_t>());
+  {
+    std::vector<HostTensor *> activations;
+    for (size_t i = 0; i < program->values.size(); ++i)
+      if (program->values[i].kind == ValueKind::Input ||
+          program->values[i].kind == ValueKind::Activation)
+        activations.push_back(resolved[i]);
+    if (Status s = backend.beginCall(activations); !s)
+      return s;
+    if (Status s = backend.toDevice(input); !s)
+      return s;
+  }
 
   size_t nextBoundary = 0;
   for (size_t l = 0; l < program->launches.size(); ++l) {
@@ -219,10 +250,14 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
       context.outputs.push_back(resolved[v]);
       context.outputSlots.push_back(&program->values[v]);
     }
-    if (Status status = engine_.backend().launch(context); !status)
+    if (Status status = backend.launch(context); !status)
       return status.withContext(programName + " launch " + std::to_string(l) + " (" +
                                 context.kernel.name + ", layer " + std::to_string(launch.layer) +
                                 "): ");
+    if (syncForObserver)
+      for (HostTensor *out : context.outputs)
+        if (Status s = backend.toHost(*out); !s)
+          return s;
     if (observer_)
       observer_->afterLaunch(call, *program, launch, context.kernel,
                              std::span<const HostTensor *const>(context.outputs.data(),
@@ -230,10 +265,17 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
     while (nextBoundary < program->boundaries.size() &&
            program->boundaries[nextBoundary].afterLaunch == int64_t(l)) {
       const LayerBoundary &b = program->boundaries[nextBoundary++];
-      if (observer_ && model.layerBoundaries)
+      if (observer_ && model.layerBoundaries) {
         if (Status status = observer_->atBoundary(call, b.layer, *resolved[b.stream], *resolved[b.mix]);
             !status)
           return status;
+        if (syncForObserver) {
+          if (Status s = backend.toDevice(*resolved[b.stream]); !s)
+            return s;
+          if (Status s = backend.toDevice(*resolved[b.mix]); !s)
+            return s;
+        }
+      }
     }
   }
   position_ = call.startPos + call.tokens;
@@ -241,6 +283,8 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
     ++decodeSteps_;
   if (program->outputs.empty())
     return internalError(programName + ": the program has no outputs");
+  if (Status s = backend.toHost(*resolved[program->outputs.front()]); !s)
+    return s;
   HostTensor logits = std::move(*resolved[program->outputs.front()]);
   values[program->outputs.front()] = HostTensor();
   return logits;

@@ -21,6 +21,7 @@
 
 #include "dsc/numerics/EngramTokenMap.h"
 #include "dsc/runtime/PlanFile.h"
+#include "codegen/KernelCompiler.h"
 
 #include "dialects/DeepSeek/IR/DeepSeekDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -29,6 +30,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
@@ -49,6 +51,11 @@ static cl::opt<std::string> outputPath(
 static cl::opt<std::string> cedMode(
     "ced", cl::desc("Prefill CED mode: full (every layer on every prompt token; the only mode so far)"),
     cl::init("full"), cl::cat(category));
+static cl::opt<std::string> gpuArch(
+    "gpu-arch",
+    cl::desc("GPU architecture the plan's kernels are compiled for with NVRTC (sm_90a), or "
+             "'none' for a plan that runs on the CPU backend only"),
+    cl::init("sm_90a"), cl::cat(category));
 static cl::opt<bool> layerBoundaries(
     "layer-boundaries",
     cl::desc("Conformance plan: keep every block boundary materialised and injectable"),
@@ -187,6 +194,26 @@ int main(int argc, char **argv) {
     std::string error;
     if (!dsc::ds::lowerModuleToPlan(*module, facts, plan, error))
       return fail("lowering to a plan failed: " + error);
+    if (gpuArch != "none") {
+      // One module per kernel specialisation, through the content-keyed cache.
+      dsc::codegen::KernelCompileOptions compileOptions;
+      compileOptions.arch = gpuArch;
+      for (size_t i = 0; i < plan.kernels.size(); ++i) {
+        dsc::runtime::KernelSpec &kernel = plan.kernels[i];
+        if (!dsc::codegen::hasKernelSource(kernel.name))
+          return fail("no CUDA kernel template for '" + kernel.name +
+                      "' (codegen/kernels); compile with --gpu-arch=none for a CPU plan");
+        auto compiled = dsc::codegen::compileKernel(kernel.name, compileOptions);
+        if (!compiled)
+          return fail(compiled.status().message());
+        kernel.cubin = std::move(compiled->cubin);
+        kernel.ptx = std::move(compiled->ptx);
+        if (sys::Process::StandardErrIsDisplayed())
+          errs() << "\rcompiling kernels: " << i + 1 << "/" << plan.kernels.size();
+      }
+      if (sys::Process::StandardErrIsDisplayed())
+        errs() << "\n";
+    }
     if (dsc::runtime::Status status = dsc::runtime::verifyPlan(plan); !status)
       return fail("internal error: the lowered plan does not verify: " + status.message());
     if (dsc::runtime::Status status = dsc::runtime::writePlanFile(outputPath, plan); !status)

@@ -34,7 +34,7 @@ int usage(const char *message) {
                "dsc-run: error: %s\n"
                "usage: dsc-run PLAN --weights CKPT (--input-ids FILE --prefill-len P | "
                "--prompt-ids FILE --max-new-tokens N)\n"
-               "               [--backend cpu] [--logits-out OUT.npy]\n"
+               "               [--backend cpu|cuda] [--logits-out OUT.npy]\n"
                "               [--force-boundaries GOLDEN.safetensors] [--dump-layers DIR]\n",
                message);
   return 2;
@@ -188,6 +188,8 @@ int main(int argc, char **argv) {
   if (!logits)
     return fail(logits.status().message());
   if (dumper) {
+    if (Status s = session->syncStates(); !s)
+      return fail(s.message());
     if (Status s = dumper->dumpCaches(); !s)
       return fail(s.message());
   }

@@ -33,6 +33,14 @@ struct LaunchContext {
   }
 };
 
+/// Tensors live on the host for the CPU backend and on a device for others.
+/// The Session owns a host HostTensor per value; a device backend mirrors it
+/// and is told when one side changed:
+///   - toDevice(t): the host copy changed (inputs, reset states, injected
+///     boundaries); the device copy must follow before the next launch;
+///   - toHost(t): the caller is about to read t on the host (observers,
+///     outputs, state dumps);
+///   - beginCall(activations): the call's activations were re-sized and zeroed.
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -40,10 +48,18 @@ public:
   /// Checks that every kernel of the plan is available.
   virtual Status check(const PlanModel &plan) const = 0;
   virtual Status launch(LaunchContext &context) = 0;
+  virtual Status beginCall(std::span<HostTensor *const>) { return Status::ok(); }
+  virtual Status toDevice(HostTensor &) { return Status::ok(); }
+  virtual Status toHost(HostTensor &) { return Status::ok(); }
+  /// Whether tensors live elsewhere than the host (observers then cost copies).
+  virtual bool deviceResident() const { return false; }
 };
 
 /// The CPU reference backend (runtime/cpu/CpuBackend.cpp).
 std::unique_ptr<Backend> createCpuBackend();
+/// The CUDA backend (runtime/cuda/CudaBackend.cpp); Unavailable without a
+/// driver or a GPU.
+Expected<std::unique_ptr<Backend>> createCudaBackend();
 
 } // namespace dsc::runtime
 

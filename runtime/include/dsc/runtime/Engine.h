@@ -101,7 +101,10 @@ public:
   int64_t position() const { return position_; }
   void setObserver(SessionObserver *observer) { observer_ = observer; }
   /// A state buffer's current contents (packed records, as the plan lays out).
+  /// With a device backend call syncStates() first.
   const HostTensor &state(int64_t index) const { return states_.at(index); }
+  /// Copies every state from the device to its host tensor.
+  Status syncStates();
   /// The last call's value of `slot` in program `program` (after the call).
   const HostTensor *value(const std::string &program, int64_t slot) const;
 
@@ -114,6 +117,7 @@ private:
   int64_t position_ = 0;
   int64_t decodeSteps_ = 0;
   std::vector<HostTensor> states_;
+  Status stateError_; ///< a failed upload of the reset states
   std::vector<std::vector<HostTensor>> activations_; ///< per program, per slot
 };
 

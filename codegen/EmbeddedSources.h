@@ -1,0 +1,28 @@
+//===- EmbeddedSources.h - Kernel sources compiled into the binary --------===//
+//
+// Generated at build time by EmbedSources.cmake from codegen/kernels/*.cu,
+// codegen/kernels/*.cuh and numerics/include/dsc/numerics/*.h. Each file is
+// named as it is included ("codegen/kernels/common.cuh",
+// "dsc/numerics/Quantize.h"); data is NUL-terminated, size excludes the NUL.
+// Internal to dsc_codegen.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_CODEGEN_EMBEDDEDSOURCES_H
+#define DSC_CODEGEN_EMBEDDEDSOURCES_H
+
+#include <cstddef>
+
+namespace dsc::codegen::embedded {
+
+struct EmbeddedFile {
+  const char *name;
+  const char *data;
+  size_t size;
+};
+
+/// All embedded files, sorted by name, followed by a {nullptr} sentinel.
+const EmbeddedFile *files();
+size_t fileCount();
+
+} // namespace dsc::codegen::embedded
+
+#endif // DSC_CODEGEN_EMBEDDEDSOURCES_H

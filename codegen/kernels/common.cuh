@@ -1,0 +1,111 @@
+//===- common.cuh - Shared conventions and helpers for dsc kernel templates ===//
+//
+// Every kernel template codegen/kernels/<name>.cu includes this header first:
+//
+//   #include "codegen/kernels/common.cuh"
+//
+// The templates are compiled by NVRTC at dsc-compile time (KernelCompiler.h),
+// with this header and the numerics library passed in memory. There is no
+// -I and no CUDA header: NVRTC ships none (toolchain.md §2), so kernels use
+// only this header and dsc/numerics/* (one definition of every number: the
+// bf16/fp8/fp4 rounding rules are the CPU backend's, bit for bit).
+//
+// Conventions (the runtime launches kernels by these rules):
+//   - entry points are `DSC_KERNEL void dsc_<kernel>(...)`, or
+//     `dsc_<kernel>_<step>` when one template has several launches
+//     (extern "C", so the cubin symbol is the plain name);
+//   - arguments are raw device pointers and scalars, no structs by value
+//     unless documented in the template;
+//   - bf16 tensors are `unsigned short` (bf16Load/bf16Store below convert
+//     through dsc::numerics, round-to-nearest-even);
+//   - element counts, strides and offsets are `long long`;
+//   - specialisation constants come as -D NAME=VALUE defines; a template
+//     gives each a default with #ifndef so it compiles stand-alone;
+//   - no INFINITY: use kNegInf / kPosInf (numerics, constexpr).
+// Compiled with -std=c++17 -default-device (functions without an execution
+// space annotation are device functions).
+//===----------------------------------------------------------------------===//
+#ifndef DSC_CODEGEN_KERNELS_COMMON_CUH
+#define DSC_CODEGEN_KERNELS_COMMON_CUH
+
+#include "dsc/numerics/Portability.h"
+#include "dsc/numerics/ScalarCodecs.h"
+#include "dsc/numerics/Quantize.h"
+#include "dsc/numerics/KvLayout.h"
+#include "dsc/numerics/EngramHash.h"
+
+#define DSC_KERNEL extern "C" __global__
+
+namespace dsc::kernels {
+
+using namespace dsc::numerics;
+
+// -inf / +inf without <math.h> (NVRTC has no INFINITY): kNegInf, kPosInf and
+// kQuietNaN are numerics' constexpr floats (Portability.h, visible here via
+// the using-directive); negInf() is the same value as an intrinsic.
+__device__ __forceinline__ float negInf() { return __int_as_float(0xff800000); }
+
+/// bf16 stored as its 16 raw bits.
+__device__ __forceinline__ float bf16Load(const unsigned short *p, long long i) {
+  return bf16ToFloat(p[i]);
+}
+__device__ __forceinline__ void bf16Store(unsigned short *p, long long i, float v) {
+  p[i] = bf16FromFloat(v);
+}
+
+/// Sum over the 32 lanes of a warp; every lane gets the result.
+__device__ __forceinline__ float warpSum(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+
+/// Max over the 32 lanes of a warp; every lane gets the result.
+__device__ __forceinline__ float warpMax(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    const float o = __shfl_xor_sync(0xffffffffu, v, offset);
+    v = o > v ? o : v;
+  }
+  return v;
+}
+
+/// Sum over a 1-D block (blockDim.x a multiple of 32, at most 1024); every
+/// thread gets the result. `scratch` is __shared__ float[32]. Contains
+/// __syncthreads(): all threads of the block must call it.
+__device__ __forceinline__ float blockSum(float v, float *scratch) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int warps = (blockDim.x + 31) >> 5;
+  v = warpSum(v);
+  __syncthreads(); // scratch may still be read by a previous call
+  if (lane == 0)
+    scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : 0.0f;
+  return warpSum(v);
+}
+
+/// Max over a 1-D block, same contract as blockSum.
+__device__ __forceinline__ float blockMax(float v, float *scratch) {
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int warps = (blockDim.x + 31) >> 5;
+  v = warpMax(v);
+  __syncthreads();
+  if (lane == 0)
+    scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : kNegInf;
+  return warpMax(v);
+}
+
+} // namespace dsc::kernels
+
+// Kernel entry points live at global scope (extern "C"); let them name the
+// helpers and the numerics unqualified. Only kernel templates include this.
+using namespace dsc::kernels;
+using namespace dsc::numerics;
+
+#endif // DSC_CODEGEN_KERNELS_COMMON_CUH

@@ -1,0 +1,242 @@
+//===- CudaBackend.cpp - Runs plan launches on an NVIDIA GPU -----------------===//
+//
+// Every value the Session holds has a device twin (allocated on first use,
+// grown when a call needs more). Weights are uploaded once by the Engine,
+// states when a Session resets, token ids per call; activations are zeroed on
+// the device at the start of each call, like the host tensors. Kernels come
+// from the plan's cubins (one module per kernel specialisation, loaded on
+// first launch) and are launched by the adapters in CudaAdapters*.cpp.
+// DSC_CUDA_SYNC=1 synchronises after every launch so that a fault names its
+// launch.
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaAdapter.h"
+
+#include <cstdlib>
+#include <unordered_map>
+
+namespace dsc::cuda {
+namespace {
+
+using runtime::Expected;
+using runtime::HostTensor;
+
+class CudaBackend final : public runtime::Backend {
+public:
+  static Expected<std::unique_ptr<runtime::Backend>> create() {
+    Expected<const CudaDriver *> driver = CudaDriver::get();
+    if (!driver)
+      return driver.status();
+    std::unique_ptr<CudaBackend> backend(new CudaBackend(*driver.value()));
+    if (runtime::Status s = backend->init(); !s)
+      return s;
+    return std::unique_ptr<runtime::Backend>(std::move(backend));
+  }
+
+  ~CudaBackend() override {
+    for (auto &[tensor, buffer] : buffers_)
+      if (buffer.ptr)
+        d_.cuMemFree(buffer.ptr);
+    for (auto &[index, module] : modules_)
+      d_.cuModuleUnload(module);
+    if (context_)
+      d_.cuDevicePrimaryCtxRelease(device_);
+  }
+
+  const char *name() const override { return "cuda"; }
+  bool deviceResident() const override { return true; }
+
+  Status check(const runtime::PlanModel &plan) const override {
+    for (const runtime::KernelSpec &kernel : plan.kernels) {
+      if (!table_.count(kernel.name))
+        return runtime::failedPrecondition("the CUDA backend has no kernel '" + kernel.name + "'");
+      if (kernel.cubin.empty())
+        return runtime::failedPrecondition("kernel '" + kernel.name +
+                                           "' has no cubin in the plan: compile it with "
+                                           "dsc-compile --gpu-arch=sm_90a");
+    }
+    return Status::ok();
+  }
+
+  Status beginCall(std::span<HostTensor *const> activations) override {
+    for (HostTensor *t : activations) {
+      Expected<CUdeviceptr> ptr = ensure(*t);
+      if (!ptr)
+        return ptr.status();
+      if (t->byteSize())
+        if (Status s = d_.check(d_.cuMemsetD8(*ptr, 0, t->byteSize()), "cuMemsetD8"); !s)
+          return s;
+    }
+    return Status::ok();
+  }
+
+  Status toDevice(HostTensor &t) override {
+    Expected<CUdeviceptr> ptr = ensure(t);
+    if (!ptr)
+      return ptr.status();
+    if (!t.byteSize())
+      return Status::ok();
+    return d_.check(d_.cuMemcpyHtoD(*ptr, t.bytes(), t.byteSize()), "cuMemcpyHtoD");
+  }
+
+  Status toHost(HostTensor &t) override {
+    auto it = buffers_.find(&t);
+    if (it == buffers_.end() || !t.byteSize())
+      return Status::ok();
+    if (Status s = d_.check(d_.cuCtxSynchronize(), "cuCtxSynchronize"); !s)
+      return s;
+    return d_.check(d_.cuMemcpyDtoH(t.bytes(), it->second.ptr, t.byteSize()), "cuMemcpyDtoH");
+  }
+
+  Status launch(runtime::LaunchContext &c) override {
+    auto it = table_.find(c.kernel.name);
+    if (it == table_.end())
+      return runtime::failedPrecondition("the CUDA backend has no kernel '" + c.kernel.name + "'");
+    Context context(*this, c);
+    for (size_t i = 0; i < c.inputs.size(); ++i) {
+      if (Status s = context.bind(*c.inputs[i], context.inputTensors[i]); !s)
+        return s;
+      context.inputs.push_back(&context.inputTensors[i]);
+    }
+    for (size_t i = 0; i < c.outputs.size(); ++i) {
+      if (Status s = context.bind(*c.outputs[i], context.outputTensors[i]); !s)
+        return s;
+      context.outputs.push_back(&context.outputTensors[i]);
+    }
+    Status status = it->second(context);
+    for (CUdeviceptr p : context.scratchBuffers)
+      d_.cuMemFree(p);
+    if (status && syncEachLaunch_)
+      status = d_.check(d_.cuCtxSynchronize(), "launch of '" + c.kernel.name + "'");
+    return status;
+  }
+
+private:
+  struct DeviceBuffer {
+    CUdeviceptr ptr = 0;
+    size_t capacity = 0;
+  };
+
+  class Context final : public CudaLaunchContext {
+  public:
+    Context(CudaBackend &backend, runtime::LaunchContext &c)
+        : CudaLaunchContext(c.plan, c.program, c.launch, c.kernel, c.call), backend_(backend),
+          inputTensors(c.inputs.size()), outputTensors(c.outputs.size()) {
+      inputSlots = c.inputSlots;
+      outputSlots = c.outputSlots;
+    }
+    Status bind(HostTensor &host, CudaTensor &device) {
+      Expected<CUdeviceptr> ptr = backend_.ensure(host);
+      if (!ptr)
+        return ptr.status();
+      device.ptr = *ptr;
+      device.dtype = host.dtype();
+      device.shape = host.shape();
+      return Status::ok();
+    }
+    Status launchEntry(const char *entry, Dim3 grid, Dim3 block, size_t sharedBytes,
+                       std::vector<void *> args) override {
+      Expected<CUfunction> fn = backend_.function(launch.kernel, kernel, entry);
+      if (!fn)
+        return fn.status();
+      if (grid.x == 0 || grid.y == 0 || grid.z == 0)
+        return Status::ok(); // nothing to do for an empty call
+      return backend_.d_.check(
+          backend_.d_.cuLaunchKernel(*fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
+                                     unsigned(sharedBytes), nullptr, args.data(), nullptr),
+          std::string("cuLaunchKernel(") + entry + ")");
+    }
+    Expected<CUdeviceptr> scratch(size_t bytes) override {
+      CUdeviceptr p = 0;
+      if (Status s = backend_.d_.check(backend_.d_.cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc");
+          !s)
+        return s;
+      scratchBuffers.push_back(p);
+      return p;
+    }
+
+    CudaBackend &backend_;
+    std::vector<CudaTensor> inputTensors, outputTensors;
+    std::vector<CUdeviceptr> scratchBuffers;
+  };
+
+  explicit CudaBackend(const CudaDriver &driver) : d_(driver) {
+    registerCudaBasicAdapters(table_);
+    registerCudaDenseAdapters(table_);
+    registerCudaAttentionAdapters(table_);
+    const char *sync = std::getenv("DSC_CUDA_SYNC");
+    syncEachLaunch_ = sync && *sync && *sync != '0';
+  }
+
+  Status init() {
+    int count = 0;
+    if (Status s = d_.check(d_.cuDeviceGetCount(&count), "cuDeviceGetCount"); !s)
+      return s;
+    if (count == 0)
+      return runtime::unavailable("no CUDA device");
+    if (Status s = d_.check(d_.cuDeviceGet(&device_, 0), "cuDeviceGet"); !s)
+      return s;
+    if (Status s = d_.check(d_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
+        !s)
+      return s;
+    return d_.check(d_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+  }
+
+  Expected<CUdeviceptr> ensure(const HostTensor &t) {
+    DeviceBuffer &buffer = buffers_[&t];
+    size_t bytes = std::max<size_t>(t.byteSize(), 1);
+    if (buffer.capacity < bytes) {
+      if (buffer.ptr)
+        d_.cuMemFree(buffer.ptr);
+      buffer = DeviceBuffer();
+      CUdeviceptr p = 0;
+      if (Status s = d_.check(d_.cuMemAlloc(&p, bytes), "cuMemAlloc(" + std::to_string(bytes) + ")");
+          !s)
+        return s;
+      buffer.ptr = p;
+      buffer.capacity = bytes;
+    }
+    return buffer.ptr;
+  }
+
+  Expected<CUfunction> function(int64_t kernelIndex, const runtime::KernelSpec &kernel,
+                                const std::string &entry) {
+    auto key = std::make_pair(kernelIndex, entry);
+    if (auto it = functions_.find(key); it != functions_.end())
+      return it->second;
+    CUmodule module = nullptr;
+    if (auto it = modules_.find(kernelIndex); it != modules_.end()) {
+      module = it->second;
+    } else {
+      if (kernel.cubin.empty())
+        return runtime::failedPrecondition("kernel '" + kernel.name + "' has no cubin");
+      if (Status s = d_.check(d_.cuModuleLoadData(&module, kernel.cubin.data()),
+                              "cuModuleLoadData(" + kernel.name + ")");
+          !s)
+        return s;
+      modules_[kernelIndex] = module;
+    }
+    CUfunction fn = nullptr;
+    if (Status s = d_.check(d_.cuModuleGetFunction(&fn, module, entry.c_str()),
+                            "cuModuleGetFunction(" + entry + ")");
+        !s)
+      return s;
+    functions_[key] = fn;
+    return fn;
+  }
+
+  const CudaDriver &d_;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CudaAdapterTable table_;
+  bool syncEachLaunch_ = false;
+  std::unordered_map<const HostTensor *, DeviceBuffer> buffers_;
+  std::map<int64_t, CUmodule> modules_;
+  std::map<std::pair<int64_t, std::string>, CUfunction> functions_;
+};
+
+} // namespace
+} // namespace dsc::cuda
+
+dsc::runtime::Expected<std::unique_ptr<dsc::runtime::Backend>> dsc::runtime::createCudaBackend() {
+  return dsc::cuda::CudaBackend::create();
+}

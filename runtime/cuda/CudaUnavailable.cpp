@@ -1,0 +1,6 @@
+//===- CudaUnavailable.cpp - The CUDA backend in a build without CUDA headers ===//
+#include "dsc/runtime/Backend.h"
+
+dsc::runtime::Expected<std::unique_ptr<dsc::runtime::Backend>> dsc::runtime::createCudaBackend() {
+  return dsc::runtime::unavailable("this dsc was built without the CUDA toolkit's headers");
+}
