@@ -19,7 +19,9 @@
 
 #include "dsc/runtime/Status.h"
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -53,6 +55,32 @@ runtime::Expected<CompiledKernel> compileKernel(const std::string &name,
 
 /// NVRTC's version as "major.minor" ("" if NVRTC cannot be loaded).
 std::string nvrtcVersion();
+
+/// Compiles `source` (not an embedded template) as kernel `name`, with the
+/// embedded headers available and the same options, cache and errors as
+/// compileKernel. For tests and experiments.
+runtime::Expected<CompiledKernel> compileSource(const std::string &name,
+                                                const std::string &source,
+                                                const KernelCompileOptions &options = {});
+
+/// The cache directory compileKernel uses when options.cacheDir is empty:
+/// $DSC_KERNEL_CACHE, $XDG_CACHE_HOME/dsc/kernels or ~/.cache/dsc/kernels
+/// ("" if none can be formed; then nothing is cached).
+std::string defaultKernelCacheDir();
+
+/// Called after each kernel of compileKernels: (done, total, kernel name).
+using CompileProgress = std::function<void(size_t, size_t, const std::string &)>;
+
+/// A CompileProgress that redraws "compiling kernels: 12/30" on stderr,
+/// ending with a newline after the last kernel. Prints only if stderr is a
+/// TTY, unless `always`.
+CompileProgress stderrCompileProgress(bool always = false);
+
+/// Compiles several templates with the same options, in order; stops at the
+/// first failure (whose message names the kernel).
+runtime::Expected<std::vector<CompiledKernel>>
+compileKernels(const std::vector<std::string> &names, const KernelCompileOptions &options = {},
+               const CompileProgress &progress = {});
 
 } // namespace dsc::codegen
 

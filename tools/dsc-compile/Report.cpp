@@ -108,7 +108,20 @@ json::Value dsc::tools::reportToJson(const Report &report) {
     offsets.push_back(json::Array(e.offsets));
   }
   const ParameterCounts &p = report.params;
+  json::Object launches;
+  for (const auto &[program, perLayer] : report.launches) {
+    json::Object counts;
+    int64_t total = 0;
+    for (auto [layer, n] : perLayer) {
+      counts[layer < 0 ? std::string("other") : std::to_string(layer)] = n;
+      total += n;
+    }
+    counts["total"] = total;
+    launches[program] = std::move(counts);
+  }
   return json::Object{
+      {"launches", std::move(launches)},
+      {"distinct_kernels", report.distinctKernels},
       {"model",
        json::Object{{"config", spec.sourcePath},
                     {"format", spec.format == models::ConfigFormat::HuggingFace ? "hf" : "inference"},
@@ -177,6 +190,17 @@ void dsc::tools::printReportText(const Report &report, llvm::raw_ostream &os) {
     os << "  source " << s.layer << " (ratio " << s.ratio << "): " << s.mainBytesPerEntry
        << " + " << s.indexBytesPerEntry << " B/entry, read by " << s.readers.size()
        << " layers\n";
+  }
+  for (const auto &[program, perLayer] : report.launches) {
+    int64_t total = 0, reuseMax = 0;
+    for (auto [layer, n] : perLayer) {
+      total += n;
+      if (layer >= 0 && layer < int64_t(spec.layers.size()) &&
+          spec.layers[layer].role == models::LayerRole::Reuse)
+        reuseMax = std::max(reuseMax, n);
+    }
+    os << "launches (" << program << "): " << total << " per call, " << reuseMax
+       << " per Reuse layer (unfused)\n";
   }
   const ParameterCounts &p = report.params;
   os << "\nparameters: backbone " << billions(p.backboneTotal) << ", Engram "

@@ -14,7 +14,9 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <map>
 #include <optional>
+#include <string>
 
 namespace mlir {
 class ModuleOp;
@@ -45,6 +47,10 @@ struct Report {
   ds::KvPlan kv;
   ParameterCounts params;
   PlanOptions options;
+  /// Kernel launches per program and layer (-1: outside any layer), from the
+  /// lowered plan.
+  std::map<std::string, std::map<int64_t, int64_t>> launches;
+  int64_t distinctKernels = 0;
 };
 
 llvm::json::Value reportToJson(const Report &report);

@@ -181,7 +181,10 @@ int main(int argc, char **argv) {
       return fail(error);
   }
 
-  if (writePlan) {
+  // The plan: lowered for -o and for the report's launch counts.
+  dsc::runtime::PlanModel plan;
+  bool wantReport = !report.empty() || (emit.empty() && emitEngramMap.empty() && !writePlan);
+  if (writePlan || wantReport) {
     dsc::runtime::PlanModelFacts facts =
         dsc::models::planFactsFor(*spec, options.maxSeqLen, options.maxBatch);
     facts.cedMode = cedMode;
@@ -190,10 +193,11 @@ int main(int argc, char **argv) {
       facts.engramTokenMap = tokenMap->lookup;
       facts.engramCompressedVocabSize = tokenMap->compressedVocabSize;
     }
-    dsc::runtime::PlanModel plan;
     std::string error;
     if (!dsc::ds::lowerModuleToPlan(*module, facts, plan, error))
       return fail("lowering to a plan failed: " + error);
+  }
+  if (writePlan) {
     if (gpuArch != "none") {
       // One module per kernel specialisation, through the content-keyed cache.
       dsc::codegen::KernelCompileOptions compileOptions;
@@ -220,13 +224,16 @@ int main(int argc, char **argv) {
       return fail(status.message());
   }
 
-  bool wantReport = !report.empty() || (emit.empty() && emitEngramMap.empty() && !writePlan);
   if (wantReport || report.getNumOccurrences() > 0) {
     dsc::tools::Report r;
     r.spec = &*spec;
     r.kv = dsc::ds::computeKvPlan(*module);
     r.params = dsc::tools::countParameters(*module, *spec);
     r.options = options;
+    for (const dsc::runtime::Program &program : plan.programs)
+      for (const dsc::runtime::Launch &launch : program.launches)
+        ++r.launches[program.name][launch.layer];
+    r.distinctKernels = int64_t(plan.kernels.size());
     if (report == "json")
       dsc::tools::printJsonReadable(dsc::tools::reportToJson(r), outs());
     else

@@ -1,0 +1,62 @@
+//===- candidate_blocks.cu - Level-one candidate blocks (`candidate_blocks`) ===//
+//
+// CPU: numerics::selectCandidateBlocks per row (numerics/lib/SparseSelect.cpp).
+// dsc_candidate_blocks: one thread per query row s (serial, simple):
+//   block score = max of its positions (NaN propagates: amax), padded
+//   positions count as -inf; block (compress_len-1)//blockSize pinned to
+//   +inf; the top min(topkBlocks, nblocks) blocks by repeated selection
+//   under numerics' order (NaN first, larger score, lower index on ties);
+//   picks whose value > -inf expand to a per-position mask (u8 [S, width]).
+// Scratch: blockVals f32 [S, nblocks], picked u8 [S, nblocks].
+//===----------------------------------------------------------------------===//
+#include "codegen/kernels/common.cuh"
+#include "codegen/kernels/attention.cuh"
+
+DSC_KERNEL void dsc_candidate_blocks(const unsigned short *scores, long long S, long long width,
+                                     long long startPos, long long ratio, long long topkBlocks,
+                                     long long blockSize, float *blockVals,
+                                     unsigned char *picked, unsigned char *mask) {
+  const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (s >= S)
+    return;
+  unsigned char *m = mask + s * width;
+  for (long long j = 0; j < width; ++j)
+    m[j] = 0;
+  if (width <= 0 || blockSize <= 0)
+    return;
+  const long long nblocks = (width + blockSize - 1) / blockSize;
+  float *block = blockVals + s * nblocks;
+  unsigned char *used = picked + s * nblocks;
+  for (long long b = 0; b < nblocks; ++b) {
+    block[b] = negInf();
+    used[b] = 0;
+  }
+  const unsigned short *row = scores + s * width;
+  for (long long j = 0; j < width; ++j) {
+    const float v = bf16ToFloat(row[j]);
+    float &b = block[j / blockSize];
+    if (isNaN(v) || v > b)
+      b = isNaN(b) ? b : v;
+  }
+  const long long cl = compressLen(startPos, s, ratio);
+  if (cl > 0) {
+    const long long last = (cl - 1) / blockSize;
+    if (last < nblocks)
+      block[last] = __int_as_float(0x7f800000);
+  }
+  long long k = topkBlocks < nblocks ? topkBlocks : nblocks;
+  if (k < 0)
+    k = 0;
+  for (long long p = 0; p < k; ++p) {
+    long long best = -1;
+    for (long long b = 0; b < nblocks; ++b)
+      if (!used[b] && (best < 0 || ranksBefore(block[b], b, block[best], best)))
+        best = b;
+    used[best] = 1;
+    if (!(block[best] > negInf()))
+      continue;
+    const long long end = (best + 1) * blockSize < width ? (best + 1) * blockSize : width;
+    for (long long j = best * blockSize; j < end; ++j)
+      m[j] = 1;
+  }
+}

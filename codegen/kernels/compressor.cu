@@ -1,0 +1,77 @@
+//===- compressor.cu - KV compressor (kernel `compressor`) -----------------===//
+//
+// CPU: runtime/cpu/kernels/attention/Compressor.cpp (compressorForward).
+// Steps (launched in this order by the adapter):
+//   dsc_compressor_linear: one thread per (token s, output n): dense linear
+//     x bf16 [S, dim] . w bf16 [N, dim]^T with the CPU's dotF64 order (four
+//     double partial sums), then fp32 (linearF32, outF32) or bf16 of that
+//     fp32 (linearBf16, outBf16; ratio 1).
+//   dsc_compressor_state: one thread per (row i, channel c): copies kv/score
+//     rows [rowFrom + i] into state slots slot0 + i (state f32 [2, r, d]:
+//     kv then score).
+//   dsc_compressor_pool: one thread per (group j, channel c): per-channel
+//     softmax over the r rows of score (max, expf(s - m), sequential sum,
+//     e / sum) and sum_i kv_i * w_i in fp32 (index order), then bf16.
+//   dsc_compressor_norm: one thread per row: dense rmsNorm (torch's fp32 sum
+//     order for mean(x^2)), bf16.
+//===----------------------------------------------------------------------===//
+#include "codegen/kernels/common.cuh"
+#include "codegen/kernels/attention.cuh"
+
+DSC_KERNEL void dsc_compressor_linear(const unsigned short *x, const unsigned short *w,
+                                      long long S, long long dim, long long N, float *outF32,
+                                      unsigned short *outBf16) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= S * N)
+    return;
+  const long long s = i / N, n = i % N;
+  const float v = __double2float_rn(dotF64Bf16(x + s * dim, w + n * dim, dim));
+  if (outF32)
+    outF32[i] = v;
+  else
+    outBf16[i] = bf16FromFloat(v);
+}
+
+DSC_KERNEL void dsc_compressor_state(const float *kv, const float *score, long long rowFrom,
+                                     long long count, long long slot0, long long ratio,
+                                     long long d, float *state) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count * d)
+    return;
+  const long long r = i / d, c = i % d;
+  state[(slot0 + r) * d + c] = kv[(rowFrom + r) * d + c];
+  state[ratio * d + (slot0 + r) * d + c] = score[(rowFrom + r) * d + c];
+}
+
+DSC_KERNEL void dsc_compressor_pool(const float *kv, const float *score, long long n,
+                                    long long ratio, long long d, unsigned short *pooled) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n * d || ratio > 16)
+    return;
+  const long long j = i / d, c = i % d;
+  const float *kvg = kv + j * ratio * d;
+  const float *sg = score + j * ratio * d;
+  float m = sg[c];
+  for (long long r = 1; r < ratio; ++r) {
+    const float v = sg[r * d + c];
+    m = m < v ? v : m; // std::max(m, v)
+  }
+  float e[16];
+  float sum = 0.0f;
+  for (long long r = 0; r < ratio; ++r) {
+    e[r] = expf(__fsub_rn(sg[r * d + c], m));
+    sum = __fadd_rn(sum, e[r]);
+  }
+  float acc = 0.0f;
+  for (long long r = 0; r < ratio; ++r)
+    acc = __fadd_rn(acc, __fmul_rn(kvg[r * d + c], __fdiv_rn(e[r], sum)));
+  pooled[i] = bf16FromFloat(acc);
+}
+
+DSC_KERNEL void dsc_compressor_norm(const unsigned short *x, long long rows, long long d,
+                                    const unsigned short *w, float eps, unsigned short *y) {
+  const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows)
+    return;
+  rmsNormRow(x + r * d, d, w, eps, y + r * d);
+}

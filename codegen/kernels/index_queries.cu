@@ -1,0 +1,79 @@
+//===- index_queries.cu - Indexer queries (kernel `index_queries`) --------===//
+//
+// CPU: indexQueries (runtime/cpu/kernels/attention/Indexer.cpp) with
+// linearFp8 (runtime/cpu/kernels/dense/Linear.cpp).
+//   dsc_index_queries_act: one thread per (row s, 32-block j) of qr bf16
+//     [S, K]: act_quant (E4M3 codes, UE8M0 scale), codes and scale as fp32.
+//   dsc_index_queries_gemm: one thread per (row s, output n): the block-scaled
+//     dot of spec §3.4 (numerics::blockScaledDot's order: per 32-block fp32
+//     partial sum, times aScale, times bScale, added in K order) with the FP8
+//     weight [N, K] and its UE8M0 32x32 scales; bf16 result.
+//   dsc_index_queries_rope_qdq: one thread per (row s, head h, 32-block b):
+//     RoPE at position startPos + s on the channels of the block in the rope
+//     tail (bf16), then fp4_act_quant QDQ (E2M1, UE8M0 per 32); bf16 out
+//     (the QDQ values are bf16-exact).
+//===----------------------------------------------------------------------===//
+#include "codegen/kernels/common.cuh"
+#include "codegen/kernels/attention.cuh"
+
+DSC_KERNEL void dsc_index_queries_act(const unsigned short *x, long long S, long long K,
+                                      float *codes, float *scales) {
+  const long long kb = K / kFp8ActBlock;
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= S * kb)
+    return;
+  const long long m = i / kb, j = i % kb;
+  float blk[kFp8ActBlock];
+  unsigned char q[kFp8ActBlock];
+  for (int k = 0; k < kFp8ActBlock; ++k)
+    blk[k] = bf16ToFloat(x[m * K + j * kFp8ActBlock + k]);
+  const unsigned char s = quantizeFp8Block(blk, kFp8ActBlock, q);
+  for (int k = 0; k < kFp8ActBlock; ++k)
+    codes[m * K + j * kFp8ActBlock + k] = e4m3ToFloat(q[k]);
+  scales[i] = ue8m0ToFloat(s);
+}
+
+DSC_KERNEL void dsc_index_queries_gemm(const float *codes, const float *aScales,
+                                       const unsigned char *w, const unsigned char *wScale,
+                                       long long S, long long K, long long N,
+                                       unsigned short *y) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= S * N)
+    return;
+  const long long m = i / N, n = i % N;
+  const long long kb = K / 32;
+  const float *a = codes + m * K;
+  const unsigned char *row = w + n * K;
+  const unsigned char *srow = wScale + (n / kFp8WeightBlock) * kb;
+  float acc = 0.0f;
+  for (long long b = 0; b < kb; ++b) {
+    float partial = 0.0f;
+    for (long long k = b * 32; k < b * 32 + 32; ++k)
+      partial = __fadd_rn(partial, __fmul_rn(a[k], e4m3ToFloat(row[k])));
+    acc = __fadd_rn(acc, __fmul_rn(__fmul_rn(partial, aScales[m * kb + b]),
+                                   ue8m0ToFloat(srow[b])));
+  }
+  y[i] = bf16FromFloat(acc);
+}
+
+DSC_KERNEL void dsc_index_queries_rope_qdq(const unsigned short *qb, long long S, long long H,
+                                           long long dk, long long ropeDim,
+                                           const float *invFreq, long long startPos,
+                                           unsigned short *q) {
+  const long long blocks = dk / kFp4E8M0Block;
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= S * H * blocks)
+    return;
+  const long long v = i / blocks; // (s, h)
+  const long long b = i % blocks;
+  const long long s = v / H;
+  const long long base = v * dk + b * kFp4E8M0Block;
+  float vals[kFp4E8M0Block], out[kFp4E8M0Block];
+  for (int k = 0; k < kFp4E8M0Block; ++k)
+    vals[k] = bf16ToFloat(qb[base + k]);
+  ropeSlice(vals, static_cast<int>(b * kFp4E8M0Block), kFp4E8M0Block, static_cast<int>(dk),
+            static_cast<int>(ropeDim), invFreq, startPos + s, false);
+  qdqFp4E8M0Block(vals, kFp4E8M0Block, out);
+  for (int k = 0; k < kFp4E8M0Block; ++k)
+    q[base + k] = bf16FromFloat(out[k]);
+}

@@ -1,0 +1,59 @@
+//===- indexer_topk.cu - Indexer top-k (kernel `indexer_topk`) -------------===//
+//
+// CPU: indexMaskCandidates + numerics::indexerTopK per row.
+//   dsc_indexer_topk_select: one thread per (row s, position j): the score
+//     (-inf outside the candidate mask when one is given) is ranked against
+//     the whole row under numerics' order (NaN first, larger score, lower
+//     index on ties: a strict total order, so exactly `used` positions have
+//     rank < used -- the same set as the CPU's partial_sort); selected u8.
+//   dsc_indexer_topk_emit: one thread per (row s, column c): a selected
+//     position c goes to column #{selected j < c} (ascending order) as
+//     c + offset if c < compress_len(s), else -1; columns in [used, k) get -1.
+// Scratch: selected u8 [S, width]. O(width^2) per row: simple, not fast.
+//===----------------------------------------------------------------------===//
+#include "codegen/kernels/common.cuh"
+#include "codegen/kernels/attention.cuh"
+
+__device__ __forceinline__ float topkScore(const unsigned short *row, const unsigned char *cand,
+                                           long long j) {
+  return cand && !cand[j] ? negInf() : bf16ToFloat(row[j]);
+}
+
+DSC_KERNEL void dsc_indexer_topk_select(const unsigned short *scores,
+                                        const unsigned char *candidates, long long S,
+                                        long long width, long long used,
+                                        unsigned char *selected) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= S * width)
+    return;
+  const long long s = i / width, j = i % width;
+  const unsigned short *row = scores + s * width;
+  const unsigned char *cand = candidates ? candidates + s * width : nullptr;
+  const float v = topkScore(row, cand, j);
+  long long rank = 0;
+  for (long long t = 0; t < width && rank < used; ++t)
+    if (t != j && ranksBefore(topkScore(row, cand, t), t, v, j))
+      ++rank;
+  selected[i] = rank < used ? 1 : 0;
+}
+
+DSC_KERNEL void dsc_indexer_topk_emit(const unsigned char *selected, long long S,
+                                      long long width, long long k, long long used,
+                                      long long startPos, long long ratio, long long offset,
+                                      int *topk) {
+  const long long cols = width > k ? width : k;
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= S * cols)
+    return;
+  const long long s = i / cols, c = i % cols;
+  if (c < k && c >= used)
+    topk[s * k + c] = -1;
+  if (c >= width || !selected[s * width + c])
+    return;
+  const unsigned char *sel = selected + s * width;
+  long long pos = 0;
+  for (long long t = 0; t < c; ++t)
+    pos += sel[t];
+  if (pos < k)
+    topk[s * k + pos] = c < compressLen(startPos, s, ratio) ? static_cast<int>(c + offset) : -1;
+}

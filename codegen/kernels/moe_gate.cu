@@ -1,0 +1,96 @@
+//===- moe_gate.cu - MoE gate: scores, top-k, route weights (§10.2-3) -----===//
+//
+// One block per token; dynamic shared memory: scores f32 [E], choice f32
+// [E], taken u8 [E]. Threads e: s = fp32(dotF64(x, W[e])) / temp (IEEE),
+// s = sqrt(softplus(s)) (threshold 20; device expf/log1pf/sqrtf, within a
+// few ulp of the host libm), choice = s + bias. Thread 0: k rounds of argmax
+// under numerics' tie rule (NaN first, larger first, lower id at ties) =
+// rank order; w = s[idx]; normalise (rank-order fp32 sum + 1e-20) when
+// normalize && k > 1; times route_scale.
+//===----------------------------------------------------------------------===//
+#include "codegen/kernels/common.cuh"
+
+// DenseUtil.h dotF64: exact products summed in double, four interleaved
+// partial sums combined as (s0+s1)+(s2+s3) (the CPU's order, bit for bit).
+// a(k), b(k) give the fp32 operands.
+namespace dsc_dense_d64 {
+template <typename A, typename B>
+__device__ double dotF64(long long n, A a, B b) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  long long k = 0;
+  for (; k + 4 <= n; k += 4) {
+    s0 = __dadd_rn(s0, __dmul_rn((double)a(k), (double)b(k)));
+    s1 = __dadd_rn(s1, __dmul_rn((double)a(k + 1), (double)b(k + 1)));
+    s2 = __dadd_rn(s2, __dmul_rn((double)a(k + 2), (double)b(k + 2)));
+    s3 = __dadd_rn(s3, __dmul_rn((double)a(k + 3), (double)b(k + 3)));
+  }
+  for (; k < n; ++k)
+    s0 = __dadd_rn(s0, __dmul_rn((double)a(k), (double)b(k)));
+  return __dadd_rn(__dadd_rn(s0, s1), __dadd_rn(s2, s3));
+}
+} // namespace dsc_dense_d64
+
+namespace dsc_dense_gate {
+__device__ bool ranksBefore(float a, long long ia, float b, long long ib) {
+  const bool na = isNaN(a), nb = isNaN(b);
+  if (na != nb)
+    return na;
+  if (!na && a != b)
+    return a > b;
+  return ia < ib;
+}
+} // namespace dsc_dense_gate
+
+DSC_KERNEL void dsc_moe_gate(const unsigned short *x, long long T, long long D,
+                             const unsigned short *w, const float *bias, long long E,
+                             long long topk, float routeScale, float temperature, int normalize,
+                             float *weights, int *ids) {
+  extern __shared__ float smem[];
+  float *s = smem, *choice = smem + E;
+  unsigned char *taken = (unsigned char *)(smem + 2 * E);
+  for (long long t = blockIdx.x; t < T; t += gridDim.x) {
+    const unsigned short *xr = x + t * D;
+    for (long long e = threadIdx.x; e < E; e += blockDim.x) {
+      const unsigned short *wr = w + e * D;
+      const double d = dsc_dense_d64::dotF64(
+          D, [&](long long k) { return bf16ToFloat(xr[k]); },
+          [&](long long k) { return bf16ToFloat(wr[k]); });
+      float v = __fdiv_rn((float)d, temperature);
+      v = v > 20.0f ? v : log1pf(expf(v));
+      v = __fsqrt_rn(v);
+      s[e] = v;
+      choice[e] = bias ? __fadd_rn(v, bias[e]) : v;
+      taken[e] = 0;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      float *wt = weights + t * topk;
+      int *it = ids + t * topk;
+      const long long k = topk < E ? topk : E;
+      for (long long j = 0; j < k; ++j) {
+        long long best = -1;
+        for (long long e = 0; e < E; ++e)
+          if (!taken[e] && (best < 0 || dsc_dense_gate::ranksBefore(choice[e], e, choice[best], best)))
+            best = e;
+        taken[best] = 1;
+        it[j] = (int)best;
+        wt[j] = s[best];
+      }
+      for (long long j = k; j < topk; ++j) { // k > E: never in a valid plan
+        it[j] = -1;
+        wt[j] = 0.0f;
+      }
+      if (normalize && topk > 1) {
+        float sum = 0.0f;
+        for (long long j = 0; j < topk; ++j)
+          sum = __fadd_rn(sum, wt[j]);
+        const float denom = __fadd_rn(sum, 1e-20f);
+        for (long long j = 0; j < topk; ++j)
+          wt[j] = __fdiv_rn(wt[j], denom);
+      }
+      for (long long j = 0; j < topk; ++j)
+        wt[j] = __fmul_rn(wt[j], routeScale);
+    }
+    __syncthreads();
+  }
+}

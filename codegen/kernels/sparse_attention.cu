@@ -1,0 +1,126 @@
+//===- sparse_attention.cu - Sparse attention with sink (`sparse_attention`) ===//
+//
+// CPU: runtime/cpu/kernels/attention/SparseAttention.cpp with the index list
+// of CpuAdaptersAttention.cpp (window list, then the top-k list).
+// dsc_sparse_attention: one block per (query row s, head h), blockDim
+// threads (>= 64). The list is walked in blocks of 64 entries in order:
+//   1. thread e < n computes entry e's logit: q . kv row (fp32, d order; the
+//      products are exact) times scale; -1 entries are -inf;
+//   2. thread 0: m' = max(m, block max) (m starts at -1e30), c = expf(m - m'),
+//      p_e = expf(logit_e - m'), psum in entry order, denom = denom*c + psum;
+//   3. each thread, for its channels d: pv = sum_e bf16(p_e) * v[e][d]
+//      (entry order, fp32), acc[d] = acc[d]*c + pv.
+// Finally denom += expf(sink[h] - m), o = bf16(acc / denom).
+// kv rows: j < R from the window rows f32 [R, D]; R <= j < R + T decoded
+// from the main-KV records (entry j - R). Entries outside [0, R + T) are
+// skipped like -1 (the CPU asserts they do not occur).
+// Dynamic shared memory: 2 * D floats (q, acc).
+//===----------------------------------------------------------------------===//
+#include "codegen/kernels/common.cuh"
+#include "codegen/kernels/attention.cuh"
+
+#define DSC_SPARSE_BLOCK 64
+
+__device__ __forceinline__ long long sparseEntry(long long s, long long e, long long startPos,
+                                                 long long window, long long windowWidth,
+                                                 const int *topk, long long k) {
+  if (e < windowWidth) {
+    if (startPos == 0) {
+      const long long first = s - window + 1 > 0 ? s - window + 1 : 0;
+      const long long j = first + e;
+      return j > s ? -1 : j;
+    }
+    const long long slot = (startPos % window + 1 + e) % window;
+    return slot > startPos ? -1 : slot;
+  }
+  return topk[s * k + (e - windowWidth)];
+}
+
+DSC_KERNEL void dsc_sparse_attention(const unsigned short *q, long long S, long long H,
+                                     long long D, const float *rows, long long R,
+                                     const unsigned char *kvPool, int values, int tile,
+                                     int valueType, int scaleType, int tokensPerPage, int order,
+                                     long long T, const int *topk, long long k, const float *sink,
+                                     long long startPos, long long window,
+                                     long long windowWidth, float scale, unsigned short *o) {
+  extern __shared__ float shm[];
+  float *qf = shm;
+  float *acc = shm + D;
+  __shared__ float logit[DSC_SPARSE_BLOCK], p[DSC_SPARSE_BLOCK];
+  __shared__ long long jl[DSC_SPARSE_BLOCK];
+  __shared__ float mShared, cShared, denomShared;
+  const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
+  const long long sh = blockIdx.x;
+  const long long s = sh / H, h = sh % H;
+  const long long K = windowWidth + (topk ? k : 0);
+  const long long nKv = R + (kvPool ? T : 0);
+  for (long long d = threadIdx.x; d < D; d += blockDim.x) {
+    qf[d] = bf16ToFloat(q[sh * D + d]);
+    acc[d] = 0.0f;
+  }
+  if (threadIdx.x == 0) {
+    mShared = -1e30f;
+    denomShared = 0.0f;
+  }
+  __syncthreads();
+  for (long long b0 = 0; b0 < K; b0 += DSC_SPARSE_BLOCK) {
+    const long long n = K - b0 < DSC_SPARSE_BLOCK ? K - b0 : DSC_SPARSE_BLOCK;
+    if (threadIdx.x < n) {
+      long long j = sparseEntry(s, b0 + threadIdx.x, startPos, window, windowWidth, topk, k);
+      if (j >= nKv)
+        j = -1;
+      jl[threadIdx.x] = j;
+      if (j < 0) {
+        logit[threadIdx.x] = negInf();
+      } else {
+        float dot = 0.0f;
+        if (j < R) {
+          const float *row = rows + j * D;
+          for (long long d = 0; d < D; ++d)
+            dot = __fadd_rn(dot, __fmul_rn(qf[d], row[d]));
+        } else {
+          for (long long d = 0; d < D; ++d)
+            dot = __fadd_rn(dot, __fmul_rn(qf[d], readValue(l, kvPool, j - R, (int)d)));
+        }
+        logit[threadIdx.x] = __fmul_rn(dot, scale);
+      }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      const float m = mShared;
+      float blockMax = negInf();
+      for (long long e = 0; e < n; ++e)
+        blockMax = blockMax < logit[e] ? logit[e] : blockMax; // std::max
+      const float mNew = m < blockMax ? blockMax : m;
+      const float c = expf(__fsub_rn(m, mNew));
+      float psum = 0.0f;
+      for (long long e = 0; e < n; ++e) {
+        p[e] = expf(__fsub_rn(logit[e], mNew));
+        psum = __fadd_rn(psum, p[e]);
+      }
+      denomShared = __fadd_rn(__fmul_rn(denomShared, c), psum);
+      cShared = c;
+      mShared = mNew;
+    }
+    __syncthreads();
+    const float c = cShared;
+    for (long long d = threadIdx.x; d < D; d += blockDim.x) {
+      float pv = 0.0f;
+      for (long long e = 0; e < n; ++e) {
+        const long long j = jl[e];
+        if (j < 0)
+          continue;
+        const float v = j < R ? rows[j * D + d] : readValue(l, kvPool, j - R, (int)d);
+        pv = __fadd_rn(pv, __fmul_rn(roundToBf16(p[e]), v));
+      }
+      acc[d] = __fadd_rn(__fmul_rn(acc[d], c), pv);
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    denomShared = __fadd_rn(denomShared, expf(__fsub_rn(sink[h], mShared)));
+  __syncthreads();
+  const float denom = denomShared;
+  for (long long d = threadIdx.x; d < D; d += blockDim.x)
+    o[sh * D + d] = bf16FromFloat(__fdiv_rn(acc[d], denom));
+}

@@ -1,0 +1,463 @@
+//===- CudaAdaptersAttention.cpp - CUDA launch adapters for CSA2 attention -===//
+//
+// rope, window_kv, compressor, compress_kv, index_keys, index_queries,
+// indexer_score, candidate_blocks, indexer_topk, sparse_attention: the host
+// side of the templates codegen/kernels/<name>.cu. Operands, parameters and
+// conventions are the CPU adapters' (runtime/cpu/CpuAdaptersAttention.cpp):
+// window_kv outputs [ring, window rows f32 [R, Dh]]; compressor inputs [x,
+// wkv, (wgate), norm, state f32 [2, ratio, dim]], outputs [state, latents];
+// index queries bf16; scores bf16 with -inf invisible; top-k int32 [S, k]
+// offset by the window rows, -1 padded; sparse_attention inputs [q, ring,
+// (main KV, top-k), sink, window rows]. Record layouts travel to the kernels
+// as six ints (values, tile, value type, scale type, tokens per page, page
+// order). RoPE inverse frequencies are computed here (numerics::ropeInvFreq)
+// and uploaded into the launch's scratch. Every adapter takes ONE scratch
+// region and carves it (256-byte aligned pieces).
+// Docs: docs/cuda-kernels-attention.md.
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaAdapter.h"
+
+#include "dsc/numerics/Rope.h"
+#include "dsc/runtime/StateLayout.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace dsc::cuda {
+namespace {
+
+using runtime::StateBuffer;
+using Params = cpu::Params;
+
+#define DSC_TRY(expr)                                                                             \
+  do {                                                                                            \
+    if (Status dscTryStatus = (expr); !dscTryStatus)                                              \
+      return dscTryStatus;                                                                        \
+  } while (0)
+
+constexpr unsigned kThreads = 256;
+
+/// A record layout as the kernels' six int parameters.
+struct PoolArgs {
+  int values = 0, tile = 0, valueType = 0, scaleType = 0, tokensPerPage = 0, order = 0;
+  void push(std::vector<void *> &args) {
+    args.insert(args.end(), {&values, &tile, &valueType, &scaleType, &tokensPerPage, &order});
+  }
+};
+
+runtime::Expected<PoolArgs> poolArgs(const StateBuffer *state, const char *kernel,
+                                     int64_t expectValues) {
+  if (!state)
+    return runtime::internalError(std::string(kernel) + ": expected a state buffer operand");
+  numerics::KvPageLayout l = runtime::pageLayoutOf(state->layout);
+  if (!l.isValid() || l.format.valuesPerTile > 32)
+    return runtime::internalError(std::string(kernel) + ": unsupported record layout of " +
+                                  state->name);
+  if (expectValues >= 0 && l.format.valuesPerEntry != expectValues)
+    return runtime::internalError(std::string(kernel) + ": records of " + state->name + " hold " +
+                                  std::to_string(l.format.valuesPerEntry) + " values, expected " +
+                                  std::to_string(expectValues));
+  PoolArgs a;
+  a.values = l.format.valuesPerEntry;
+  a.tile = l.format.valuesPerTile;
+  a.valueType = int(l.format.valueType);
+  a.scaleType = int(l.format.scaleType);
+  a.tokensPerPage = l.tokensPerPage;
+  a.order = int(l.order);
+  return a;
+}
+
+/// One scratch region carved into aligned pieces: add() sizes, then
+/// allocate(), then at(i).
+class Scratch {
+public:
+  size_t add(size_t bytes) {
+    offsets_.push_back(total_);
+    total_ += (bytes + 255) / 256 * 256;
+    return offsets_.size() - 1;
+  }
+  Status allocate(CudaLaunchContext &c) {
+    if (total_ == 0)
+      return Status::ok();
+    auto base = c.scratch(total_);
+    if (!base)
+      return base.status();
+    base_ = *base;
+    return Status::ok();
+  }
+  CUdeviceptr at(size_t piece) const { return base_ + offsets_.at(piece); }
+
+private:
+  std::vector<size_t> offsets_;
+  size_t total_ = 0;
+  CUdeviceptr base_ = 0;
+};
+
+Status upload(CUdeviceptr dst, const void *src, size_t bytes) {
+  if (bytes == 0)
+    return Status::ok();
+  auto driver = CudaDriver::get();
+  if (!driver)
+    return driver.status();
+  return (*driver)->check((*driver)->cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD(rope freqs)");
+}
+
+std::vector<float> ropeFreqs(Params &p) {
+  return numerics::ropeInvFreq(static_cast<int>(p.i("rope.dim")), p.f("rope.theta"),
+                               p.i("rope.original_seq_len", 0), p.f("rope.factor", 1.0),
+                               p.f("rope.beta_fast", 32.0), p.f("rope.beta_slow", 1.0));
+}
+
+/// One thread per item, 256 per block; nothing to do for count 0.
+Status launch1D(CudaLaunchContext &c, const char *entry, int64_t count,
+                std::vector<void *> args) {
+  if (count <= 0)
+    return Status::ok();
+  Dim3 grid, block;
+  block.x = kThreads;
+  grid.x = static_cast<unsigned>((count + kThreads - 1) / kThreads);
+  return c.launchEntry(entry, grid, block, 0, std::move(args));
+}
+
+Status rope(CudaLaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  std::vector<float> freqs = ropeFreqs(p);
+  int64_t ropeDim = p.i("rope.dim");
+  int64_t stride = p.i("position_stride", 1);
+  int inverse = p.i("inverse", 0) != 0 ? 1 : 0;
+  if (!p.error)
+    return p.error;
+  const CudaTensor &x = *c.inputs[0];
+  CudaTensor &y = *c.outputs[0];
+  int64_t rows = x.dim(0), headDim = x.shape.back();
+  int64_t heads = x.shape.size() == 3 ? x.dim(1) : 1;
+  if (ropeDim % 2 != 0 || ropeDim > headDim)
+    return runtime::internalError("rope: rope.dim " + std::to_string(ropeDim) +
+                                  " does not fit head dim " + std::to_string(headDim));
+  Scratch s;
+  size_t fp = s.add(freqs.size() * sizeof(float));
+  DSC_TRY(s.allocate(c));
+  DSC_TRY(upload(s.at(fp), freqs.data(), freqs.size() * sizeof(float)));
+  CUdeviceptr xp = x.ptr, yp = y.ptr, f = s.at(fp);
+  int64_t pos0 = c.call.startPos * stride;
+  return launch1D(c, "dsc_rope", rows * heads * headDim,
+                  {&xp, &yp, &rows, &heads, &headDim, &ropeDim, &f, &pos0, &stride, &inverse});
+}
+
+Status windowKv(CudaLaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  int64_t window = p.i("window");
+  if (!p.error)
+    return p.error;
+  const CudaTensor &kv = *c.inputs[0];
+  int64_t dim = kv.shape.back(), S = kv.dim(0);
+  auto pool = poolArgs(c.outputState(0), "window_kv", dim);
+  if (!pool)
+    return pool.status();
+  CUdeviceptr kvp = kv.ptr, ring = c.outputs[0]->ptr, rows = c.outputs[1]->ptr;
+  int64_t tiles = dim / pool->tile;
+  if (c.call.startPos == 0) {
+    int64_t pos0 = 0, writeFrom = S - window;
+    std::vector<void *> args{&kvp, &S, &dim, &pos0, &window, &writeFrom, &ring};
+    pool->push(args);
+    args.push_back(&rows);
+    return launch1D(c, "dsc_window_kv", S * tiles, std::move(args));
+  }
+  if (S != 1)
+    return runtime::internalError("window_kv: decode takes one token, got " + std::to_string(S));
+  int64_t pos0 = c.call.startPos, writeFrom = 0;
+  CUdeviceptr none = 0;
+  std::vector<void *> args{&kvp, &S, &dim, &pos0, &window, &writeFrom, &ring};
+  pool->push(args);
+  args.push_back(&none);
+  DSC_TRY(launch1D(c, "dsc_window_kv", tiles, std::move(args)));
+  std::vector<void *> ringArgs{&ring, &window, &dim};
+  pool->push(ringArgs);
+  ringArgs.push_back(&rows);
+  return launch1D(c, "dsc_window_kv_ring", window * dim, std::move(ringArgs));
+}
+
+int64_t latentCount(int64_t ratio, int64_t startPos, int64_t S) {
+  if (ratio <= 1)
+    return S;
+  if (startPos == 0)
+    return S / ratio;
+  return (startPos + 1) % ratio == 0 ? 1 : 0;
+}
+
+Status compressor(CudaLaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  int64_t ratio = p.i("ratio");
+  float eps = float(p.f("eps"));
+  if (!p.error)
+    return p.error;
+  bool gated = c.inputs.size() == 5;
+  const CudaTensor &x = *c.inputs[0], &wkv = *c.inputs[1], &norm = *c.inputs[gated ? 3 : 2];
+  const CudaTensor &stateIn = *c.inputs.back();
+  CudaTensor &state = *c.outputs[0], &latents = *c.outputs[1];
+  int64_t S = x.dim(0), dim = x.dim(1), d = wkv.dim(0);
+  int64_t start = c.call.startPos;
+  if (ratio < 1 || ratio > 16 || (ratio > 1 && !gated) || (start != 0 && S != 1))
+    return runtime::internalError("compressor: unsupported ratio/gate/call shape");
+  int64_t n = latentCount(ratio, start, S);
+  if (n != latents.dim(0))
+    return runtime::internalError("compressor emits " + std::to_string(n) +
+                                  " latents, the plan sized " + std::to_string(latents.dim(0)));
+  if (stateIn.ptr != state.ptr) {
+    auto driver = CudaDriver::get();
+    if (!driver)
+      return driver.status();
+    size_t bytes = size_t(std::min(stateIn.numElements(), state.numElements())) * sizeof(float);
+    if (bytes)
+      DSC_TRY((*driver)->check((*driver)->cuMemcpyDtoD(state.ptr, stateIn.ptr, bytes),
+                               "cuMemcpyDtoD(compressor state)"));
+  }
+  CUdeviceptr xp = x.ptr, wp = wkv.ptr, np = norm.ptr, sp = state.ptr, lp = latents.ptr;
+  CUdeviceptr none = 0;
+  Scratch s;
+  if (ratio == 1) {
+    size_t lin = s.add(size_t(S * d) * 2);
+    DSC_TRY(s.allocate(c));
+    CUdeviceptr lb = s.at(lin);
+    DSC_TRY(launch1D(c, "dsc_compressor_linear", S * d, {&xp, &wp, &S, &dim, &d, &none, &lb}));
+    return launch1D(c, "dsc_compressor_norm", S, {&lb, &S, &d, &np, &eps, &lp});
+  }
+  size_t kvPiece = s.add(size_t(S * d) * 4), scorePiece = s.add(size_t(S * d) * 4);
+  size_t pooledPiece = s.add(size_t(std::max<int64_t>(n, 1) * d) * 2);
+  DSC_TRY(s.allocate(c));
+  CUdeviceptr kvb = s.at(kvPiece), scb = s.at(scorePiece), pooled = s.at(pooledPiece);
+  CUdeviceptr gp = c.inputs[2]->ptr;
+  DSC_TRY(launch1D(c, "dsc_compressor_linear", S * d, {&xp, &wp, &S, &dim, &d, &kvb, &none}));
+  DSC_TRY(launch1D(c, "dsc_compressor_linear", S * d, {&xp, &gp, &S, &dim, &d, &scb, &none}));
+  if (start == 0) {
+    DSC_TRY(launch1D(c, "dsc_compressor_pool", n * d, {&kvb, &scb, &n, &ratio, &d, &pooled}));
+    int64_t rowFrom = n * ratio, count = S - n * ratio, slot0 = 0;
+    DSC_TRY(launch1D(c, "dsc_compressor_state", count * d,
+                     {&kvb, &scb, &rowFrom, &count, &slot0, &ratio, &d, &sp}));
+  } else {
+    int64_t rowFrom = 0, count = 1, slot0 = start % ratio;
+    DSC_TRY(launch1D(c, "dsc_compressor_state", d,
+                     {&kvb, &scb, &rowFrom, &count, &slot0, &ratio, &d, &sp}));
+    if (n == 1) {
+      CUdeviceptr stKv = sp, stScore = sp + CUdeviceptr(ratio * d * 4);
+      DSC_TRY(launch1D(c, "dsc_compressor_pool", d, {&stKv, &stScore, &n, &ratio, &d, &pooled}));
+    }
+  }
+  return launch1D(c, "dsc_compressor_norm", n, {&pooled, &n, &d, &np, &eps, &lp});
+}
+
+Status compressKv(CudaLaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  std::vector<float> freqs = ropeFreqs(p);
+  int64_t ropeDim = p.i("rope.dim");
+  int64_t ratio = p.i("ratio");
+  if (!p.error)
+    return p.error;
+  const StateBuffer *state = c.outputState(0);
+  const CudaTensor &latents = *c.inputs[0];
+  int64_t n = latents.dim(0), headDim = latents.dim(1);
+  auto pool = poolArgs(state, "compress_kv", headDim);
+  if (!pool)
+    return pool.status();
+  int64_t j0 = c.call.startPos / ratio;
+  if (j0 + n > state->capacity)
+    return runtime::invalidArgument("compress_kv: entry " + std::to_string(j0 + n) +
+                                    " exceeds the KV buffer's capacity " +
+                                    std::to_string(state->capacity));
+  if (n <= 0)
+    return Status::ok();
+  Scratch s;
+  size_t fp = s.add(freqs.size() * sizeof(float));
+  DSC_TRY(s.allocate(c));
+  DSC_TRY(upload(s.at(fp), freqs.data(), freqs.size() * sizeof(float)));
+  CUdeviceptr lp = latents.ptr, f = s.at(fp), dst = c.outputs[0]->ptr;
+  std::vector<void *> args{&lp, &n, &headDim, &j0, &ratio, &ropeDim, &f, &dst};
+  pool->push(args);
+  return launch1D(c, "dsc_compress_kv", n * (headDim / pool->tile), std::move(args));
+}
+
+Status indexKeys(CudaLaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  std::vector<float> freqs = ropeFreqs(p);
+  int64_t ropeDim = p.i("rope.dim");
+  float eps = float(p.f("eps"));
+  if (!p.error)
+    return p.error;
+  const StateBuffer *state = c.outputState(0);
+  const CudaTensor &latents = *c.inputs[0], &wk = *c.inputs[1], &kNorm = *c.inputs[2];
+  int64_t n = latents.dim(0), headDim = latents.dim(1), dk = wk.dim(0);
+  auto pool = poolArgs(state, "index_keys", dk);
+  if (!pool)
+    return pool.status();
+  if (n <= 0)
+    return Status::ok();
+  int64_t ratio = state->ratio;
+  int64_t j0 = c.call.startPos / ratio;
+  if (j0 + n > state->capacity)
+    return runtime::invalidArgument("index_keys: entry " + std::to_string(j0 + n) +
+                                    " exceeds the buffer's capacity " +
+                                    std::to_string(state->capacity));
+  Scratch s;
+  size_t fp = s.add(freqs.size() * sizeof(float)), kp = s.add(size_t(n * dk) * 2);
+  DSC_TRY(s.allocate(c));
+  DSC_TRY(upload(s.at(fp), freqs.data(), freqs.size() * sizeof(float)));
+  CUdeviceptr lp = latents.ptr, wp = wk.ptr, normp = kNorm.ptr, kb = s.at(kp), f = s.at(fp),
+              dst = c.outputs[0]->ptr;
+  DSC_TRY(launch1D(c, "dsc_index_keys_linear", n * dk, {&lp, &wp, &n, &headDim, &dk, &kb}));
+  DSC_TRY(launch1D(c, "dsc_index_keys_norm", n, {&kb, &n, &dk, &normp, &eps}));
+  std::vector<void *> args{&kb, &n, &dk, &j0, &ratio, &ropeDim, &f, &dst};
+  pool->push(args);
+  return launch1D(c, "dsc_index_keys_write", n * (dk / pool->tile), std::move(args));
+}
+
+Status indexQueries(CudaLaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  std::vector<float> freqs = ropeFreqs(p);
+  int64_t ropeDim = p.i("rope.dim");
+  if (!p.error)
+    return p.error;
+  const CudaTensor &qr = *c.inputs[0], &w = *c.inputs[1], &scale = *c.inputs[2];
+  CudaTensor &q = *c.outputs[0];
+  int64_t S = qr.dim(0), K = qr.dim(1), H = q.dim(1), dk = q.dim(2), N = H * dk;
+  if (K % 32 != 0 || dk % 32 != 0 || ropeDim > dk || ropeDim % 2 != 0)
+    return runtime::internalError("index_queries: needs q_lora_rank and index head dim "
+                                  "multiples of 32");
+  if (S <= 0)
+    return Status::ok();
+  Scratch s;
+  size_t fp = s.add(freqs.size() * sizeof(float)), codes = s.add(size_t(S * K) * 4),
+         scales = s.add(size_t(S * (K / 32)) * 4), qbp = s.add(size_t(S * N) * 2);
+  DSC_TRY(s.allocate(c));
+  DSC_TRY(upload(s.at(fp), freqs.data(), freqs.size() * sizeof(float)));
+  CUdeviceptr qrp = qr.ptr, wp = w.ptr, sp = scale.ptr, cp = s.at(codes), scp = s.at(scales),
+              qb = s.at(qbp), f = s.at(fp), out = q.ptr;
+  DSC_TRY(launch1D(c, "dsc_index_queries_act", S * (K / 32), {&qrp, &S, &K, &cp, &scp}));
+  DSC_TRY(launch1D(c, "dsc_index_queries_gemm", S * N, {&cp, &scp, &wp, &sp, &S, &K, &N, &qb}));
+  int64_t start = c.call.startPos;
+  return launch1D(c, "dsc_index_queries_rope_qdq", S * H * (dk / 32),
+                  {&qb, &S, &H, &dk, &ropeDim, &f, &start, &out});
+}
+
+Status indexerScore(CudaLaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  float weightScale = float(p.f("weight_scale"));
+  if (!p.error)
+    return p.error;
+  const CudaTensor &q = *c.inputs[0], &hw = *c.inputs[1];
+  const StateBuffer *keysState = c.inputState(2);
+  CudaTensor &scores = *c.outputs[0];
+  int64_t S = q.dim(0), H = q.dim(1), dk = q.dim(2), width = scores.dim(1);
+  auto pool = poolArgs(keysState, "indexer_score", dk);
+  if (!pool)
+    return pool.status();
+  if (dk > 256)
+    return runtime::internalError("indexer_score: index head dim above 256");
+  if (width > keysState->capacity)
+    return runtime::internalError("indexer_score: width exceeds the index-key capacity");
+  CUdeviceptr qp = q.ptr, hp = hw.ptr, kp = c.inputs[2]->ptr, out = scores.ptr;
+  int64_t start = c.call.startPos, ratio = keysState->ratio;
+  std::vector<void *> args{&qp, &hp, &weightScale, &kp};
+  pool->push(args);
+  args.insert(args.end(), {&S, &H, &dk, &width, &start, &ratio, &out});
+  return launch1D(c, "dsc_indexer_score", S * width, std::move(args));
+}
+
+Status candidateBlocks(CudaLaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  int64_t blocks = p.i("blocks"), blockSize = p.i("block_size"), ratio = p.i("ratio");
+  if (!p.error)
+    return p.error;
+  const CudaTensor &scores = *c.inputs[0];
+  int64_t S = scores.dim(0), width = scores.dim(1);
+  int64_t nblocks = blockSize > 0 ? (width + blockSize - 1) / blockSize : 0;
+  Scratch s;
+  size_t vals = s.add(size_t(std::max<int64_t>(S * nblocks, 1)) * 4),
+         picked = s.add(size_t(std::max<int64_t>(S * nblocks, 1)));
+  DSC_TRY(s.allocate(c));
+  CUdeviceptr sp = scores.ptr, vp = s.at(vals), pp = s.at(picked), out = c.outputs[0]->ptr;
+  int64_t start = c.call.startPos;
+  return launch1D(c, "dsc_candidate_blocks", S,
+                  {&sp, &S, &width, &start, &ratio, &blocks, &blockSize, &vp, &pp, &out});
+}
+
+Status indexerTopK(CudaLaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  int64_t k = p.i("k"), ratio = p.i("ratio");
+  if (!p.error)
+    return p.error;
+  const CudaTensor &scores = *c.inputs[0];
+  int64_t S = scores.dim(0), width = scores.dim(1);
+  int64_t window = c.plan.model.windowSize;
+  int64_t offset = c.call.startPos == 0 ? S : window; // windowKvRows
+  int64_t used = std::min(k, width);
+  Scratch s;
+  size_t sel = s.add(size_t(std::max<int64_t>(S * width, 1)));
+  DSC_TRY(s.allocate(c));
+  CUdeviceptr sp = scores.ptr, cand = c.inputs.size() > 1 ? c.inputs[1]->ptr : 0,
+              selp = s.at(sel), out = c.outputs[0]->ptr;
+  if (used > 0)
+    DSC_TRY(launch1D(c, "dsc_indexer_topk_select", S * width,
+                     {&sp, &cand, &S, &width, &used, &selp}));
+  int64_t start = c.call.startPos;
+  return launch1D(c, "dsc_indexer_topk_emit", S * std::max(width, k),
+                  {&selp, &S, &width, &k, &used, &start, &ratio, &offset, &out});
+}
+
+Status sparseAttention(CudaLaunchContext &c) {
+  Params p{c.kernel, Status::ok()};
+  float scale = float(p.f("scale"));
+  if (!p.error)
+    return p.error;
+  const CudaTensor &q = *c.inputs[0];
+  bool compressed = c.inputs.size() == 6;
+  const CudaTensor &sink = *c.inputs[compressed ? 4 : 2];
+  const CudaTensor &rows = *c.inputs.back();
+  int64_t S = q.dim(0), H = q.dim(1), D = q.dim(2);
+  int64_t window = c.plan.model.windowSize;
+  int64_t R = rows.dim(0);
+  int64_t start = c.call.startPos;
+  int64_t windowWidth = start == 0 ? std::min(S, window) : window;
+  int64_t T = 0, k = 0;
+  PoolArgs pool;
+  CUdeviceptr kvp = 0, topk = 0;
+  if (compressed) {
+    const StateBuffer *kvState = c.inputState(2);
+    auto pa = poolArgs(kvState, "sparse_attention", D);
+    if (!pa)
+      return pa.status();
+    pool = *pa;
+    T = (start + S) / kvState->ratio;
+    k = c.inputs[3]->dim(1);
+    kvp = c.inputs[2]->ptr;
+    topk = c.inputs[3]->ptr;
+  }
+  if (S * H <= 0)
+    return Status::ok();
+  CUdeviceptr qp = q.ptr, rp = rows.ptr, sk = sink.ptr, out = c.outputs[0]->ptr;
+  std::vector<void *> args{&qp, &S, &H, &D, &rp, &R, &kvp};
+  pool.push(args);
+  args.insert(args.end(), {&T, &topk, &k, &sk, &start, &window, &windowWidth, &scale, &out});
+  Dim3 grid, block;
+  grid.x = static_cast<unsigned>(S * H);
+  block.x = 128;
+  return c.launchEntry("dsc_sparse_attention", grid, block, size_t(2 * D) * sizeof(float),
+                       std::move(args));
+}
+
+} // namespace
+
+void registerCudaAttentionAdapters(CudaAdapterTable &table) {
+  table["rope"] = rope;
+  table["window_kv"] = windowKv;
+  table["compressor"] = compressor;
+  table["compress_kv"] = compressKv;
+  table["index_keys"] = indexKeys;
+  table["index_queries"] = indexQueries;
+  table["indexer_score"] = indexerScore;
+  table["candidate_blocks"] = candidateBlocks;
+  table["indexer_topk"] = indexerTopK;
+  table["sparse_attention"] = sparseAttention;
+}
+
+} // namespace dsc::cuda

@@ -1,0 +1,188 @@
+//===- CudaAdaptersBasic.cpp - Embedding, mHC plumbing, concat, Engram hash ===//
+//
+// The CUDA side of runtime/cpu/CpuAdaptersBasic.cpp: same launch inputs,
+// outputs and parameters; kernels in codegen/kernels/<name>.cu
+// (docs/cuda-kernels-dense.md). Element-wise kernels use one thread per
+// element, 256 threads a block, grid-stride loops.
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaAdapter.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace dsc::cuda {
+namespace {
+
+using runtime::Expected;
+
+constexpr unsigned kBlock = 256;
+
+/// Blocks for n elements at kBlock threads (capped; kernels loop).
+Dim3 gridFor(long long n) {
+  long long b = (n + kBlock - 1) / kBlock;
+  return Dim3{unsigned(std::min<long long>(std::max<long long>(b, 0), 1 << 20)), 1, 1};
+}
+Dim3 block1(unsigned n = kBlock) { return Dim3{n, 1, 1}; }
+
+template <typename... T> std::vector<void *> args(T &...a) {
+  return {const_cast<void *>(static_cast<const void *>(&a))...};
+}
+
+/// Copies `count` int32 token ids from the device to validate them on the host.
+Expected<std::vector<int32_t>> idsToHost(const CudaTensor &ids) {
+  auto drv = CudaDriver::get();
+  if (!drv)
+    return drv.status();
+  std::vector<int32_t> host(size_t(ids.numElements()));
+  if (!host.empty())
+    if (Status s = (*drv)->check((*drv)->cuMemcpyDtoH(host.data(), ids.ptr,
+                                                      host.size() * sizeof(int32_t)),
+                                 "cuMemcpyDtoH(ids)");
+        !s)
+      return s;
+  return host;
+}
+
+/// Uploads a host vector into fresh scratch memory.
+template <typename T>
+Expected<CUdeviceptr> upload(CudaLaunchContext &c, const std::vector<T> &v, const char *what) {
+  Expected<CUdeviceptr> p = c.scratch(v.size() * sizeof(T));
+  if (!p)
+    return p;
+  auto drv = CudaDriver::get();
+  if (!drv)
+    return drv.status();
+  if (!v.empty())
+    if (Status s = (*drv)->check((*drv)->cuMemcpyHtoD(*p, v.data(), v.size() * sizeof(T)), what);
+        !s)
+      return s;
+  return p;
+}
+
+Status embed(CudaLaunchContext &c) {
+  const CudaTensor &ids = *c.inputs[0], &table = *c.inputs[1];
+  CudaTensor &out = *c.outputs[0];
+  long long S = ids.numElements(), vocab = table.dim(0), D = table.dim(1);
+  auto host = idsToHost(ids);
+  if (!host)
+    return host.status();
+  for (int32_t id : *host)
+    if (id < 0 || id >= vocab)
+      return runtime::invalidArgument("embed: token id " + std::to_string(id) +
+                                      " outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  CUdeviceptr i = ids.ptr, t = table.ptr, o = out.ptr;
+  return c.launchEntry("dsc_embed", gridFor(S * D), block1(), 0, args(i, t, o, S, D, vocab));
+}
+
+Status hcExpand(CudaLaunchContext &c) {
+  const CudaTensor &x = *c.inputs[0];
+  CudaTensor &out = *c.outputs[0];
+  long long S = x.dim(0), D = x.dim(1), copies = out.dim(1);
+  CUdeviceptr xp = x.ptr, o = out.ptr;
+  return c.launchEntry("dsc_hc_expand", gridFor(S * copies * D), block1(), 0,
+                       args(xp, o, S, copies, D));
+}
+
+Status hcIdentityMix(CudaLaunchContext &c) {
+  CudaTensor &mix = *c.outputs[0];
+  long long S = mix.dim(0), copies = mix.dim(1);
+  CUdeviceptr m = mix.ptr;
+  return c.launchEntry("dsc_hc_identity_mix", gridFor(S * copies), block1(), 0,
+                       args(m, S, copies));
+}
+
+Status concat(CudaLaunchContext &c) {
+  CudaTensor &out = *c.outputs[0];
+  const long long element = (long long)runtime::dtypeSize(out.dtype);
+  const long long outWidth = out.shape.back();
+  long long rows = outWidth ? out.numElements() / outWidth : 0;
+  long long outWidthBytes = outWidth * element, offsetBytes = 0;
+  for (const CudaTensor *in : c.inputs) {
+    long long widthBytes = in->shape.back() * element;
+    if (in->numElements() != rows * in->shape.back())
+      return runtime::invalidArgument("concat: an input's rows differ from the output's");
+    CUdeviceptr ip = in->ptr, op = out.ptr;
+    if (Status s = c.launchEntry("dsc_concat", gridFor(rows * widthBytes), block1(), 0,
+                                 args(ip, op, rows, widthBytes, outWidthBytes, offsetBytes));
+        !s)
+      return s;
+    offsetBytes += widthBytes;
+  }
+  if (offsetBytes != outWidthBytes)
+    return runtime::invalidArgument("concat: the inputs' widths do not add up to the output's");
+  return Status::ok();
+}
+
+Status engramHash(CudaLaunchContext &c) {
+  cpu::Params p{c.kernel, Status::ok()};
+  std::vector<int64_t> layers = p.ints("layers"), mult = p.ints("multipliers"),
+                       primes = p.ints("primes"), offsets = p.ints("offsets");
+  int64_t maxNgram = p.i("max_ngram"), heads = p.i("heads"), padToken = p.i("pad_id");
+  if (!p.error)
+    return p.error;
+  const std::vector<int64_t> &map = c.plan.model.engramTokenMap;
+  if (map.empty())
+    return runtime::failedPrecondition("engram_hash: the plan carries no Engram token map");
+  if (padToken < 0 || padToken >= int64_t(map.size()))
+    return runtime::invalidArgument("engram_hash: pad token " + std::to_string(padToken) +
+                                    " is outside the token map");
+  const long long nLayers = (long long)layers.size(), cols = (maxNgram - 1) * heads;
+  if (maxNgram < 1 || int64_t(mult.size()) != nLayers * maxNgram ||
+      int64_t(primes.size()) != nLayers * cols || int64_t(offsets.size()) != nLayers * cols)
+    return runtime::invalidArgument("engram_hash: multipliers/primes/offsets do not match "
+                                    "layers x max_ngram x heads");
+  const CudaTensor &ids = *c.inputs[0];
+  CudaTensor &history = *c.outputs[0];
+  CudaTensor &hashes = *c.outputs[1];
+  long long start = c.call.startPos, S = ids.numElements();
+  if (start + S > history.numElements())
+    return runtime::invalidArgument("engram_hash: position beyond the history capacity");
+  auto host = idsToHost(ids);
+  if (!host)
+    return host.status();
+  for (int32_t id : *host)
+    if (id < 0 || id >= int64_t(map.size()))
+      return runtime::invalidArgument("engram_hash: token id " + std::to_string(id) +
+                                      " outside the Engram token map");
+  auto drv = CudaDriver::get();
+  if (!drv)
+    return drv.status();
+  // The history state comes in as input 1; write through the output buffer.
+  if (c.inputs.size() > 1 && c.inputs[1]->ptr != history.ptr && history.numElements() > 0) {
+    size_t bytes = size_t(std::min(history.numElements(), c.inputs[1]->numElements())) * 8;
+    if (Status s = (*drv)->check((*drv)->cuMemcpyDtoD(history.ptr, c.inputs[1]->ptr, bytes),
+                                 "cuMemcpyDtoD(engram history)");
+        !s)
+      return s;
+  }
+  auto mapDev = upload(c, map, "cuMemcpyHtoD(engram token map)");
+  auto multDev = upload(c, mult, "cuMemcpyHtoD(engram multipliers)");
+  auto primesDev = upload(c, primes, "cuMemcpyHtoD(engram primes)");
+  auto offsetsDev = upload(c, offsets, "cuMemcpyHtoD(engram offsets)");
+  for (auto *e : {&mapDev, &multDev, &primesDev, &offsetsDev})
+    if (!*e)
+      return e->status();
+  CUdeviceptr ip = ids.ptr, mp = *mapDev, hp = history.ptr, mu = *multDev, pr = *primesDev,
+              of = *offsetsDev, out = hashes.ptr;
+  long long mapSize = (long long)map.size(), padId = map[size_t(padToken)];
+  if (Status s = c.launchEntry("dsc_engram_hash_map", gridFor(S), block1(), 0,
+                               args(ip, mp, mapSize, hp, start, S));
+      !s)
+    return s;
+  int mn = int(maxNgram), hd = int(heads), nl = int(nLayers);
+  return c.launchEntry("dsc_engram_hash", gridFor(S * nLayers), block1(), 0,
+                       args(hp, start, S, padId, mu, pr, of, mn, hd, nl, out));
+}
+
+} // namespace
+
+void registerCudaBasicAdapters(CudaAdapterTable &table) {
+  table["embed"] = embed;
+  table["hc_expand"] = hcExpand;
+  table["hc_identity_mix"] = hcIdentityMix;
+  table["concat"] = concat;
+  table["engram_hash"] = engramHash;
+}
+
+} // namespace dsc::cuda
