@@ -4,16 +4,16 @@
 # CARRY holds bin/dsc-run, <case>.dscp, golden/<case>/{model,<run>}.safetensors, <case><ids>.ids.
 set -u
 C=$1; CASE=$2; RUN=$3; P=$4; OUT=$5
-IDS=$C/$CASE.$RUN.ids
+IDS=/tmp/$CASE.$RUN.ids
 python3 "$(dirname "$0")/../test/tools/dsc-run/Inputs/golden_ids.py" $C/golden/$CASE/$RUN.safetensors $IDS
 D=/tmp/dump-$CASE-$RUN; rm -rf $D; mkdir -p $D
-start=$(date +%s.%N)
+start=$(date +%s%N)
 $C/bin/dsc-run $C/$CASE.dscp --backend cuda --weights $C/golden/$CASE/model.safetensors \
   --input-ids $IDS --prefill-len $P --force-boundaries $C/golden/$CASE/$RUN.safetensors \
   --dump-layers $D --logits-out $D/logits.npy > $OUT/$CASE-$RUN.run.txt 2>&1
 rc=$?
-end=$(date +%s.%N)
-echo "dsc-run exit $rc, $(echo "$end - $start" | bc) s" >> $OUT/$CASE-$RUN.run.txt
+end=$(date +%s%N)
+echo "dsc-run exit $rc, $(( (end - start) / 1000000 )) ms" >> $OUT/$CASE-$RUN.run.txt
 python3 "$(dirname "$0")/compare_golden.py" $C/golden/$CASE/$RUN.safetensors $D $D/logits.npy > $OUT/$CASE-$RUN.compare.txt 2>&1
 tail -3 $OUT/$CASE-$RUN.compare.txt
 exit $rc
