@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # Runs a golden case on the GPU with forced boundaries and compares on the
 # device (docs/device.md). usage: scripts/device-golden.sh CARRY CASE RUN PREFILL_LEN OUTDIR
-# CARRY holds bin/dsc-run, <case>.dscp, golden/<case>/{model,<run>}.safetensors, <case><ids>.ids.
+# CARRY holds bin/dsc-run, <case>.dscp, golden/<case>/{config.json,model.safetensors,<run>.safetensors}.
+# SANITIZER="compute-sanitizer --tool memcheck" runs dsc-run under it.
 set -u
 C=$1; CASE=$2; RUN=$3; P=$4; OUT=$5
 IDS=/tmp/$CASE.$RUN.ids
 python3 "$(dirname "$0")/../test/tools/dsc-run/Inputs/golden_ids.py" $C/golden/$CASE/$RUN.safetensors $IDS
 D=/tmp/dump-$CASE-$RUN; rm -rf $D; mkdir -p $D
 start=$(date +%s%N)
-$C/bin/dsc-run $C/$CASE.dscp --backend cuda --weights $C/golden/$CASE/model.safetensors \
+${SANITIZER:-} $C/bin/dsc-run $C/$CASE.dscp --backend cuda --weights $C/golden/$CASE/model.safetensors \
   --input-ids $IDS --prefill-len $P --force-boundaries $C/golden/$CASE/$RUN.safetensors \
   --dump-layers $D --logits-out $D/logits.npy > $OUT/$CASE-$RUN.run.txt 2>&1
 rc=$?
 end=$(date +%s%N)
 echo "dsc-run exit $rc, $(( (end - start) / 1000000 )) ms" >> $OUT/$CASE-$RUN.run.txt
-python3 "$(dirname "$0")/compare_golden.py" $C/golden/$CASE/$RUN.safetensors $D $D/logits.npy > $OUT/$CASE-$RUN.compare.txt 2>&1
+cp "$(dirname "$0")/../../shared/golden/$CASE/config.json" $C/golden/$CASE/ 2>/dev/null || true
+python3 "$(dirname "$0")/compare_golden.py" $C/golden/$CASE/$RUN.safetensors $D $D/logits.npy --gpu > $OUT/$CASE-$RUN.compare.txt 2>&1
 tail -3 $OUT/$CASE-$RUN.compare.txt
 exit $rc

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <mutex>
+#include <string>
 
 namespace dsc::cuda {
 
@@ -25,9 +26,16 @@ runtime::Expected<const CudaDriver *> CudaDriver::get() {
       return;
     }
     CUdriverProcAddressQueryResult query;
+    // cuGetProcAddress returns the newest ABI of a name for the version asked
+    // for. The function types above are the header's prototypes; where CUDA 13
+    // added a new ABI without renaming the header's symbol (cuCtxSynchronize_v2
+    // takes a context), ask for the 12.0 one so the types agree.
+    auto versionFor = [](const char *name) {
+      return std::string(name) == "cuCtxSynchronize" ? 12000 : CUDA_VERSION;
+    };
 #define DSC_LOAD(f)                                                                            \
-  if (getProc(#f, reinterpret_cast<void **>(&driver.f), CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, \
-              &query) != CUDA_SUCCESS ||                                                       \
+  if (getProc(#f, reinterpret_cast<void **>(&driver.f), versionFor(#f),                        \
+              CU_GET_PROC_ADDRESS_DEFAULT, &query) != CUDA_SUCCESS ||                          \
       !driver.f) {                                                                             \
     status = runtime::unavailable("CUDA driver lacks " #f);                                    \
     return;                                                                                    \
