@@ -9,7 +9,9 @@
 // remaining id; --logits-out gets float32 [1 + (N - P), vocab] (the prefill's
 // last position, then each decode step). With --prompt-ids: prefill the
 // prompt, then greedy decoding for N tokens (printed). Ids files are text
-// (whitespace-separated) or .npy int arrays. Links no MLIR/LLVM.
+// (whitespace-separated) or .npy int arrays. Links no MLIR/LLVM. Exit codes: 0
+// ok, 1 error, 2 usage, 77 backend unavailable (e.g. --backend cuda without a
+// GPU), so test runners can skip.
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/Conformance.h"
 #include "dsc/runtime/Engine.h"
@@ -124,8 +126,14 @@ int main(int argc, char **argv) {
     engineOptions.backend = options["--backend"];
   Expected<std::unique_ptr<Engine>> engine =
       Engine::load(planPath, options["--weights"], engineOptions);
-  if (!engine)
+  if (!engine) {
+    // No driver or no GPU: exit 77, the test runners' "skipped".
+    if (engine.status().code() == StatusCode::Unavailable) {
+      std::fprintf(stderr, "dsc-run: skipped: %s\n", engine.status().message().c_str());
+      return 77;
+    }
     return fail(engine.status().message());
+  }
   const PlanModel &plan = (*engine)->plan();
   std::unique_ptr<Session> session = (*engine)->newSession();
 
