@@ -12,6 +12,8 @@
 #include "codegen/KernelCache.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <sstream>
 #include <string_view>
 
 #include <unistd.h>
@@ -31,7 +33,7 @@ constexpr std::string_view kKernelPrefix = "codegen/kernels/";
 constexpr std::string_view kKernelSuffix = ".cu";
 
 /// Bumped when the key layout or the entry format changes.
-constexpr std::string_view kCacheFormat = "dsc-kernel-cache-v1";
+constexpr std::string_view kCacheFormat = "dsc-kernel-cache-v2";
 
 bool endsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -59,7 +61,9 @@ const embedded::EmbeddedFile *findKernel(const std::string &name) {
 
 [[maybe_unused]] std::vector<std::string> buildOptions(const KernelCompileOptions &options) {
   std::vector<std::string> opts = {"--gpu-architecture=" + options.arch, "-default-device",
-                                   "-std=c++17", "-lineinfo"};
+                                   "-std=c++17", "-lineinfo",
+                                   // Resource usage (registers, spills) in the log.
+                                   "--ptxas-options=-v"};
   for (const auto &[name, value] : options.defines)
     opts.push_back(value.empty() ? "-D" + name : "-D" + name + "=" + value);
   return opts;
@@ -170,6 +174,7 @@ Expected<CompiledKernel> compile(const std::string &name, const std::string &sou
       out.cubin = std::move(hit->cubin);
       out.ptx = std::move(hit->ptx);
       out.log = std::move(hit->log);
+      out.entries = parsePtxasResources(out.log);
       out.fromCache = true;
       return out;
     }
@@ -183,11 +188,92 @@ Expected<CompiledKernel> compile(const std::string &name, const std::string &sou
   out.cubin = std::move(entry->cubin);
   out.ptx = std::move(entry->ptx);
   out.log = std::move(entry->log);
+  out.entries = parsePtxasResources(out.log);
   return out;
 #endif
 }
 
 } // namespace
+
+namespace {
+
+/// The integer just before `suffix` in `line` (e.g. "Used 32 registers"), or -1.
+int numberBefore(std::string_view line, std::string_view suffix) {
+  size_t at = line.find(suffix);
+  if (at == std::string_view::npos)
+    return -1;
+  size_t end = at;
+  while (end > 0 && line[end - 1] == ' ')
+    --end;
+  size_t begin = end;
+  while (begin > 0 && line[begin - 1] >= '0' && line[begin - 1] <= '9')
+    --begin;
+  if (begin == end)
+    return -1;
+  return std::atoi(std::string(line.substr(begin, end - begin)).c_str());
+}
+
+/// The text between the first pair of single quotes after `marker`, or "".
+std::string quotedAfter(std::string_view line, std::string_view marker) {
+  size_t at = line.find(marker);
+  if (at == std::string_view::npos)
+    return "";
+  size_t open = line.find('\'', at + marker.size());
+  size_t close = open == std::string_view::npos ? open : line.find('\'', open + 1);
+  if (close == std::string_view::npos)
+    return "";
+  return std::string(line.substr(open + 1, close - open - 1));
+}
+
+} // namespace
+
+std::vector<KernelEntryResources> parsePtxasResources(const std::string &log) {
+  // ptxas -v prints, per function (NVRTC 13):
+  //   ptxas info    : Compiling entry function 'k' for 'sm_90a'
+  //   ptxas info    : Function properties for k
+  //   ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+  //   ptxas info    : Used 10 registers, used 1 barriers, 256 bytes smem
+  // Device (non-entry) functions get "Function properties for f" only.
+  std::vector<KernelEntryResources> out;
+  KernelEntryResources *current = nullptr;
+  std::istringstream in(log);
+  std::string lineStr;
+  while (std::getline(in, lineStr)) {
+    std::string_view line = lineStr;
+    // ptxas lines; older ptxas indents the stack-frame line instead.
+    if (line.substr(0, 5) != "ptxas" && (line.empty() || (line[0] != ' ' && line[0] != '\t')))
+      continue;
+    if (std::string name = quotedAfter(line, "Compiling entry function "); !name.empty()) {
+      out.push_back({});
+      out.back().entry = name;
+      current = &out.back();
+      continue;
+    }
+    if (size_t at = line.find("Function properties for "); at != std::string_view::npos) {
+      std::string_view fn = line.substr(at + std::string_view("Function properties for ").size());
+      while (!fn.empty() && (fn.back() == ' ' || fn.back() == '\r' || fn.back() == ':'))
+        fn.remove_suffix(1);
+      current = nullptr;
+      for (auto &e : out)
+        if (e.entry == fn)
+          current = &e;
+      continue;
+    }
+    if (!current)
+      continue;
+    if (int n = numberBefore(line, " registers"); n >= 0)
+      current->registers = n;
+    if (int n = numberBefore(line, " bytes stack frame"); n >= 0)
+      current->stackFrameBytes = n;
+    if (int n = numberBefore(line, " bytes spill stores"); n >= 0)
+      current->spillStoreBytes = n;
+    if (int n = numberBefore(line, " bytes spill loads"); n >= 0)
+      current->spillLoadBytes = n;
+    if (int n = numberBefore(line, " bytes smem"); n >= 0)
+      current->sharedBytes = n;
+  }
+  return out;
+}
 
 bool hasKernelSource(const std::string &name) { return findKernel(name) != nullptr; }
 

@@ -37,10 +37,24 @@ struct KernelCompileOptions {
   bool useCache = true;
 };
 
+/// Resource usage of one entry function, from ptxas' -v lines in the log.
+struct KernelEntryResources {
+  std::string entry;
+  int registers = 0;
+  int spillStoreBytes = 0, spillLoadBytes = 0, stackFrameBytes = 0, sharedBytes = 0;
+};
+
+/// Parses the "ptxas info" lines of an NVRTC log compiled with
+/// --ptxas-options=-v: one result per "Compiling entry function 'X'", in log
+/// order. Non-entry (device) functions are skipped. Empty for a PTX-only
+/// target (compute_XX: no ptxas run).
+std::vector<KernelEntryResources> parsePtxasResources(const std::string &log);
+
 struct CompiledKernel {
   std::vector<uint8_t> cubin;
   std::string ptx;
-  std::string log;        ///< NVRTC's log (warnings)
+  std::string log;        ///< NVRTC's log (warnings, ptxas -v resource lines)
+  std::vector<KernelEntryResources> entries; ///< parsed from `log` (cache hits too)
   bool fromCache = false;
   std::string cacheKey;   ///< hex digest of the key
 };

@@ -11,6 +11,8 @@
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaAdapter.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <unordered_map>
 
@@ -73,15 +75,39 @@ public:
     Expected<CUdeviceptr> ptr = ensure(t);
     if (!ptr)
       return ptr.status();
-    if (!t.byteSize())
+    if (!t.byteSize() || !t.hasStorage()) // a described tensor: only allocated
       return Status::ok();
     return d_.check(d_.cuMemcpyHtoD(*ptr, t.bytes(), t.byteSize()), "cuMemcpyHtoD");
+  }
+
+  Status uploadChunk(HostTensor &t, size_t offset, const void *data, size_t bytes) override {
+    if (offset > t.byteSize() || bytes > t.byteSize() - offset)
+      return runtime::invalidArgument("uploadChunk: bytes [" + std::to_string(offset) + ", " +
+                                      std::to_string(offset + bytes) + ") outside a tensor of " +
+                                      std::to_string(t.byteSize()) + " bytes");
+    Expected<CUdeviceptr> ptr = ensure(t);
+    if (!ptr)
+      return ptr.status();
+    if (!bytes)
+      return Status::ok();
+    return d_.check(d_.cuMemcpyHtoD(*ptr + offset, data, bytes), "cuMemcpyHtoD (chunk)");
+  }
+
+  Status synchronize() override { return d_.check(d_.cuCtxSynchronize(), "cuCtxSynchronize"); }
+
+  std::string deviceName() const override {
+    char name[256] = {};
+    if (d_.cuDeviceGetName(name, sizeof(name) - 1, device_) != CUDA_SUCCESS)
+      return "CUDA device 0";
+    return name;
   }
 
   Status toHost(HostTensor &t) override {
     auto it = buffers_.find(&t);
     if (it == buffers_.end() || !t.byteSize())
       return Status::ok();
+    if (!t.hasStorage())
+      return runtime::failedPrecondition("toHost: the tensor has no host storage (a device-only weight)");
     if (Status s = d_.check(d_.cuCtxSynchronize(), "cuCtxSynchronize"); !s)
       return s;
     return d_.check(d_.cuMemcpyDtoH(t.bytes(), it->second.ptr, t.byteSize()), "cuMemcpyDtoH");
@@ -236,6 +262,64 @@ private:
 
 } // namespace
 } // namespace dsc::cuda
+
+dsc::runtime::Expected<dsc::runtime::DeviceCopyBandwidth>
+dsc::runtime::measureDeviceCopyBandwidth(size_t bytes, int iterations) {
+  using dsc::cuda::CudaDriver;
+  Expected<const CudaDriver *> driver = CudaDriver::get();
+  if (!driver)
+    return driver.status();
+  const CudaDriver &d = *driver.value();
+  int count = 0;
+  if (Status s = d.check(d.cuDeviceGetCount(&count), "cuDeviceGetCount"); !s)
+    return s;
+  if (count == 0)
+    return unavailable("no CUDA device");
+  CUdevice device = 0;
+  if (Status s = d.check(d.cuDeviceGet(&device, 0), "cuDeviceGet"); !s)
+    return s;
+  CUcontext context = nullptr;
+  if (Status s = d.check(d.cuDevicePrimaryCtxRetain(&context, device), "cuDevicePrimaryCtxRetain");
+      !s)
+    return s;
+  DeviceCopyBandwidth result;
+  result.bytes = bytes;
+  result.iterations = std::max(1, iterations);
+  char name[256] = {};
+  if (d.cuDeviceGetName(name, sizeof(name) - 1, device) == CUDA_SUCCESS)
+    result.device = name;
+  CUdeviceptr src = 0, dst = 0;
+  Status status = d.check(d.cuCtxSetCurrent(context), "cuCtxSetCurrent");
+  if (status)
+    status = d.check(d.cuMemAlloc(&src, bytes), "cuMemAlloc(" + std::to_string(bytes) + ")");
+  if (status)
+    status = d.check(d.cuMemAlloc(&dst, bytes), "cuMemAlloc(" + std::to_string(bytes) + ")");
+  if (status)
+    status = d.check(d.cuMemsetD8(src, 1, bytes), "cuMemsetD8");
+  if (status) // warm-up
+    status = d.check(d.cuMemcpyDtoD(dst, src, bytes), "cuMemcpyDtoD");
+  if (status)
+    status = d.check(d.cuCtxSynchronize(), "cuCtxSynchronize");
+  if (status) {
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; status && i < result.iterations; ++i)
+      status = d.check(d.cuMemcpyDtoD(i % 2 ? src : dst, i % 2 ? dst : src, bytes), "cuMemcpyDtoD");
+    if (status)
+      status = d.check(d.cuCtxSynchronize(), "cuCtxSynchronize");
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  }
+  if (src)
+    d.cuMemFree(src);
+  if (dst)
+    d.cuMemFree(dst);
+  d.cuDevicePrimaryCtxRelease(device);
+  if (!status)
+    return status;
+  result.gbps = result.seconds > 0
+                    ? 2.0 * double(bytes) * result.iterations / result.seconds / 1e9
+                    : 0;
+  return result;
+}
 
 dsc::runtime::Expected<std::unique_ptr<dsc::runtime::Backend>> dsc::runtime::createCudaBackend() {
   return dsc::cuda::CudaBackend::create();

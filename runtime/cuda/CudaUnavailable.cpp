@@ -4,3 +4,8 @@
 dsc::runtime::Expected<std::unique_ptr<dsc::runtime::Backend>> dsc::runtime::createCudaBackend() {
   return dsc::runtime::unavailable("this dsc was built without the CUDA toolkit's headers");
 }
+
+dsc::runtime::Expected<dsc::runtime::DeviceCopyBandwidth>
+dsc::runtime::measureDeviceCopyBandwidth(size_t, int) {
+  return dsc::runtime::unavailable("this dsc was built without the CUDA toolkit's headers");
+}

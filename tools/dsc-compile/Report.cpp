@@ -119,8 +119,30 @@ json::Value dsc::tools::reportToJson(const Report &report) {
     counts["total"] = total;
     launches[program] = std::move(counts);
   }
+  json::Array kernels;
+  for (const KernelUsage &k : report.kernels) {
+    json::Value entries = nullptr;
+    if (k.entries) {
+      json::Array list;
+      for (const KernelEntryUsage &e : *k.entries)
+        list.push_back(json::Object{{"entry", e.entry},
+                                    {"registers", e.registers},
+                                    {"spill_store_bytes", e.spillStoreBytes},
+                                    {"spill_load_bytes", e.spillLoadBytes},
+                                    {"stack_frame_bytes", e.stackFrameBytes},
+                                    {"shared_bytes", e.sharedBytes}});
+      entries = std::move(list);
+    }
+    kernels.push_back(json::Object{
+        {"name", k.name},
+        {"launches", k.launches},
+        {"specialisations", k.specialisations},
+        {"entries", std::move(entries)},
+        {"cubin_bytes", k.cubinBytes ? json::Value(*k.cubinBytes) : json::Value(nullptr)}});
+  }
   return json::Object{
       {"launches", std::move(launches)},
+      {"kernels", std::move(kernels)},
       {"distinct_kernels", report.distinctKernels},
       {"model",
        json::Object{{"config", spec.sourcePath},
@@ -201,6 +223,23 @@ void dsc::tools::printReportText(const Report &report, llvm::raw_ostream &os) {
     }
     os << "launches (" << program << "): " << total << " per call, " << reuseMax
        << " per Reuse layer (unfused)\n";
+  }
+  if (!report.kernels.empty()) {
+    os << "\nkernels: " << report.kernels.size() << " distinct\n";
+    for (const KernelUsage &k : report.kernels) {
+      os << llvm::format("  %-22s %6lld launches", k.name.c_str(), (long long)k.launches);
+      if (k.specialisations > 1)
+        os << " (" << k.specialisations << " specialisations)";
+      if (!k.entries) {
+        os << "  (not compiled)\n";
+        continue;
+      }
+      os << ", cubin " << *k.cubinBytes << " B\n";
+      for (const KernelEntryUsage &e : *k.entries)
+        os << "    " << e.entry << ": " << e.registers << " registers, " << e.spillStoreBytes
+           << " B spill stores, " << e.spillLoadBytes << " B spill loads, " << e.stackFrameBytes
+           << " B stack, " << e.sharedBytes << " B smem\n";
+    }
   }
   const ParameterCounts &p = report.params;
   os << "\nparameters: backbone " << billions(p.backboneTotal) << ", Engram "

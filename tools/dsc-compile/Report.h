@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace mlir {
 class ModuleOp;
@@ -42,6 +43,24 @@ struct PlanOptions {
   std::optional<int64_t> engramCompressedVocabSize; ///< from the token map, when given
 };
 
+/// Resource usage of one kernel entry function (ptxas -v).
+struct KernelEntryUsage {
+  std::string entry;
+  int64_t registers = 0, spillStoreBytes = 0, spillLoadBytes = 0, stackFrameBytes = 0,
+          sharedBytes = 0;
+};
+
+/// One distinct kernel name of the plan.
+struct KernelUsage {
+  std::string name;
+  int64_t launches = 0;        ///< launches of it in all programs
+  int64_t specialisations = 0; ///< KernelSpecs of the plan with this name
+  /// From the compiled template, which the specialisations share (nullopt:
+  /// not compiled, e.g. --gpu-arch=none): ptxas -v per entry, cubin size.
+  std::optional<std::vector<KernelEntryUsage>> entries;
+  std::optional<int64_t> cubinBytes;
+};
+
 struct Report {
   const models::ModelSpec *spec = nullptr;
   ds::KvPlan kv;
@@ -51,6 +70,8 @@ struct Report {
   /// lowered plan.
   std::map<std::string, std::map<int64_t, int64_t>> launches;
   int64_t distinctKernels = 0;
+  /// One per distinct kernel name, sorted by name.
+  std::vector<KernelUsage> kernels;
 };
 
 llvm::json::Value reportToJson(const Report &report);

@@ -197,27 +197,49 @@ int main(int argc, char **argv) {
     if (!dsc::ds::lowerModuleToPlan(*module, facts, plan, error))
       return fail("lowering to a plan failed: " + error);
   }
-  if (writePlan) {
-    if (gpuArch != "none") {
-      // One module per kernel specialisation, through the content-keyed cache.
-      dsc::codegen::KernelCompileOptions compileOptions;
-      compileOptions.arch = gpuArch;
-      for (size_t i = 0; i < plan.kernels.size(); ++i) {
-        dsc::runtime::KernelSpec &kernel = plan.kernels[i];
-        if (!dsc::codegen::hasKernelSource(kernel.name))
+  // The plan's kernels, compiled for -o and for the report's `kernels`
+  // resources (through the content-keyed cache: a warm report run costs
+  // milliseconds). One compile per distinct name: the specialisations of a
+  // name share the template and options.
+  std::map<std::string, dsc::codegen::CompiledKernel> compiledByName;
+  if ((writePlan || wantReport) && gpuArch != "none") {
+    dsc::codegen::KernelCompileOptions compileOptions;
+    compileOptions.arch = gpuArch;
+    bool warned = false;
+    for (size_t i = 0; i < plan.kernels.size(); ++i) {
+      dsc::runtime::KernelSpec &kernel = plan.kernels[i];
+      if (!dsc::codegen::hasKernelSource(kernel.name)) {
+        if (writePlan)
           return fail("no CUDA kernel template for '" + kernel.name +
                       "' (codegen/kernels); compile with --gpu-arch=none for a CPU plan");
+        continue; // the report lists it without resources
+      }
+      auto it = compiledByName.find(kernel.name);
+      if (it == compiledByName.end()) {
         auto compiled = dsc::codegen::compileKernel(kernel.name, compileOptions);
-        if (!compiled)
-          return fail(compiled.status().message());
-        kernel.cubin = std::move(compiled->cubin);
-        kernel.ptx = std::move(compiled->ptx);
-        if (sys::Process::StandardErrIsDisplayed())
-          errs() << "\rcompiling kernels: " << i + 1 << "/" << plan.kernels.size();
+        if (!compiled) {
+          if (writePlan)
+            return fail(compiled.status().message());
+          // Report only: the kernels are listed without resources.
+          if (!warned && compiled.status().code() != dsc::runtime::StatusCode::Unavailable)
+            WithColor::warning(errs(), "dsc-compile")
+                << "report without kernel resources: " << compiled.status().message() << "\n";
+          warned = true;
+          continue;
+        }
+        it = compiledByName.emplace(kernel.name, std::move(*compiled)).first;
+      }
+      if (writePlan) {
+        kernel.cubin = it->second.cubin;
+        kernel.ptx = it->second.ptx;
       }
       if (sys::Process::StandardErrIsDisplayed())
-        errs() << "\n";
+        errs() << "\rcompiling kernels: " << i + 1 << "/" << plan.kernels.size();
     }
+    if (sys::Process::StandardErrIsDisplayed() && !plan.kernels.empty())
+      errs() << "\n";
+  }
+  if (writePlan) {
     if (dsc::runtime::Status status = dsc::runtime::verifyPlan(plan); !status)
       return fail("internal error: the lowered plan does not verify: " + status.message());
     if (dsc::runtime::Status status = dsc::runtime::writePlanFile(outputPath, plan); !status)
@@ -234,6 +256,27 @@ int main(int argc, char **argv) {
       for (const dsc::runtime::Launch &launch : program.launches)
         ++r.launches[program.name][launch.layer];
     r.distinctKernels = int64_t(plan.kernels.size());
+    std::map<std::string, dsc::tools::KernelUsage> kernels;
+    for (const dsc::runtime::KernelSpec &kernel : plan.kernels) {
+      dsc::tools::KernelUsage &k = kernels[kernel.name];
+      k.name = kernel.name;
+      ++k.specialisations;
+    }
+    for (const dsc::runtime::Program &program : plan.programs)
+      for (const dsc::runtime::Launch &launch : program.launches)
+        if (launch.kernel >= 0 && size_t(launch.kernel) < plan.kernels.size())
+          ++kernels[plan.kernels[launch.kernel].name].launches;
+    for (auto &[name, k] : kernels) {
+      auto it = compiledByName.find(name);
+      if (it != compiledByName.end()) {
+        k.cubinBytes = int64_t(it->second.cubin.size());
+        k.entries.emplace();
+        for (const dsc::codegen::KernelEntryResources &e : it->second.entries)
+          k.entries->push_back({e.entry, e.registers, e.spillStoreBytes, e.spillLoadBytes,
+                                e.stackFrameBytes, e.sharedBytes});
+      }
+      r.kernels.push_back(std::move(k));
+    }
     if (report == "json")
       dsc::tools::printJsonReadable(dsc::tools::reportToJson(r), outs());
     else

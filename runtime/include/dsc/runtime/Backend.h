@@ -10,7 +10,9 @@
 
 #include "dsc/runtime/Engine.h"
 
+#include <cstring>
 #include <memory>
+#include <string>
 
 namespace dsc::runtime {
 
@@ -53,7 +55,41 @@ public:
   virtual Status toHost(HostTensor &) { return Status::ok(); }
   /// Whether tensors live elsewhere than the host (observers then cost copies).
   virtual bool deviceResident() const { return false; }
+  /// Writes `bytes` bytes at byte `offset` of t's backing store: the host
+  /// storage here, the device twin in a device backend (where t may be a
+  /// described tensor without host storage). Streams weights in bounded chunks
+  /// (Engine::createSynthetic) without a full host copy.
+  virtual Status uploadChunk(HostTensor &t, size_t offset, const void *data, size_t bytes) {
+    if (offset > t.byteSize() || bytes > t.byteSize() - offset)
+      return invalidArgument("uploadChunk: bytes [" + std::to_string(offset) + ", " +
+                             std::to_string(offset + bytes) + ") outside a tensor of " +
+                             std::to_string(t.byteSize()) + " bytes");
+    if (!t.hasStorage())
+      return failedPrecondition("uploadChunk: the tensor has no host storage");
+    if (bytes)
+      std::memcpy(t.bytes() + offset, data, bytes);
+    return Status::ok();
+  }
+  /// Waits until everything queued on the device finished (timing); a no-op
+  /// on the host.
+  virtual Status synchronize() { return Status::ok(); }
+  /// The device's name (cuDeviceGetName), or "host" for the CPU backend.
+  virtual std::string deviceName() const { return "host"; }
 };
+
+/// Device-to-device copy bandwidth of CUDA device 0 for benchmarks
+/// (tools/dsc-bench): copies `bytes` `iterations` times between two device
+/// buffers (after one warm-up copy) and counts bytes read + written, like
+/// /work/shared/device-ceilings.md. Unavailable without a driver or a GPU.
+struct DeviceCopyBandwidth {
+  std::string device;
+  double gbps = 0;    ///< 2 * bytes * iterations / seconds / 1e9
+  double seconds = 0; ///< all timed iterations
+  size_t bytes = 0;
+  int iterations = 0;
+};
+Expected<DeviceCopyBandwidth> measureDeviceCopyBandwidth(size_t bytes = size_t(1) << 30,
+                                                         int iterations = 10);
 
 /// The CPU reference backend (runtime/cpu/CpuBackend.cpp).
 std::unique_ptr<Backend> createCpuBackend();

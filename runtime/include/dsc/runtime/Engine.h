@@ -22,6 +22,7 @@
 #include "dsc/runtime/PlanModel.h"
 #include "dsc/runtime/Status.h"
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -59,6 +60,21 @@ struct EngineOptions {
   std::string backend = "cpu"; ///< "cpu" (reference backend)
 };
 
+/// Deterministic synthetic weights (Engine::createSynthetic, for benchmarks).
+/// Every byte follows from a counter-based hash of (seed, tensor index, byte
+/// offset), so the weights do not depend on chunkBytes or threads. Values are
+/// tame (docs/bench.md): FP8 E4M3 codes of magnitude 2^-2..2^1 (never NaN),
+/// UE8M0 scales 2^-9..2^-6, any FP4 nibble, bf16 norms 1 + U(-1/16, 1/16),
+/// other bf16 and f32 tensors U(-0.05, 0.05), integer tensors (hash routing
+/// tables) in [0, the plan's routed expert count).
+struct SyntheticWeightOptions {
+  uint64_t seed = 1;
+  size_t chunkBytes = size_t(256) << 20; ///< host buffer per upload
+  unsigned threads = 0;                  ///< 0: hardware concurrency
+  /// Called after each tensor: (tensor name, bytes done, total bytes).
+  std::function<void(const std::string &, uint64_t, uint64_t)> progress;
+};
+
 class Session;
 
 class Engine {
@@ -71,6 +87,13 @@ public:
   static Expected<std::unique_ptr<Engine>> create(PlanModel plan,
                                                   const std::string &checkpointPath,
                                                   EngineOptions options = {});
+  /// A verified plan with synthetic weights instead of a checkpoint. Device
+  /// backends get each weight streamed in bounded chunks without a host copy
+  /// (HostTensor::describe + Backend::uploadChunk); the CPU backend keeps them
+  /// on the host.
+  static Expected<std::unique_ptr<Engine>> createSynthetic(PlanModel plan,
+                                                           SyntheticWeightOptions synthetic,
+                                                           EngineOptions options = {});
   ~Engine();
 
   const PlanModel &plan() const { return plan_; }

@@ -39,6 +39,19 @@ public:
       std::memset(storage_.get(), 0, bytes_);
   }
 
+  /// Sets dtype and shape without host storage: byteSize() is the described
+  /// size and bytes() is null. For weights that live only on a device backend
+  /// (Engine::createSynthetic streams them with Backend::uploadChunk).
+  void describe(DType dtype, std::vector<int64_t> shape) {
+    dtype_ = dtype;
+    shape_ = std::move(shape);
+    storage_.reset();
+    capacity_ = 0;
+    bytes_ = size_t(numElements()) * dtypeSize(dtype_);
+  }
+  /// False for a described tensor (no host copy of its bytes).
+  bool hasStorage() const { return bytes_ == 0 || storage_ != nullptr; }
+
   DType dtype() const { return dtype_; }
   const std::vector<int64_t> &shape() const { return shape_; }
   int64_t dim(size_t i) const { return shape_.at(i); }

@@ -97,7 +97,7 @@ enum class StateKind : uint8_t {
   WindowRing = 0,      ///< FP8 records, `capacity` = window slots
   MainKv = 1,          ///< FP4 main KV records of a KV source, one per compressed entry
   IndexKeys = 2,       ///< FP4 index-key records of a KV source
-  CompressorState = 3, ///< fp32 partial group [ratio, 2, dim] (kv, score)
+  CompressorState = 3, ///< fp32 partial group [2, ratio, dim]: kv rows, then score rows
   EngramHistory = 4,   ///< int64 compressed ids of the sequence so far
   DSparkRing = 5,      ///< FP8 ring of a DSpark stage
 };
@@ -108,6 +108,7 @@ struct StateBuffer {
   int64_t layer = -1;
   int64_t ratio = 0;    ///< compress ratio (MainKv, IndexKeys, CompressorState)
   int64_t capacity = 0; ///< entries per sequence
+  int64_t dim = 0;      ///< CompressorState: values per row (the head dim)
   RecordLayout layout;  ///< for record-based kinds
 };
 
