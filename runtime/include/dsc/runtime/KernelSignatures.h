@@ -1,0 +1,80 @@
+//===- KernelSignatures.h - What each kernel of the vocabulary accepts ----===//
+//
+// The checked form of docs/kernels.md: one table, shared by every backend,
+// describing for each kernel name the launches it accepts (input / output
+// counts, per position the dtype set, rank and state kind) and the shape
+// relations and parameter ranges its adapters rely on (e.g. grouped_output's
+// `groups` divides the heads, head writes f32 [rows <= S, V], compress_kv's
+// `ratio` is its main KV's ratio). verifyPlan (PlanFile.h) checks every
+// launch of every program against this table, so that no loader hands an
+// adapter a launch it would read or write out of bounds on.
+//
+// Static checks only: dtypes, ranks, fixed dimensions, parameters, state
+// kinds and the dimensions shared between operands. A symbolic dimension
+// (kTokens, kCompressed*, kWindowRows) is compared with another symbolic one
+// (same symbol required where the adapter assumes equality) but not with a
+// fixed one; what depends on the call (the start position, the KV capacity
+// a call reaches) is checked per launch by the adapters.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_RUNTIME_KERNELSIGNATURES_H
+#define DSC_RUNTIME_KERNELSIGNATURES_H
+
+#include "dsc/runtime/PlanModel.h"
+#include "dsc/runtime/Status.h"
+
+#include <string>
+#include <vector>
+
+namespace dsc::runtime {
+
+/// One input or output position of a kernel.
+struct OperandSignature {
+  const char *role = "";      ///< e.g. "ids", "table", "ring"
+  std::vector<DType> dtypes;  ///< allowed dtypes; empty = any
+  int rankMin = 0, rankMax = 0; ///< allowed ranks (0, 0 = any)
+  /// Allowed state kinds; empty = the operand must not be a state.
+  std::vector<StateKind> states;
+};
+
+/// The operand context the relation check sees: the slot and, for a state
+/// value, its buffer.
+struct OperandView {
+  const ValueSlot *slot = nullptr;
+  const StateBuffer *state = nullptr;
+};
+
+struct KernelSignature {
+  const char *name = "";
+  /// Accepted input layouts, selected by the number of inputs (e.g.
+  /// sparse_attention: 4 or 6, linear: 2 or 3). With `variadicInputs`, the
+  /// single layout's last position repeats (concat).
+  std::vector<std::vector<OperandSignature>> inputLayouts;
+  std::vector<OperandSignature> outputs;
+  bool variadicInputs = false;
+  /// Parameters that must be present (with their type checked by `relations`).
+  std::vector<const char *> requiredParams;
+  /// Shape relations and parameter ranges; returns "" or what is wrong.
+  std::string (*relations)(const KernelSpec &, const PlanModel &,
+                           const std::vector<OperandView> &inputs,
+                           const std::vector<OperandView> &outputs) = nullptr;
+};
+
+/// The table (every kernel of docs/kernels.md).
+const std::vector<KernelSignature> &kernelSignatures();
+/// The signature of `name`, or null for a kernel outside the vocabulary.
+const KernelSignature *findKernelSignature(const std::string &name);
+
+/// Checks launch `launchIndex` of `program` against its kernel's signature.
+/// Assumes verifyPlan's index checks passed (kernel, value and state indices
+/// in range). Errors read "program 'prefill' launch 12 (head): output 0 is
+/// BF16, expected F32".
+Status checkLaunchSignature(const PlanModel &plan, const Program &program, size_t launchIndex);
+
+/// Checks that a State value slot matches its state buffer: record states are
+/// U8 [rows, entryBytes]; CompressorState F32 [2, ratio, dim]; EngramHistory
+/// I64 [capacity]. Returns "" or what is wrong.
+std::string checkStateSlot(const ValueSlot &slot, const StateBuffer &state);
+
+} // namespace dsc::runtime
+
+#endif // DSC_RUNTIME_KERNELSIGNATURES_H
