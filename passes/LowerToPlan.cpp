@@ -257,6 +257,7 @@ bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
     int64_t ratio = compressor.getRatio(), dim = lastDimOf(compressor.getLatent());
     hiddenState(prefix + "compressor_state", rt::StateKind::CompressorState, ratio, 1,
                 rt::DType::F32, {2, ratio, dim});
+    plan_.states[program_->values.back().state].dim = dim; // the compressor's head dim
   }
   if (auto hash = llvm::dyn_cast<EngramHashOp>(op))
     hiddenState("engram_history", rt::StateKind::EngramHistory, 0, maxSeqLen, rt::DType::I64,

@@ -21,4 +21,4 @@ for b in cuda cpu; do
     --logits-out /tmp/d-$b/logits.npy
 done
 python3 $HERE/compare_dumps.py /tmp/d-cuda /tmp/d-cpu > $OUT/cuda-vs-cpu.txt 2>&1
-tail -3 $OUT/*.txt
+for f in $OUT/*.txt; do tail -n 3 "$f"; done

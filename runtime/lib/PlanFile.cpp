@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/PlanFile.h"
 
+#include "dsc/runtime/KernelSignatures.h"
+
 #include "dsc/numerics/KvLayout.h"
 #include "plan_generated.h"
 
@@ -192,7 +194,7 @@ flatbuffers::Offset<fb::StateBuffer> writeState(Builder &b, const StateBuffer &s
                                        l.scaleType, l.dataBytes, l.scaleBytes, l.entryBytes,
                                        l.tokensPerPage, l.pageOrder);
   return fb::CreateStateBuffer(b, name, static_cast<fb::StateKind>(s.kind), s.layer, s.ratio,
-                               s.capacity, layout);
+                               s.capacity, layout, s.dim);
 }
 
 flatbuffers::Offset<fb::KernelParam> writeParam(Builder &b, const KernelParam &p) {
@@ -382,6 +384,7 @@ Expected<PlanModel> fromBuffer(const fb::Plan &root) {
     out.layer = s->layer();
     out.ratio = s->ratio();
     out.capacity = s->capacity();
+    out.dim = s->dim();
     if (const fb::RecordLayout *l = s->layout()) {
       RecordLayout &r = out.layout;
       r.valuesPerEntry = l->values_per_entry();
@@ -511,8 +514,9 @@ std::string checkLayout(const RecordLayout &l) {
   if (static_cast<int64_t>(l.entryBytes) != static_cast<int64_t>(l.dataBytes) + l.scaleBytes)
     return fmt::format("entryBytes {} != dataBytes {} + scaleBytes {}", l.entryBytes,
                        l.dataBytes, l.scaleBytes);
-  if (l.tokensPerPage < 0)
-    return fmt::format("tokensPerPage {} is negative (0 means not paged)", l.tokensPerPage);
+  if (l.tokensPerPage <= 0)
+    return fmt::format("tokensPerPage {} must be positive (the runtime pages every record state)",
+                       l.tokensPerPage);
   // Backstop: the numerics library's own definition of a valid record.
   numerics::KvRecordFormat f;
   f.valuesPerEntry = l.valuesPerEntry;
@@ -611,6 +615,12 @@ Status checkStates(const std::vector<StateBuffer> &states) {
     if (isRecordState(s.kind))
       if (std::string bad = checkLayout(s.layout); !bad.empty())
         return invalidArgument(where + "record layout: " + bad);
+    if (s.kind == StateKind::CompressorState ? s.dim <= 0 : s.dim < 0)
+      return invalidArgument(fmt::format(
+          "{}dim {} must be {}", where, s.dim,
+          s.kind == StateKind::CompressorState
+              ? "positive (the compressor's head dim; recompile a plan written without it)"
+              : "non-negative"));
   }
   return Status::ok();
 }
@@ -661,6 +671,9 @@ Status checkProgram(const PlanModel &plan, size_t index) {
             "{}a State value needs a state; state index {} is out of range (the plan has {} "
             "states)",
             at, s.state, plan.states.size()));
+      if (std::string bad = checkStateSlot(s, plan.states[static_cast<size_t>(s.state)]);
+          !bad.empty())
+        return invalidArgument(at + bad);
     } else if (s.state != -1) {
       return invalidArgument(fmt::format("{}{} value names state {} (only State values do)", at,
                                          valueKindName(s.kind), s.state));
@@ -744,6 +757,8 @@ Status checkProgram(const PlanModel &plan, size_t index) {
         return invalidArgument(fmt::format("{}output {} writes {}, {} value (read-only)", at,
                                            i, valueName(v), valueKindName(s.kind)));
     }
+    if (Status s = checkLaunchSignature(plan, p, li); !s)
+      return s;
     for (int64_t v : l.outputs) {
       written[static_cast<size_t>(v)] = 1;
       writerLayers[static_cast<size_t>(v)].insert(l.layer);
@@ -760,6 +775,10 @@ Status checkProgram(const PlanModel &plan, size_t index) {
           "{}output {} is value {}, out of range (the program has {} values)", where, i, v,
           nValues));
     const ValueSlot &s = p.values[static_cast<size_t>(v)];
+    if (s.kind == ValueKind::Weight || s.kind == ValueKind::Input)
+      return invalidArgument(fmt::format("{}output {} is {}, {} value (program outputs are "
+                                         "Activation or State values)",
+                                         where, i, valueName(v), valueKindName(s.kind)));
     if (s.kind == ValueKind::Activation && !written[static_cast<size_t>(v)])
       return invalidArgument(fmt::format(
           "{}output {} is {}, an Activation no launch writes", where, i, valueName(v)));
