@@ -88,6 +88,10 @@ Status windowKv(LaunchContext &c) {
   const HostTensor &kv = *c.inputs[0];
   KvRecordPool pool = poolOf(*ring, *c.outputs[0]);
   int64_t dim = kv.shape().back();
+  if (window > ring->capacity || c.outputs[1]->dim(0) < windowKvRows(c.call.startPos, kv.dim(0), window))
+    return runtime::invalidArgument("window_kv: window " + std::to_string(window) + ", ring of " +
+                                    std::to_string(ring->capacity) + " slots, " +
+                                    std::to_string(c.outputs[1]->dim(0)) + " window rows");
   if (c.call.startPos == 0)
     windowKvPrefill(kv.data<uint16_t>(), kv.dim(0), dim, pool, window, c.outputs[1]->data<float>());
   else
@@ -162,6 +166,10 @@ Status indexKeys(LaunchContext &c) {
     return s;
   const HostTensor &latents = *c.inputs[0], &wk = *c.inputs[1];
   int64_t j0 = c.call.startPos / state->ratio;
+  if (j0 + latents.dim(0) > state->capacity)
+    return runtime::invalidArgument("index_keys: entry " + std::to_string(j0 + latents.dim(0)) +
+                                    " exceeds the index-key buffer's capacity " +
+                                    std::to_string(state->capacity));
   indexKeysWrite(latents.data<uint16_t>(), latents.dim(0), j0, state->ratio, latents.dim(1),
                  wk.data<uint16_t>(), c.inputs[2]->data<uint16_t>(), wk.dim(0), eps, freqs,
                  poolOf(*state, *c.outputs[0]));
@@ -199,6 +207,10 @@ Status indexerScore(LaunchContext &c) {
   for (int64_t i = 0; i < S * heads; ++i)
     w[i] = numerics::bf16FromFloat(numerics::bf16ToFloat(headWeights.data<uint16_t>()[i]) *
                                    weightScale);
+  if (width > keysState->capacity)
+    return runtime::invalidArgument("indexer_score: " + std::to_string(width) +
+                                    " index keys exceed the buffer's capacity " +
+                                    std::to_string(keysState->capacity));
   KvRecordPool keys = poolOf(*keysState, *c.inputs[2]);
   std::vector<float> decoded(width * dk);
   for (int64_t j = 0; j < width; ++j)
@@ -269,7 +281,15 @@ Status sparseAttentionAdapter(LaunchContext &c) {
   if (compressed) {
     T = (c.call.startPos + S) / kvState->ratio;
     k = c.inputs[3]->dim(1);
+    if (T > kvState->capacity)
+      return runtime::invalidArgument("sparse_attention: " + std::to_string(T) +
+                                      " compressed entries exceed the KV buffer's capacity " +
+                                      std::to_string(kvState->capacity));
   }
+  if (windowRows < windowKvRows(c.call.startPos, S, window) || windowWidth > windowRows)
+    return runtime::invalidArgument("sparse_attention: " + std::to_string(windowRows) +
+                                    " window rows, the call reads " +
+                                    std::to_string(windowKvRows(c.call.startPos, S, window)));
   // kv_all = cat(window rows, compressed entries) (spec §9.7).
   std::vector<float> kvAll((windowRows + T) * D);
   std::memcpy(kvAll.data(), rows.data<float>(), windowRows * D * sizeof(float));

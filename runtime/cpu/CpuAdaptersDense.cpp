@@ -90,6 +90,9 @@ Status head(LaunchContext &c) {
   const HostTensor &x = *c.inputs[0], &w = *c.inputs[1];
   HostTensor &logits = *c.outputs[0];
   int64_t rows = logits.dim(0), D = x.shape().back();
+  if (rows > rowsOf(x))
+    return runtime::invalidArgument("head: " + std::to_string(rows) + " logit rows, the input has " +
+                                    std::to_string(rowsOf(x)));
   // last_only: the head runs on the last `rows` positions (rows = 1).
   const uint16_t *first = x.data<uint16_t>() + (rowsOf(x) - rows) * D;
   headLogits(first, rows, D, w.data<uint16_t>(), w.dim(0), logits.data<float>());

@@ -418,6 +418,10 @@ Status sparseAttention(CudaLaunchContext &c) {
   int64_t R = rows.dim(0);
   int64_t start = c.call.startPos;
   int64_t windowWidth = start == 0 ? std::min(S, window) : window;
+  if (R < (start == 0 ? S : window) || windowWidth > R)
+    return runtime::invalidArgument("sparse_attention: " + std::to_string(R) +
+                                    " window rows, the call reads " +
+                                    std::to_string(start == 0 ? S : window));
   int64_t T = 0, k = 0;
   PoolArgs pool;
   CUdeviceptr kvp = 0, topk = 0;
@@ -428,6 +432,10 @@ Status sparseAttention(CudaLaunchContext &c) {
       return pa.status();
     pool = *pa;
     T = (start + S) / kvState->ratio;
+    if (T > kvState->capacity)
+      return runtime::invalidArgument("sparse_attention: " + std::to_string(T) +
+                                      " compressed entries exceed the KV buffer's capacity " +
+                                      std::to_string(kvState->capacity));
     k = c.inputs[3]->dim(1);
     kvp = c.inputs[2]->ptr;
     topk = c.inputs[3]->ptr;
