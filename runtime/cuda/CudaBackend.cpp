@@ -8,12 +8,20 @@
 // first launch) and are launched by the adapters in CudaAdapters*.cpp.
 // DSC_CUDA_SYNC=1 synchronises after every launch so that a fault names its
 // launch.
+//
+// Threading: Sessions of one Engine may run on different threads. Every entry
+// point (launch, toDevice, toHost, beginCall, uploadChunk, release,
+// synchronize) takes the backend's mutex and makes the primary context
+// current on the calling thread. release() frees a destroyed tensor's twin,
+// so a new tensor at a reused address never inherits a stale buffer.
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaAdapter.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <unordered_map>
 
 namespace dsc::cuda {
@@ -35,13 +43,27 @@ public:
   }
 
   ~CudaBackend() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (context_)
+      logOnce(d_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
     for (auto &[tensor, buffer] : buffers_)
       if (buffer.ptr)
-        d_.cuMemFree(buffer.ptr);
+        logOnce(d_.cuMemFree(buffer.ptr), "cuMemFree");
+    buffers_.clear();
     for (auto &[index, module] : modules_)
-      d_.cuModuleUnload(module);
+      logOnce(d_.cuModuleUnload(module), "cuModuleUnload");
     if (context_)
-      d_.cuDevicePrimaryCtxRelease(device_);
+      logOnce(d_.cuDevicePrimaryCtxRelease(device_), "cuDevicePrimaryCtxRelease");
+  }
+
+  void release(const HostTensor &t) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = buffers_.find(&t);
+    if (it == buffers_.end())
+      return;
+    if (it->second.ptr && makeCurrent())
+      logOnce(d_.cuMemFree(it->second.ptr), "cuMemFree");
+    buffers_.erase(it);
   }
 
   const char *name() const override { return "cuda"; }
@@ -60,6 +82,9 @@ public:
   }
 
   Status beginCall(std::span<HostTensor *const> activations) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (Status s = makeCurrentStatus(); !s)
+      return s;
     for (HostTensor *t : activations) {
       Expected<CUdeviceptr> ptr = ensure(*t);
       if (!ptr)
@@ -72,6 +97,9 @@ public:
   }
 
   Status toDevice(HostTensor &t) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (Status s = makeCurrentStatus(); !s)
+      return s;
     Expected<CUdeviceptr> ptr = ensure(t);
     if (!ptr)
       return ptr.status();
@@ -81,6 +109,9 @@ public:
   }
 
   Status uploadChunk(HostTensor &t, size_t offset, const void *data, size_t bytes) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (Status s = makeCurrentStatus(); !s)
+      return s;
     if (offset > t.byteSize() || bytes > t.byteSize() - offset)
       return runtime::invalidArgument("uploadChunk: bytes [" + std::to_string(offset) + ", " +
                                       std::to_string(offset + bytes) + ") outside a tensor of " +
@@ -93,7 +124,12 @@ public:
     return d_.check(d_.cuMemcpyHtoD(*ptr + offset, data, bytes), "cuMemcpyHtoD (chunk)");
   }
 
-  Status synchronize() override { return d_.check(d_.cuCtxSynchronize(), "cuCtxSynchronize"); }
+  Status synchronize() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (Status s = makeCurrentStatus(); !s)
+      return s;
+    return d_.check(d_.cuCtxSynchronize(), "cuCtxSynchronize");
+  }
 
   std::string deviceName() const override {
     char name[256] = {};
@@ -103,6 +139,9 @@ public:
   }
 
   Status toHost(HostTensor &t) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (Status s = makeCurrentStatus(); !s)
+      return s;
     auto it = buffers_.find(&t);
     if (it == buffers_.end() || !t.byteSize())
       return Status::ok();
@@ -114,6 +153,9 @@ public:
   }
 
   Status launch(runtime::LaunchContext &c) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (Status s = makeCurrentStatus(); !s)
+      return s;
     auto it = table_.find(c.kernel.name);
     if (it == table_.end())
       return runtime::failedPrecondition("the CUDA backend has no kernel '" + c.kernel.name + "'");
@@ -130,7 +172,8 @@ public:
     }
     Status status = it->second(context);
     for (CUdeviceptr p : context.scratchBuffers)
-      d_.cuMemFree(p);
+      if (Status f = d_.check(d_.cuMemFree(p), "cuMemFree (scratch)"); !f && status)
+        status = f;
     if (status && syncEachLaunch_)
       status = d_.check(d_.cuCtxSynchronize(), "launch of '" + c.kernel.name + "'");
     return status;
@@ -207,12 +250,37 @@ private:
     return d_.check(d_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
   }
 
+  /// Makes the primary context current on this thread (mutex_ held).
+  bool makeCurrent() { return context_ && d_.cuCtxSetCurrent(context_) == CUDA_SUCCESS; }
+  Status makeCurrentStatus() {
+    if (!context_)
+      return runtime::failedPrecondition("the CUDA backend has no context");
+    return d_.check(d_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+  }
+  /// A failed driver call in a destructor or release(): reported on stderr
+  /// once per backend (nothing can be returned there).
+  void logOnce(CUresult result, const char *what) {
+    if (result == CUDA_SUCCESS || logged_)
+      return;
+    logged_ = true;
+    const char *text = nullptr;
+    if (d_.cuGetErrorString)
+      d_.cuGetErrorString(result, &text);
+    std::fprintf(stderr, "dsc: warning: %s failed while releasing CUDA resources: %s (%d)\n", what,
+                 text ? text : "unknown error", int(result));
+  }
+
+  /// The device twin of t, allocated or grown as needed (mutex_ held).
   Expected<CUdeviceptr> ensure(const HostTensor &t) {
     DeviceBuffer &buffer = buffers_[&t];
     size_t bytes = std::max<size_t>(t.byteSize(), 1);
     if (buffer.capacity < bytes) {
-      if (buffer.ptr)
-        d_.cuMemFree(buffer.ptr);
+      if (buffer.ptr) {
+        CUdeviceptr old = buffer.ptr;
+        buffer = DeviceBuffer();
+        if (Status s = d_.check(d_.cuMemFree(old), "cuMemFree"); !s)
+          return s;
+      }
       buffer = DeviceBuffer();
       CUdeviceptr p = 0;
       if (Status s = d_.check(d_.cuMemAlloc(&p, bytes), "cuMemAlloc(" + std::to_string(bytes) + ")");
@@ -255,6 +323,8 @@ private:
   CUcontext context_ = nullptr;
   CudaAdapterTable table_;
   bool syncEachLaunch_ = false;
+  bool logged_ = false;
+  std::mutex mutex_; ///< guards buffers_, modules_, functions_ and logged_
   std::unordered_map<const HostTensor *, DeviceBuffer> buffers_;
   std::map<int64_t, CUmodule> modules_;
   std::map<std::pair<int64_t, std::string>, CUfunction> functions_;
@@ -308,11 +378,13 @@ dsc::runtime::measureDeviceCopyBandwidth(size_t bytes, int iterations) {
       status = d.check(d.cuCtxSynchronize(), "cuCtxSynchronize");
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  if (src)
-    d.cuMemFree(src);
-  if (dst)
-    d.cuMemFree(dst);
-  d.cuDevicePrimaryCtxRelease(device);
+  for (CUdeviceptr p : {src, dst})
+    if (p)
+      if (Status f = d.check(d.cuMemFree(p), "cuMemFree"); !f && status)
+        status = f;
+  if (Status f = d.check(d.cuDevicePrimaryCtxRelease(device), "cuDevicePrimaryCtxRelease");
+      !f && status)
+    status = f;
   if (!status)
     return status;
   result.gbps = result.seconds > 0

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <string>
 
@@ -51,6 +52,9 @@ template <typename Fn> dsc_status guarded(Fn &&fn) {
   } catch (const std::bad_alloc &) {
     lastError = "out of memory";
     return DSC_INTERNAL;
+  } catch (const std::exception &e) {
+    lastError = std::string("internal error: ") + e.what();
+    return DSC_INTERNAL;
   } catch (...) {
     lastError = "internal error";
     return DSC_INTERNAL;
@@ -62,8 +66,15 @@ dsc_status copyLogits(const Expected<HostTensor> &logits, float *out, size_t cap
   if (!logits)
     return fromStatus(logits.status());
   size_t n = size_t(logits->numElements());
-  if (n > capacity)
-    return invalid("logits buffer too small");
+  if (logits->dtype() != DType::F32 || logits->shape().size() != 2) {
+    lastError = "logits are not float32 of rank 2";
+    return DSC_INTERNAL;
+  }
+  if (n > capacity) {
+    lastError = "logits buffer too small: " + std::to_string(n) + " floats needed, capacity " +
+                std::to_string(capacity);
+    return DSC_INVALID_ARGUMENT;
+  }
   std::copy(logits->data<float>(), logits->data<float>() + n, out);
   *rows = size_t(logits->dim(0));
   lastError.clear();
@@ -108,6 +119,7 @@ dsc_status dsc_session_create(dsc_engine *engine, dsc_session **out) {
     return invalid("dsc_session_create: null argument");
   return guarded([&] {
     *out = new dsc_session{engine->engine->newSession()};
+    lastError.clear();
     return DSC_OK;
   });
 }
@@ -115,8 +127,12 @@ dsc_status dsc_session_create(dsc_engine *engine, dsc_session **out) {
 void dsc_session_destroy(dsc_session *session) { delete session; }
 
 void dsc_session_reset(dsc_session *session) {
-  if (session)
+  if (!session)
+    return;
+  (void)guarded([&] {
     session->session->reset();
+    return DSC_OK;
+  });
 }
 
 dsc_status dsc_session_prefill(dsc_session *session, const int32_t *ids, size_t count,

@@ -5,21 +5,62 @@
 
 #include "dsc/numerics/ScalarCodecs.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace dsc::runtime {
 
-HostTensor toFloat32(const HostTensor &t) {
-  HostTensor out(DType::F32, t.shape());
+namespace {
+
+/// IEEE binary16 bits to float (exact).
+float f16ToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h & 0x8000) << 16;
+  int exponent = (h >> 10) & 0x1f;
+  uint32_t mantissa = h & 0x3ff;
+  float magnitude;
+  if (exponent == 0)
+    magnitude = std::ldexp(float(mantissa), -24);
+  else if (exponent == 31)
+    magnitude = mantissa ? std::numeric_limits<float>::quiet_NaN()
+                         : std::numeric_limits<float>::infinity();
+  else
+    magnitude = std::ldexp(float(mantissa | 0x400), exponent - 25);
+  return sign ? -magnitude : magnitude;
+}
+
+} // namespace
+
+Expected<HostTensor> toFloat32(const HostTensor &t) {
+  switch (t.dtype()) {
+  case DType::BF16: case DType::F16: case DType::F32: case DType::F64: case DType::I8:
+  case DType::U8: case DType::I16: case DType::I32: case DType::I64: case DType::Bool:
+  case DType::F8_E4M3:
+    break;
+  default:
+    return invalidArgument(std::string("toFloat32: cannot widen ") + dtypeName(t.dtype()) +
+                           ", expected BF16, F16, F32, F64, F8_E4M3 or an integer dtype");
+  }
+  if (!t.hasStorage())
+    return failedPrecondition("toFloat32: the tensor has no host storage");
+  HostTensor out;
+  if (Status s = out.resetChecked(DType::F32, t.shape()); !s)
+    return s;
   float *y = out.data<float>();
   int64_t n = t.numElements();
   for (int64_t i = 0; i < n; ++i) {
     switch (t.dtype()) {
     case DType::BF16: y[i] = numerics::bf16ToFloat(t.data<uint16_t>()[i]); break;
+    case DType::F16: y[i] = f16ToFloat(t.data<uint16_t>()[i]); break;
     case DType::F32: y[i] = t.data<float>()[i]; break;
+    case DType::F64: y[i] = float(t.data<double>()[i]); break;
+    case DType::F8_E4M3: y[i] = numerics::e4m3ToFloat(t.data<uint8_t>()[i]); break;
+    case DType::I8: y[i] = float(t.data<int8_t>()[i]); break;
+    case DType::I16: y[i] = float(t.data<int16_t>()[i]); break;
     case DType::I32: y[i] = float(t.data<int32_t>()[i]); break;
     case DType::I64: y[i] = float(t.data<int64_t>()[i]); break;
-    case DType::U8: y[i] = float(t.data<uint8_t>()[i]); break;
+    case DType::U8: case DType::Bool: y[i] = float(t.data<uint8_t>()[i]); break;
     default: y[i] = 0; break;
     }
   }
@@ -72,6 +113,16 @@ void LayerDumper::write(const std::string &name, const HostTensor &tensor) {
   status_ = writeNpy(directory_ + "/" + name + ".npy", tensor);
 }
 
+void LayerDumper::write(const std::string &name, const Expected<HostTensor> &tensor) {
+  if (!status_)
+    return;
+  if (!tensor) {
+    status_ = tensor.status().withContext(name + ": ");
+    return;
+  }
+  write(name, *tensor);
+}
+
 void LayerDumper::afterLaunch(const CallInfo &call, const Program &, const Launch &launch,
                               const KernelSpec &kernel,
                               std::span<const HostTensor *const> outputs) {
@@ -108,12 +159,31 @@ Status LayerDumper::dumpCaches() {
     int64_t rows = 0;
     switch (state.kind) {
     case StateKind::WindowRing: name = "window_kv"; rows = state.capacity; break;
-    case StateKind::MainKv: name = "compress_kv"; rows = position / state.ratio; break;
-    case StateKind::IndexKeys: name = "index_k"; rows = position / state.ratio; break;
+    case StateKind::MainKv: name = "compress_kv"; break;
+    case StateKind::IndexKeys: name = "index_k"; break;
     default: continue;
     }
-    numerics::KvPageLayout layout = pageLayoutOf(state.layout);
-    HostTensor out(DType::F32, {rows, layout.format.valuesPerEntry});
+    if (state.kind != StateKind::WindowRing) {
+      if (state.ratio <= 0)
+        return internalError(state.name + ": compress ratio " + std::to_string(state.ratio) +
+                             ", expected a positive ratio");
+      rows = position / state.ratio;
+    }
+    // At most `capacity` records exist (a ring or a full cache), and every
+    // record read must lie inside the state's bytes.
+    rows = std::clamp<int64_t>(rows, 0, state.capacity);
+    numerics::KvPageLayout layout = pageLayoutOf(state);
+    if (!layout.isValid())
+      return internalError(state.name + ": invalid record layout");
+    Expected<int64_t> expectedBytes = stateBytes(state);
+    if (!expectedBytes)
+      return expectedBytes.status();
+    if (!bytes.hasStorage() || int64_t(bytes.byteSize()) < *expectedBytes)
+      return internalError(state.name + ": state holds " + std::to_string(bytes.byteSize()) +
+                           " bytes, expected " + std::to_string(*expectedBytes));
+    HostTensor out;
+    if (Status s = out.resetChecked(DType::F32, {rows, layout.format.valuesPerEntry}); !s)
+      return s.withContext(state.name + ": ");
     const uint8_t *pool = bytes.data<uint8_t>();
     for (int64_t r = 0; r < rows; ++r)
       if (!numerics::decodeKvRecord(layout.format, pool + layout.tokenDataOffset(r),

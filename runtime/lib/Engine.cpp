@@ -33,46 +33,76 @@ int64_t resolveDim(int64_t dim, int64_t ratio, int64_t startPos, int64_t tokens)
   }
 }
 
+namespace {
+
+/// Plan and checkpoint reading report an I/O error other than "missing" as
+/// Unavailable; the Engine reserves Unavailable for "the backend (driver or
+/// GPU) is missing", so such errors become FailedPrecondition here.
+Status notBackend(Status status) {
+  if (status.code() == StatusCode::Unavailable)
+    return failedPrecondition(status.message());
+  return status;
+}
+
+} // namespace
+
+Expected<std::unique_ptr<Backend>> Engine::makeBackend(const EngineOptions &options) {
+  if (options.backend == "cpu")
+    return createCpuBackend();
+  if (options.backend == "cuda") {
+    Expected<std::unique_ptr<Backend>> cuda = createCudaBackend();
+    if (!cuda) // Unavailable: no driver or no GPU
+      return cuda.status();
+    return std::move(cuda.value());
+  }
+  return invalidArgument("unknown backend '" + options.backend + "' (available: cpu, cuda)");
+}
+
 Expected<std::unique_ptr<Engine>> Engine::load(const std::string &planPath,
                                                const std::string &checkpointPath,
                                                EngineOptions options) {
+  // The backend first: a missing driver or GPU is reported (as Unavailable)
+  // before any file is read.
+  Expected<std::unique_ptr<Backend>> backend = makeBackend(options);
+  if (!backend)
+    return backend.status();
   Expected<PlanModel> plan = readPlanFile(planPath);
   if (!plan)
-    return plan.status();
-  return create(std::move(plan.value()), checkpointPath, std::move(options));
+    return notBackend(plan.status());
+  return bind(std::move(backend.value()), std::move(plan.value()), checkpointPath);
 }
 
 Expected<std::unique_ptr<Engine>> Engine::create(PlanModel plan, const std::string &checkpointPath,
                                                  EngineOptions options) {
+  Expected<std::unique_ptr<Backend>> backend = makeBackend(options);
+  if (!backend)
+    return backend.status();
+  return bind(std::move(backend.value()), std::move(plan), checkpointPath);
+}
+
+Expected<std::unique_ptr<Engine>> Engine::bind(std::unique_ptr<Backend> backend, PlanModel plan,
+                                               const std::string &checkpointPath) {
   if (Status status = verifyPlan(plan); !status)
     return status;
   std::unique_ptr<Engine> engine(new Engine());
-  if (options.backend == "cpu") {
-    engine->backend_ = createCpuBackend();
-  } else if (options.backend == "cuda") {
-    Expected<std::unique_ptr<Backend>> cuda = createCudaBackend();
-    if (!cuda)
-      return cuda.status();
-    engine->backend_ = std::move(cuda.value());
-  } else {
-    return invalidArgument("unknown backend '" + options.backend + "' (available: cpu, cuda)");
-  }
+  engine->backend_ = std::move(backend);
   if (Status status = engine->backend_->check(plan); !status)
     return status;
 
   Expected<Checkpoint> checkpoint = Checkpoint::open(checkpointPath);
   if (!checkpoint)
-    return checkpoint.status();
+    return notBackend(checkpoint.status());
   if (Status status = checkpoint->check(plan.tensors); !status)
-    return status;
+    return notBackend(status);
   engine->weights_.resize(plan.tensors.size());
   for (size_t i = 0; i < plan.tensors.size(); ++i) {
     const TensorBinding &binding = plan.tensors[i];
+    HostTensor &tensor = engine->weights_[i];
+    if (Status s = tensor.resetChecked(binding.dtype, binding.shape); !s)
+      return s.withContext("tensor '" + binding.name + "': ");
     Expected<std::vector<std::byte>> bytes = checkpoint->gather(binding);
     if (!bytes)
-      return bytes.status();
-    HostTensor &tensor = engine->weights_[i];
-    tensor.reset(binding.dtype, binding.shape);
+      return notBackend(bytes.status());
     if (bytes->size() != tensor.byteSize())
       return internalError("tensor '" + binding.name + "': gathered " +
                            std::to_string(bytes->size()) + " bytes, expected " +
@@ -85,7 +115,12 @@ Expected<std::unique_ptr<Engine>> Engine::create(PlanModel plan, const std::stri
   return engine;
 }
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  // Free the weights' device twins before the backend goes.
+  if (backend_)
+    for (const HostTensor &t : weights_)
+      backend_->release(t);
+}
 
 std::unique_ptr<Session> Engine::newSession() { return std::make_unique<Session>(*this); }
 
@@ -94,12 +129,27 @@ Session::Session(Engine &engine) : engine_(engine) {
   reset();
 }
 
-Session::~Session() = default;
+Session::~Session() {
+  // Device twins of this session's tensors are freed, so that a later
+  // tensor at a reused address never inherits a stale buffer.
+  Backend &backend = engine_.backend();
+  for (const HostTensor &t : states_)
+    backend.release(t);
+  for (const std::vector<HostTensor> &program : activations_)
+    for (const HostTensor &t : program)
+      backend.release(t);
+}
 
 void Session::reset() {
   const PlanModel &plan = engine_.plan();
   position_ = 0;
   decodeSteps_ = 0;
+  failure_.clear();
+  stateError_ = Status::ok();
+  auto keepFirst = [&](Status s) {
+    if (stateError_ && !s)
+      stateError_ = std::move(s);
+  };
   states_.resize(plan.states.size());
   for (size_t i = 0; i < plan.states.size(); ++i) {
     const StateBuffer &s = plan.states[i];
@@ -108,27 +158,43 @@ void Session::reset() {
     case StateKind::WindowRing:
     case StateKind::DSparkRing:
     case StateKind::MainKv:
-    case StateKind::IndexKeys:
-      t.reset(DType::U8, {stateBytes(s)});
+    case StateKind::IndexKeys: {
+      Expected<int64_t> bytes = stateBytes(s);
+      if (!bytes) {
+        keepFirst(bytes.status());
+        continue;
+      }
+      if (Status st = t.resetChecked(DType::U8, {*bytes}); !st) {
+        keepFirst(st.withContext("state '" + s.name + "': "));
+        continue;
+      }
       break;
+    }
     case StateKind::CompressorState: {
-      // [2, ratio, dim]: kv (zeros) then score (-inf).
-      int64_t dim = 0;
-      for (const Program &p : plan.programs)
-        for (const ValueSlot &v : p.values)
-          if (v.state == int64_t(i) && v.shape.size() == 3)
-            dim = v.shape[2];
-      t.reset(DType::F32, {2, s.ratio, dim});
+      // [2, ratio, dim]: kv rows (zeros) then score rows (-inf).
+      int64_t dim = s.dim;
+      if (dim <= 0) // plans from before StateBuffer::dim: the slot's shape
+        for (const Program &p : plan.programs)
+          for (const ValueSlot &v : p.values)
+            if (v.state == int64_t(i) && v.shape.size() == 3)
+              dim = v.shape[2];
+      if (Status st = t.resetChecked(DType::F32, {2, s.ratio, dim}); !st) {
+        keepFirst(st.withContext("state '" + s.name + "': "));
+        continue;
+      }
       float *score = t.data<float>() + s.ratio * dim;
       std::fill(score, score + s.ratio * dim, -std::numeric_limits<float>::infinity());
       break;
     }
     case StateKind::EngramHistory:
-      t.reset(DType::I64, {s.capacity});
+      if (Status st = t.resetChecked(DType::I64, {s.capacity}); !st) {
+        keepFirst(st.withContext("state '" + s.name + "': "));
+        continue;
+      }
       std::fill(t.data<int64_t>(), t.data<int64_t>() + s.capacity, int64_t(-1));
       break;
     }
-    stateError_ = engine_.backend().toDevice(t);
+    keepFirst(engine_.backend().toDevice(t).withContext("uploading state '" + s.name + "': "));
   }
 }
 
@@ -149,6 +215,8 @@ const HostTensor *Session::value(const std::string &program, int64_t slot) const
 }
 
 Expected<HostTensor> Session::prefill(std::span<const int32_t> ids) {
+  if (!failure_.empty())
+    return failedPrecondition(failure_);
   if (position_ != 0)
     return failedPrecondition("prefill starts a sequence: call reset() first (position is " +
                               std::to_string(position_) + ")");
@@ -161,6 +229,8 @@ Expected<HostTensor> Session::prefill(std::span<const int32_t> ids) {
 }
 
 Expected<HostTensor> Session::decode(int32_t id) {
+  if (!failure_.empty())
+    return failedPrecondition(failure_);
   if (position_ == 0)
     return failedPrecondition("decode needs a prefilled sequence");
   CallInfo call;
@@ -194,6 +264,23 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
 
   if (!stateError_)
     return stateError_;
+  if (program->outputs.empty())
+    return internalError(programName + ": the program has no outputs");
+  int64_t outputSlot = program->outputs.front();
+  if (outputSlot < 0 || size_t(outputSlot) >= program->values.size())
+    return internalError(programName + ": output 0 is value " + std::to_string(outputSlot) +
+                         ", outside the program's " + std::to_string(program->values.size()) +
+                         " values");
+  {
+    const ValueSlot &out = program->values[outputSlot];
+    if (out.dtype != DType::F32 || out.shape.size() != 2)
+      return failedPrecondition(programName + ": output 0 (value " + std::to_string(outputSlot) +
+                                " '" + out.name + "') is " + dtypeName(out.dtype) + " of rank " +
+                                std::to_string(out.shape.size()) +
+                                ", expected F32 of rank 2 (the logits)");
+  }
+  if (program->inputs.empty())
+    return internalError(programName + ": the program takes no token ids");
   Backend &backend = engine_.backend();
   bool syncForObserver = observer_ && backend.deviceResident();
   // Allocate every slot for this call.
@@ -202,30 +289,50 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
   std::vector<HostTensor *> resolved(program->values.size(), nullptr);
   for (size_t i = 0; i < program->values.size(); ++i) {
     const ValueSlot &slot = program->values[i];
+    std::string where = programName + ": value slot " + std::to_string(i) + " ('" + slot.name + "'): ";
     switch (slot.kind) {
     case ValueKind::Weight:
+      if (slot.tensor < 0 || size_t(slot.tensor) >= engine_.weights().size())
+        return internalError(where + "weight " + std::to_string(slot.tensor) + " does not exist");
       resolved[i] = const_cast<HostTensor *>(&engine_.weights()[slot.tensor]);
       break;
     case ValueKind::State:
+      if (slot.state < 0 || size_t(slot.state) >= states_.size())
+        return internalError(where + "state " + std::to_string(slot.state) + " does not exist");
       resolved[i] = &states_[slot.state];
       break;
     case ValueKind::Input:
     case ValueKind::Activation: {
       std::vector<int64_t> shape = slot.shape;
-      for (int64_t &d : shape)
+      for (int64_t &d : shape) {
+        if ((d == kCompressedTokens || d == kCompressedLength) && slot.ratio <= 0)
+          return invalidArgument(where + "compressed dimension with ratio " +
+                                 std::to_string(slot.ratio) + ", expected a positive ratio");
         d = resolveDim(d, slot.ratio, call.startPos, call.tokens);
-      values[i].reset(slot.dtype, std::move(shape));
+      }
+      if (Status s = values[i].resetChecked(slot.dtype, std::move(shape)); !s)
+        return s.withContext(where);
       resolved[i] = &values[i];
       break;
     }
     }
   }
-  if (program->inputs.empty())
-    return internalError(programName + ": the program takes no token ids");
+  for (int64_t v : program->inputs)
+    if (v < 0 || size_t(v) >= resolved.size())
+      return internalError(programName + ": input value " + std::to_string(v) + " does not exist");
   HostTensor &input = *resolved[program->inputs.front()];
   if (input.dtype() != DType::I32 || input.numElements() != int64_t(ids.size()))
     return internalError(programName + ": token input slot does not match the call");
   std::copy(ids.begin(), ids.end(), input.data<int32_t>());
+
+  // From here on launches update the states: a failure leaves them
+  // half-updated, so the session refuses further calls until reset().
+  size_t l = 0;
+  auto failAt = [&](Status status) -> Status {
+    failure_ = "the session failed at " + programName + " launch " + std::to_string(l) +
+               "; call reset()";
+    return status;
+  };
   {
     std::vector<HostTensor *> activations;
     for (size_t i = 0; i < program->values.size(); ++i)
@@ -233,13 +340,13 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
           program->values[i].kind == ValueKind::Activation)
         activations.push_back(resolved[i]);
     if (Status s = backend.beginCall(activations); !s)
-      return s;
+      return failAt(s);
     if (Status s = backend.toDevice(input); !s)
-      return s;
+      return failAt(s);
   }
 
   size_t nextBoundary = 0;
-  for (size_t l = 0; l < program->launches.size(); ++l) {
+  for (; l < program->launches.size(); ++l) {
     const Launch &launch = program->launches[l];
     LaunchContext context{plan, *program, launch, plan.kernels[launch.kernel], call, {}, {}, {}, {}};
     for (int64_t v : launch.inputs) {
@@ -251,13 +358,13 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
       context.outputSlots.push_back(&program->values[v]);
     }
     if (Status status = backend.launch(context); !status)
-      return status.withContext(programName + " launch " + std::to_string(l) + " (" +
-                                context.kernel.name + ", layer " + std::to_string(launch.layer) +
-                                "): ");
+      return failAt(status.withContext(programName + " launch " + std::to_string(l) + " (" +
+                                       context.kernel.name + ", layer " +
+                                       std::to_string(launch.layer) + "): "));
     if (syncForObserver)
       for (HostTensor *out : context.outputs)
         if (Status s = backend.toHost(*out); !s)
-          return s;
+          return failAt(s);
     if (observer_)
       observer_->afterLaunch(call, *program, launch, context.kernel,
                              std::span<const HostTensor *const>(context.outputs.data(),
@@ -268,12 +375,12 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
       if (observer_ && model.layerBoundaries) {
         if (Status status = observer_->atBoundary(call, b.layer, *resolved[b.stream], *resolved[b.mix]);
             !status)
-          return status;
+          return failAt(status);
         if (syncForObserver) {
           if (Status s = backend.toDevice(*resolved[b.stream]); !s)
-            return s;
+            return failAt(s);
           if (Status s = backend.toDevice(*resolved[b.mix]); !s)
-            return s;
+            return failAt(s);
         }
       }
     }
@@ -281,12 +388,16 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
   position_ = call.startPos + call.tokens;
   if (call.decodeStep >= 0)
     ++decodeSteps_;
-  if (program->outputs.empty())
-    return internalError(programName + ": the program has no outputs");
-  if (Status s = backend.toHost(*resolved[program->outputs.front()]); !s)
+  HostTensor &out = *resolved[outputSlot];
+  if (Status s = backend.toHost(out); !s)
     return s;
-  HostTensor logits = std::move(*resolved[program->outputs.front()]);
-  values[program->outputs.front()] = HostTensor();
+  if (out.dtype() != DType::F32 || out.shape().size() != 2)
+    return internalError(programName + ": output 0 is not F32 of rank 2");
+  // Only an activation of this call may be moved out; a weight or a state
+  // output is copied (never move out of the engine's weights or the states).
+  if (program->values[outputSlot].kind != ValueKind::Activation)
+    return HostTensor(out);
+  HostTensor logits = std::move(out);
   return logits;
 }
 

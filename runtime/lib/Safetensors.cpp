@@ -123,11 +123,11 @@ Expected<SafetensorsFile> SafetensorsFile::open(const std::string &path) {
   if (fd.fd < 0) {
     int err = errno;
     std::string msg = where + "cannot open: " + std::strerror(err);
-    return err == ENOENT ? notFound(msg) : unavailable(msg);
+    return err == ENOENT ? notFound(msg) : failedPrecondition(msg);
   }
   struct stat st {};
   if (::fstat(fd.fd, &st) != 0)
-    return unavailable(where + "cannot stat: " + std::strerror(errno));
+    return failedPrecondition(where + "cannot stat: " + std::strerror(errno));
   if (!S_ISREG(st.st_mode))
     return invalidArgument(where + "not a regular file");
   const uint64_t fileSize = static_cast<uint64_t>(st.st_size);
@@ -140,7 +140,7 @@ Expected<SafetensorsFile> SafetensorsFile::open(const std::string &path) {
   file.path_ = path;
   void *map = ::mmap(nullptr, fileSize, PROT_READ, MAP_PRIVATE, fd.fd, 0);
   if (map == MAP_FAILED)
-    return unavailable(where + "mmap failed: " + std::strerror(errno));
+    return failedPrecondition(where + "mmap failed: " + std::strerror(errno));
   file.mapping_ = map;
   file.mappingSize_ = fileSize;
   const auto *base = static_cast<const std::byte *>(map);

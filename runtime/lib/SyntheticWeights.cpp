@@ -153,19 +153,13 @@ void fillRange(Fill fill, size_t elementSize, uint64_t seed, uint64_t tensor, ui
 Expected<std::unique_ptr<Engine>> Engine::createSynthetic(PlanModel plan,
                                                           SyntheticWeightOptions synthetic,
                                                           EngineOptions options) {
+  Expected<std::unique_ptr<Backend>> made = makeBackend(options);
+  if (!made) // Unavailable only for a missing driver or GPU
+    return made.status();
   if (Status status = verifyPlan(plan); !status)
     return status;
   std::unique_ptr<Engine> engine(new Engine());
-  if (options.backend == "cpu") {
-    engine->backend_ = createCpuBackend();
-  } else if (options.backend == "cuda") {
-    Expected<std::unique_ptr<Backend>> cuda = createCudaBackend();
-    if (!cuda)
-      return cuda.status();
-    engine->backend_ = std::move(cuda.value());
-  } else {
-    return invalidArgument("unknown backend '" + options.backend + "' (available: cpu, cuda)");
-  }
+  engine->backend_ = std::move(made.value());
   if (Status status = engine->backend_->check(plan); !status)
     return status;
 
@@ -182,10 +176,11 @@ Expected<std::unique_ptr<Engine>> Engine::createSynthetic(PlanModel plan,
 
   uint64_t total = 0;
   for (const TensorBinding &b : plan.tensors) {
-    int64_t n = 1;
-    for (int64_t d : b.shape)
-      n *= d;
-    total += uint64_t(n) * dtypeSize(b.dtype);
+    std::optional<uint64_t> bytes = HostTensor::checkedByteSize(b.dtype, b.shape);
+    if (!bytes || *bytes > HostTensor::kMaxBytes || __builtin_add_overflow(total, *bytes, &total))
+      return invalidArgument("tensor '" + b.name + "': shape " + HostTensor::shapeString(b.shape) +
+                             " is negative, overflows or exceeds " +
+                             std::to_string(HostTensor::kMaxBytes) + " bytes");
   }
   unsigned threads = synthetic.threads ? synthetic.threads
                                        : std::max(1u, std::thread::hardware_concurrency());
@@ -199,11 +194,13 @@ Expected<std::unique_ptr<Engine>> Engine::createSynthetic(PlanModel plan,
     const TensorBinding &binding = plan.tensors[t];
     HostTensor &tensor = engine->weights_[t];
     if (device) {
-      tensor.describe(binding.dtype, binding.shape);
+      if (Status s = tensor.describeChecked(binding.dtype, binding.shape); !s)
+        return s.withContext("tensor '" + binding.name + "': ");
       if (Status s = backend.toDevice(tensor); !s) // allocates the device twin
         return s.withContext("allocating '" + binding.name + "': ");
     } else {
-      tensor.reset(binding.dtype, binding.shape);
+      if (Status s = tensor.resetChecked(binding.dtype, binding.shape); !s)
+        return s.withContext("tensor '" + binding.name + "': ");
     }
     Fill fill = fillFor(binding);
     size_t elementSize = dtypeSize(binding.dtype);

@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -242,7 +243,7 @@ int64_t parseCount(const std::string &text, bool &ok) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int runMain(int argc, char **argv) {
   std::string planPath;
   std::map<std::string, std::string> options;
   bool listBytes = false, bytesOnly = false;
@@ -522,4 +523,17 @@ int main(int argc, char **argv) {
       return fail(options["--json"] + ": cannot write");
   }
   return logitsFinite ? 0 : 3;
+}
+
+int main(int argc, char **argv) {
+  // Nothing the runtime reports is an exception; this only catches what the
+  // standard library may throw (allocation failure) so it never escapes.
+  try {
+    return runMain(argc, argv);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "%s: error: internal error: %s\n", "dsc-bench", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "%s: error: internal error: unknown exception\n", "dsc-bench");
+  }
+  return 1;
 }

@@ -103,6 +103,9 @@ int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, "dsc-compile: DeepSeek-V4.1 model compiler\n");
+  if (maxSeqLen < 0 || maxBatch < 0)
+    return fail("--max-seq-len and --max-batch must be non-negative (0: the config's limit), got " +
+                std::to_string(int64_t(maxSeqLen)) + " and " + std::to_string(int64_t(maxBatch)));
 
   Expected<dsc::models::ModelSpec> spec = dsc::models::importConfigFile(configPath);
   if (!spec)
@@ -124,8 +127,6 @@ int main(int argc, char **argv) {
   options.maxSeqLen = maxSeqLen > 0 ? int64_t(maxSeqLen)
                                     : spec->limits.maxSeqLen.value_or(4096);
   options.maxBatch = maxBatch > 0 ? int64_t(maxBatch) : spec->limits.maxBatchSize.value_or(1);
-  if (maxSeqLen < 0 || maxBatch < 0)
-    return fail("--max-seq-len and --max-batch must be positive");
 
   // Engram token map (reference-spec §7.1).
   std::optional<dsc::numerics::EngramTokenMap> tokenMap;

@@ -18,7 +18,9 @@
 #include "dsc/runtime/Npy.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
+#include <exception>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -53,12 +55,15 @@ Expected<std::vector<int32_t>> readIds(const std::string &path) {
     Expected<HostTensor> t = readNpy(path);
     if (!t)
       return t.status();
+    if (t->dtype() != DType::I64 && t->dtype() != DType::I32)
+      return invalidArgument(path + ": token ids must be an int32 or int64 array, got " +
+                             dtypeName(t->dtype()));
     for (int64_t i = 0; i < t->numElements(); ++i) {
-      int64_t v = t->dtype() == DType::I64   ? t->data<int64_t>()[i]
-                  : t->dtype() == DType::I32 ? t->data<int32_t>()[i]
-                                             : -1;
-      if (t->dtype() != DType::I64 && t->dtype() != DType::I32)
-        return invalidArgument(path + ": token ids must be an int32 or int64 array");
+      int64_t v = t->dtype() == DType::I64 ? t->data<int64_t>()[i] : t->data<int32_t>()[i];
+      if (v < 0 || v > INT32_MAX)
+        return invalidArgument(path + ": token " + std::to_string(i) + " has id " +
+                               std::to_string(v) + ", outside [0, " + std::to_string(INT32_MAX) +
+                               "]");
       ids.push_back(int32_t(v));
     }
     return ids;
@@ -86,7 +91,7 @@ int64_t parseCount(const std::string &text, bool &ok) {
 
 } // namespace
 
-int main(int argc, char **argv) {
+static int runMain(int argc, char **argv) {
   std::string planPath;
   std::map<std::string, std::string> options;
   const std::vector<std::string> known = {"--weights", "--input-ids", "--prefill-len", "--backend",
@@ -230,4 +235,17 @@ int main(int argc, char **argv) {
     std::printf("\n");
   }
   return 0;
+}
+
+int main(int argc, char **argv) {
+  // Nothing the runtime reports is an exception; this only catches what the
+  // standard library may throw (allocation failure) so it never escapes.
+  try {
+    return runMain(argc, argv);
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "%s: error: internal error: %s\n", "dsc-run", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "%s: error: internal error: unknown exception\n", "dsc-run");
+  }
+  return 1;
 }

@@ -7,6 +7,12 @@
  * what you create. Logits are float32 [rows, vocab] copied into the caller's
  * buffer.
  *
+ * Threading: one call at a time per session; an engine must outlive its
+ * sessions; sessions of one engine may run on different threads at once.
+ * A prefill/decode that fails partway leaves the session failed: later calls
+ * return DSC_FAILED_PRECONDITION until dsc_session_reset(). DSC_UNAVAILABLE
+ * from dsc_engine_load means the backend (CUDA driver or GPU) is missing.
+ *
  *   dsc_engine *engine;
  *   if (dsc_engine_load("model.dscp", "ckpt/", "cpu", &engine)) fail(dsc_last_error());
  *   dsc_session *session;
@@ -41,7 +47,8 @@ typedef struct dsc_session dsc_session;
 /** The message of the last failure on this thread ("" if none). */
 const char *dsc_last_error(void);
 
-/** Loads and verifies a plan and binds a checkpoint; backend "cpu". */
+/** Loads and verifies a plan and binds a checkpoint; backend "cpu" or
+ *  "cuda" (NULL: "cpu"). */
 dsc_status dsc_engine_load(const char *plan_path, const char *checkpoint_path,
                            const char *backend, dsc_engine **out);
 void dsc_engine_destroy(dsc_engine *engine);
@@ -52,7 +59,8 @@ int64_t dsc_engine_max_seq_len(const dsc_engine *engine);
 
 dsc_status dsc_session_create(dsc_engine *engine, dsc_session **out);
 void dsc_session_destroy(dsc_session *session);
-/** Forgets the sequence. */
+/** Forgets the sequence and clears a failure (a failure to re-create the
+ *  states is reported by the next prefill). */
 void dsc_session_reset(dsc_session *session);
 
 /** Prefills `count` ids from position 0. Writes the logits rows the plan

@@ -75,13 +75,8 @@ TEST(KernelSignatures, EveryKernelOfTheFixtureHasASignature) {
     EXPECT_NE(findKernelSignature(k.name), nullptr) << k.name;
 }
 
-TEST(KernelSignatures, UnknownKernel) {
-  std::string m = rejects([](PlanModel &plan) {
-    Program &p = plan.programs[0];
-    ownKernel(plan, p, launchOf(plan, p, "embed")).name = "no_such_kernel";
-  });
-  EXPECT_THAT(m, HasSubstr("launch 1 (no_such_kernel): kernel 'no_such_kernel' is not in the "
-                           "kernel vocabulary"));
+TEST(KernelSignatures, UnknownKernelIsLeftToTheBackend) {
+  EXPECT_EQ(findKernelSignature("no_such_kernel"), nullptr);
 }
 
 TEST(KernelSignatures, InputCount) {
@@ -231,7 +226,7 @@ TEST(KernelSignatures, MoeStackedShapes) {
     size_t l = launchOf(plan, p, "moe_experts");
     std::swap(p.launches[l].inputs[3], p.launches[l].inputs[7]); // w1 <-> w2
   });
-  EXPECT_THAT(m, HasSubstr("(moe_experts): input 3 dim 1 is 256, expected 128"));
+  EXPECT_THAT(m, HasSubstr("(moe_experts): input 3 dim 2 is 64, expected 128 (stacked routed expert weights)"));
 }
 
 TEST(KernelSignatures, EngramHashArrays) {
@@ -254,7 +249,7 @@ TEST(KernelSignatures, SparseAttentionMainKvState) {
     }
     p.launches[sa].inputs[2] = p.launches[sa].inputs[1]; // the ring instead of the main KV
   });
-  EXPECT_THAT(m, HasSubstr("(sparse_attention): input 2 (main KV, value 'layers.1.window') is "
+  EXPECT_THAT(m, HasSubstr("(sparse_attention): input 2 (main KV, value 'layers.1.window_kv') is "
                            "state 'layers.1.window' of kind WindowRing, expected MainKv"));
 }
 
@@ -286,10 +281,11 @@ TEST(KernelSignatures, RecordStateSlot) {
   std::string m = rejects([](PlanModel &plan) {
     for (Program &p : plan.programs)
       for (ValueSlot &v : p.values)
-        if (v.name == "layers.0.window")
+        if (v.name == "layers.0.window_kv")
           v.dtype = DType::I8;
   });
-  EXPECT_THAT(m, HasSubstr("'layers.0.window': is I8, expected U8"));
+  EXPECT_THAT(m, HasSubstr("'layers.0.window_kv': is I8, expected U8 (the records of a "
+                           "WindowRing state)"));
 }
 
 TEST(KernelSignatures, HeadRows) {

@@ -71,13 +71,14 @@ PlanModel makePlan() {
   mainKv.layer = 1;
   mainKv.ratio = 2;
   mainKv.capacity = 128;
-  mainKv.layout = {128, 16, /*E2M1*/ 0, /*E4M3*/ 0, 64, 8, 72, 0, 0};
+  mainKv.layout = {128, 16, /*E2M1*/ 0, /*E4M3*/ 0, 64, 8, 72, 64, 0};
   StateBuffer compressor;
   compressor.name = "layers.1.compressor";
   compressor.kind = StateKind::CompressorState;
   compressor.layer = 1;
   compressor.ratio = 2;
   compressor.capacity = 2;
+  compressor.dim = 128;
   StateBuffer history;
   history.name = "engram.history";
   history.kind = StateKind::EngramHistory;
@@ -85,7 +86,7 @@ PlanModel makePlan() {
   plan.states = {window, mainKv, compressor, history};
 
   KernelSpec embed;
-  embed.name = "embed";
+  embed.name = "test_embed"; // outside the vocabulary: no signature check
   embed.params = {{"dim", int64_t{256}},
                   {"eps", 1e-20},
                   {"shape", std::vector<int64_t>{1, 2, -3}},
@@ -93,7 +94,7 @@ PlanModel makePlan() {
   embed.cubin = {0x7f, 'E', 'L', 'F', 0, 255};
   embed.ptx = ".version 8.0\n.target sm_90a\n";
   KernelSpec norm;
-  norm.name = "rms_norm";
+  norm.name = "test_norm";
   norm.params = {{"eps", 1e-6}};
   KernelSpec linear;
   linear.name = "linear_fp8";
@@ -605,11 +606,11 @@ TEST(VerifyPlan, KernelIndexOutOfRange) {
 TEST(VerifyPlan, LaunchValueIndexOutOfRange) {
   PlanModel plan = makePlan();
   plan.programs[0].launches[2].inputs[1] = 11;
-  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 2 (kernel 2 'rms_norm'): input 1 is "
+  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 2 (kernel 2 'test_norm'): input 1 is "
                                "value 11, out of range (the program has 11 values)");
   plan = makePlan();
   plan.programs[0].launches[2].outputs[0] = -1;
-  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 2 (kernel 2 'rms_norm'): output 0 is "
+  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 2 (kernel 2 'test_norm'): output 0 is "
                                "value -1, out of range (the program has 11 values)");
 }
 
@@ -666,20 +667,20 @@ TEST(VerifyPlan, ValueShapes) {
 TEST(VerifyPlan, ReadBeforeWrite) {
   PlanModel plan = makePlan();
   plan.programs[0].launches[1].inputs.push_back(5); // written by launch 2
-  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 1 (kernel 1 'rms_norm'): input 3 "
+  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 1 (kernel 1 'test_norm'): input 3 "
                                "reads value 5 'layers.0.pre_mix', an Activation no earlier "
                                "launch writes");
   // A launch's own output is not available to it.
   plan = makePlan();
   plan.programs[0].launches[2].inputs.push_back(6);
-  EXPECT_THAT(verifyError(plan), HasSubstr("launch 2 (kernel 2 'rms_norm'): input 2 reads "
+  EXPECT_THAT(verifyError(plan), HasSubstr("launch 2 (kernel 2 'test_norm'): input 2 reads "
                                            "value 6 'layers.0.compressed'"));
 }
 
 TEST(VerifyPlan, LaunchWritesReadOnlyValue) {
   PlanModel plan = makePlan();
   plan.programs[0].launches[1].outputs.push_back(1);
-  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 1 (kernel 1 'rms_norm'): output 2 "
+  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 1 (kernel 1 'test_norm'): output 2 "
                                "writes value 1 'embed.weight', a Weight value (read-only)");
   plan = makePlan();
   plan.programs[0].launches[1].outputs.push_back(0);
@@ -794,7 +795,7 @@ TEST(VerifyPlan, RecordLayoutTypes) {
   EXPECT_THAT(verifyError(plan), HasSubstr("pageOrder 2 is not a KvPageOrder"));
   plan = makePlan();
   plan.states[0].layout.tokensPerPage = -64;
-  EXPECT_THAT(verifyError(plan), HasSubstr("tokensPerPage -64 is negative"));
+  EXPECT_THAT(verifyError(plan), HasSubstr("tokensPerPage -64 must be positive"));
 }
 
 TEST(VerifyPlan, StateFields) {
@@ -858,7 +859,7 @@ TEST(VerifyPlan, UniqueProgramNames) {
 TEST(VerifyPlan, KernelParameters) {
   PlanModel plan = makePlan();
   plan.kernels[0].params.push_back({"dim", int64_t{512}});
-  EXPECT_EQ(verifyError(plan), "kernel 0 'embed': parameter 'dim' appears twice");
+  EXPECT_EQ(verifyError(plan), "kernel 0 'test_embed': parameter 'dim' appears twice");
   plan = makePlan();
   plan.kernels[3].name.clear();
   EXPECT_EQ(verifyError(plan), "kernel 3 has an empty name");
@@ -867,6 +868,6 @@ TEST(VerifyPlan, KernelParameters) {
 TEST(VerifyPlan, LaunchLayer) {
   PlanModel plan = makePlan();
   plan.programs[1].launches[0].layer = -2;
-  EXPECT_EQ(verifyError(plan), "program 'decode': launch 0 (kernel 0 'embed'): layer -2 is "
+  EXPECT_EQ(verifyError(plan), "program 'decode': launch 0 (kernel 0 'test_embed'): layer -2 is "
                                "invalid (-1: outside blocks)");
 }

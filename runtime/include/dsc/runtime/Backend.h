@@ -42,7 +42,11 @@ struct LaunchContext {
 ///     boundaries); the device copy must follow before the next launch;
 ///   - toHost(t): the caller is about to read t on the host (observers,
 ///     outputs, state dumps);
-///   - beginCall(activations): the call's activations were re-sized and zeroed.
+///   - beginCall(activations): the call's activations were re-sized and zeroed;
+///   - release(t): t is being destroyed; its device twin must be freed.
+/// Threading: Sessions of one Engine may call a backend from different
+/// threads at once; a device backend guards its bookkeeping and makes its
+/// context current at each entry point.
 class Backend {
 public:
   virtual ~Backend() = default;
@@ -53,6 +57,10 @@ public:
   virtual Status beginCall(std::span<HostTensor *const>) { return Status::ok(); }
   virtual Status toDevice(HostTensor &) { return Status::ok(); }
   virtual Status toHost(HostTensor &) { return Status::ok(); }
+  /// The host tensor is going away (a Session's states and activations when
+  /// it is destroyed, the Engine's weights): a device backend frees its twin
+  /// so that a later tensor at the same address starts without one.
+  virtual void release(const HostTensor &) {}
   /// Whether tensors live elsewhere than the host (observers then cost copies).
   virtual bool deviceResident() const { return false; }
   /// Writes `bytes` bytes at byte `offset` of t's backing store: the host

@@ -53,6 +53,7 @@ public:
 
 private:
   void write(const std::string &name, const HostTensor &tensor);
+  void write(const std::string &name, const Expected<HostTensor> &tensor);
   std::string directory_;
   const Session &session_;
   const PlanModel &plan_;
@@ -79,8 +80,10 @@ private:
   std::vector<SessionObserver *> observers_;
 };
 
-/// bf16 / f32 / int tensors widened to float32 (bf16 bits decoded exactly).
-HostTensor toFloat32(const HostTensor &tensor);
+/// bf16 / f16 / f32 / f64 / fp8 E4M3 / integer tensors widened to float32
+/// (bf16, f16 and E4M3 bits decoded exactly); InvalidArgument naming the
+/// dtype for others (UE8M0 scales).
+Expected<HostTensor> toFloat32(const HostTensor &tensor);
 
 } // namespace dsc::runtime
 

@@ -11,6 +11,21 @@
 // Engram history) and runs the plan's programs. Nothing throws; every failure
 // is a Status naming what is wrong.
 //
+// Threading contract:
+//   - one call at a time per Session (prefill, decode, reset, state reads);
+//   - an Engine outlives its Sessions;
+//   - Sessions of one Engine may run on different threads at the same time
+//     (the backend serialises its own bookkeeping and makes its device
+//     context current on the calling thread).
+//
+// Errors: a call rejected before it starts (bad ids, too long, bad plan
+// shapes) leaves the session as it was. A call that fails partway (a launch,
+// an observer, a device copy) may leave the states half-updated: the session
+// is then "failed" and every later prefill/decode returns FailedPrecondition
+// "the session failed at <program> launch N; call reset()" until reset().
+// Engine::load/create report Unavailable only when the backend is (no CUDA
+// driver or no GPU); file errors are NotFound, DataLoss or FailedPrecondition.
+//
 // Conformance: a SessionObserver sees every launch's outputs and, in plans
 // compiled with --layer-boundaries, every block boundary, where it may
 // replace the residual stream and mix (forced boundaries, golden/README.md).
@@ -57,7 +72,7 @@ public:
 };
 
 struct EngineOptions {
-  std::string backend = "cpu"; ///< "cpu" (reference backend)
+  std::string backend = "cpu"; ///< "cpu" (reference backend) or "cuda"
 };
 
 /// Deterministic synthetic weights (Engine::createSynthetic, for benchmarks).
@@ -103,6 +118,9 @@ public:
 
 private:
   Engine() = default;
+  static Expected<std::unique_ptr<Backend>> makeBackend(const EngineOptions &options);
+  static Expected<std::unique_ptr<Engine>> bind(std::unique_ptr<Backend> backend, PlanModel plan,
+                                                const std::string &checkpointPath);
   PlanModel plan_;
   std::vector<HostTensor> weights_; ///< one per plan tensor binding
   std::unique_ptr<Backend> backend_;
@@ -118,7 +136,7 @@ public:
   Expected<HostTensor> prefill(std::span<const int32_t> ids);
   /// Runs `decode` on one token at the next position.
   Expected<HostTensor> decode(int32_t id);
-  /// Forgets the sequence (states zeroed, position 0).
+  /// Forgets the sequence (states zeroed, position 0) and clears a failure.
   void reset();
 
   int64_t position() const { return position_; }
@@ -140,7 +158,8 @@ private:
   int64_t position_ = 0;
   int64_t decodeSteps_ = 0;
   std::vector<HostTensor> states_;
-  Status stateError_; ///< a failed upload of the reset states
+  Status stateError_; ///< the first failure sizing or uploading the reset states
+  std::string failure_; ///< non-empty after a call failed partway (until reset())
   std::vector<std::vector<HostTensor>> activations_; ///< per program, per slot
 };
 

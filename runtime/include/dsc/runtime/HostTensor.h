@@ -9,10 +9,14 @@
 
 #include "dsc/runtime/Safetensors.h" // DType, dtypeSize
 
+#include "dsc/runtime/Status.h"
+
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,45 +25,144 @@ namespace dsc::runtime {
 
 class HostTensor {
 public:
+  /// Largest tensor resetChecked accepts (2^40 bytes).
+  static constexpr uint64_t kMaxBytes = uint64_t(1) << 40;
+
   HostTensor() = default;
   HostTensor(DType dtype, std::vector<int64_t> shape) { reset(dtype, std::move(shape)); }
-
-  /// Re-shapes and zero-fills (reallocates only when growing).
-  void reset(DType dtype, std::vector<int64_t> shape) {
-    dtype_ = dtype;
-    shape_ = std::move(shape);
-    size_t bytes = size_t(numElements()) * dtypeSize(dtype_);
-    if (bytes > capacity_) {
-      size_t words = (bytes + 63) / 64;
+  HostTensor(const HostTensor &other) { *this = other; }
+  HostTensor &operator=(const HostTensor &other) {
+    if (this == &other)
+      return *this;
+    dtype_ = other.dtype_;
+    shape_ = other.shape_;
+    if (!other.storage_) {
+      storage_.reset();
+      capacity_ = 0;
+    } else if (other.bytes_ > capacity_) {
+      size_t words = (other.bytes_ + 63) / 64;
       storage_.reset(new Block[words]);
       capacity_ = words * 64;
     }
-    bytes_ = bytes;
+    bytes_ = other.bytes_;
+    if (bytes_ && other.storage_)
+      std::memcpy(storage_.get(), other.storage_.get(), bytes_);
+    return *this;
+  }
+  /// Moves leave `other` empty (no shape, no bytes, no capacity).
+  HostTensor(HostTensor &&other) noexcept { *this = std::move(other); }
+  HostTensor &operator=(HostTensor &&other) noexcept {
+    if (this == &other)
+      return *this;
+    dtype_ = other.dtype_;
+    shape_ = std::move(other.shape_);
+    storage_ = std::move(other.storage_);
+    bytes_ = other.bytes_;
+    capacity_ = other.capacity_;
+    other.shape_.clear();
+    other.bytes_ = 0;
+    other.capacity_ = 0;
+    return *this;
+  }
+
+  /// Elements of `shape` times the element size of `dtype`, or nullopt for a
+  /// negative dimension or a product that overflows 64 bits.
+  static std::optional<uint64_t> checkedByteSize(DType dtype, const std::vector<int64_t> &shape) {
+    uint64_t n = 1;
+    for (int64_t d : shape) {
+      if (d < 0 || __builtin_mul_overflow(n, uint64_t(d), &n))
+        return std::nullopt;
+    }
+    if (__builtin_mul_overflow(n, uint64_t(dtypeSize(dtype)), &n))
+      return std::nullopt;
+    return n;
+  }
+  static std::string shapeString(const std::vector<int64_t> &shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i)
+      s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+  }
+
+  /// Re-shapes and zero-fills (reallocates only when growing). A negative
+  /// dimension or more than kMaxBytes is InvalidArgument naming the shape;
+  /// the tensor is then left empty.
+  Status resetChecked(DType dtype, std::vector<int64_t> shape) {
+    std::optional<uint64_t> bytes = checkedByteSize(dtype, shape);
+    if (!bytes || *bytes > kMaxBytes) {
+      std::string text = shapeString(shape);
+      dtype_ = dtype;
+      shape_.clear();
+      bytes_ = 0;
+      return invalidArgument("tensor shape " + text + " of " + dtypeName(dtype) +
+                             (bytes ? " needs " + std::to_string(*bytes) + " bytes, more than the limit of " +
+                                          std::to_string(kMaxBytes)
+                                    : std::string(" has a negative dimension or overflows")));
+    }
+    dtype_ = dtype;
+    shape_ = std::move(shape);
+    if (*bytes > capacity_ || !storage_) {
+      size_t words = size_t((*bytes + 63) / 64);
+      storage_.reset(words ? new Block[words] : nullptr);
+      capacity_ = words * 64;
+    }
+    bytes_ = size_t(*bytes);
     if (bytes_)
       std::memset(storage_.get(), 0, bytes_);
+    return Status::ok();
+  }
+  /// resetChecked for shapes the caller has validated; an invalid shape
+  /// asserts in debug builds and leaves an empty tensor otherwise.
+  void reset(DType dtype, std::vector<int64_t> shape) {
+    Status s = resetChecked(dtype, std::move(shape));
+    assert(s.isOk() && "HostTensor::reset: invalid shape");
+    (void)s;
   }
 
   /// Sets dtype and shape without host storage: byteSize() is the described
   /// size and bytes() is null. For weights that live only on a device backend
-  /// (Engine::createSynthetic streams them with Backend::uploadChunk).
-  void describe(DType dtype, std::vector<int64_t> shape) {
-    dtype_ = dtype;
-    shape_ = std::move(shape);
+  /// (Engine::createSynthetic streams them with Backend::uploadChunk). Same
+  /// checks as resetChecked.
+  Status describeChecked(DType dtype, std::vector<int64_t> shape) {
+    std::optional<uint64_t> bytes = checkedByteSize(dtype, shape);
     storage_.reset();
     capacity_ = 0;
-    bytes_ = size_t(numElements()) * dtypeSize(dtype_);
+    dtype_ = dtype;
+    if (!bytes || *bytes > kMaxBytes) {
+      std::string text = shapeString(shape);
+      shape_.clear();
+      bytes_ = 0;
+      return invalidArgument("tensor shape " + text + " of " + dtypeName(dtype) +
+                             " is negative, overflows or exceeds " + std::to_string(kMaxBytes) +
+                             " bytes");
+    }
+    shape_ = std::move(shape);
+    bytes_ = size_t(*bytes);
+    return Status::ok();
+  }
+  void describe(DType dtype, std::vector<int64_t> shape) {
+    Status s = describeChecked(dtype, std::move(shape));
+    assert(s.isOk() && "HostTensor::describe: invalid shape");
+    (void)s;
   }
   /// False for a described tensor (no host copy of its bytes).
   bool hasStorage() const { return bytes_ == 0 || storage_ != nullptr; }
 
   DType dtype() const { return dtype_; }
   const std::vector<int64_t> &shape() const { return shape_; }
-  int64_t dim(size_t i) const { return shape_.at(i); }
+  /// Dimension i; callers validate ranks first (asserts in debug builds,
+  /// 0 out of range otherwise; never throws).
+  int64_t dim(size_t i) const {
+    assert(i < shape_.size() && "HostTensor::dim out of range");
+    return i < shape_.size() ? shape_[i] : 0;
+  }
+  /// Element count (the shape was checked when set, so this cannot overflow).
   int64_t numElements() const {
-    int64_t n = 1;
+    uint64_t n = 1;
     for (int64_t d : shape_)
-      n *= d;
-    return n;
+      if (d < 0 || __builtin_mul_overflow(n, uint64_t(d), &n))
+        return 0;
+    return n > uint64_t(INT64_MAX) ? 0 : int64_t(n);
   }
   size_t byteSize() const { return bytes_; }
 

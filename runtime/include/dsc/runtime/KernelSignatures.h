@@ -64,7 +64,9 @@ const std::vector<KernelSignature> &kernelSignatures();
 /// The signature of `name`, or null for a kernel outside the vocabulary.
 const KernelSignature *findKernelSignature(const std::string &name);
 
-/// Checks launch `launchIndex` of `program` against its kernel's signature.
+/// Checks launch `launchIndex` of `program` against its kernel's signature. A
+/// kernel outside the table passes (Backend::check rejects kernels a backend
+/// does not implement, so such a launch never runs).
 /// Assumes verifyPlan's index checks passed (kernel, value and state indices
 /// in range). Errors read "program 'prefill' launch 12 (head): output 0 is
 /// BF16, expected F32".

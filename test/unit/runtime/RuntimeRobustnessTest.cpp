@@ -1,0 +1,423 @@
+//===- RuntimeRobustnessTest.cpp - Review fixes: HostTensor, Session, Npy ---===//
+//
+// HostTensor (moves, checked sizes, no throwing dim), StateLayout (unpaged
+// states, checked products), Session (weight outputs copied, output checks,
+// per-slot size errors, failed sessions, CompressorState sizing), Npy (header
+// and size checks before allocating, error codes, unique temporaries),
+// toFloat32 and the C API's last error. Session tests use the tiny6 CPU plan
+// (Inputs/tiny6-cpu.dscp) with the tiny6 golden weights.
+//===----------------------------------------------------------------------===//
+#include "dsc/dsc.h"
+#include "dsc/runtime/Conformance.h"
+#include "dsc/runtime/Engine.h"
+#include "dsc/runtime/Npy.h"
+#include "dsc/runtime/PlanFile.h"
+#include "dsc/runtime/StateLayout.h"
+#include "test/unit/support/SharedDir.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <unistd.h>
+
+using namespace dsc::runtime;
+using ::testing::HasSubstr;
+
+namespace {
+
+std::string fixturePlan() {
+  return std::string(DSC_SOURCE_DIR) + "/test/unit/runtime/Inputs/tiny6-cpu.dscp";
+}
+std::string tiny6Weights() { return dsc::test::sharedPath("golden/tiny6/model.safetensors"); }
+
+PlanModel loadFixture() {
+  Expected<PlanModel> plan = readPlanFile(fixturePlan());
+  EXPECT_TRUE(plan) << plan.status().message();
+  return plan ? std::move(plan.value()) : PlanModel();
+}
+
+std::unique_ptr<Engine> engineOf(PlanModel plan) {
+  Expected<std::unique_ptr<Engine>> engine = Engine::create(std::move(plan), tiny6Weights());
+  EXPECT_TRUE(engine) << engine.status().message();
+  return engine ? std::move(engine.value()) : nullptr;
+}
+
+const std::vector<int32_t> kIds = {1, 2, 3};
+
+std::string tempDir() {
+  std::string dir = ::testing::TempDir() + "dsc_robustness_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+void writeBytes(const std::string &path, const std::string &bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), std::streamsize(bytes.size()));
+}
+
+// --- HostTensor --------------------------------------------------------------
+
+TEST(HostTensor, MoveEmptiesTheSource) {
+  HostTensor a(DType::F32, {4, 8});
+  HostTensor b(std::move(a));
+  EXPECT_EQ(a.byteSize(), 0u);
+  EXPECT_EQ(a.bytes(), nullptr);
+  EXPECT_TRUE(a.shape().empty());
+  EXPECT_EQ(b.byteSize(), 128u);
+  // A moved-from tensor is reusable: reset must reallocate, not write into
+  // storage it no longer owns.
+  a.reset(DType::F32, {2});
+  ASSERT_NE(a.bytes(), nullptr);
+  EXPECT_NE(a.bytes(), b.bytes());
+  HostTensor c;
+  c = std::move(b);
+  EXPECT_EQ(b.byteSize(), 0u);
+  EXPECT_EQ(c.byteSize(), 128u);
+}
+
+TEST(HostTensor, CopyIsDeep) {
+  HostTensor a(DType::I32, {3});
+  a.data<int32_t>()[1] = 7;
+  HostTensor b(a);
+  EXPECT_NE(a.bytes(), b.bytes());
+  EXPECT_EQ(b.data<int32_t>()[1], 7);
+}
+
+TEST(HostTensor, ResetCheckedRejectsNegativeOverflowingAndHugeShapes) {
+  HostTensor t;
+  Status negative = t.resetChecked(DType::F32, {-1, 4});
+  EXPECT_EQ(negative.code(), StatusCode::InvalidArgument);
+  EXPECT_THAT(negative.message(), HasSubstr("[-1, 4]"));
+  Status overflow = t.resetChecked(DType::BF16, {8, int64_t(1) << 61});
+  EXPECT_EQ(overflow.code(), StatusCode::InvalidArgument);
+  EXPECT_THAT(overflow.message(), HasSubstr("[8, 2305843009213693952]"));
+  Status huge = t.resetChecked(DType::U8, {(int64_t(1) << 40) + 1});
+  EXPECT_EQ(huge.code(), StatusCode::InvalidArgument);
+  EXPECT_THAT(huge.message(), HasSubstr("more than the limit"));
+  EXPECT_EQ(t.byteSize(), 0u);
+  EXPECT_TRUE(t.resetChecked(DType::F32, {2, 3}));
+  EXPECT_EQ(t.byteSize(), 24u);
+  EXPECT_EQ(HostTensor::checkedByteSize(DType::F32, {int64_t(1) << 62, 2}), std::nullopt);
+}
+
+#ifdef NDEBUG
+TEST(HostTensor, DimOutOfRangeDoesNotThrow) {
+  HostTensor t(DType::F32, {2});
+  EXPECT_NO_THROW({ EXPECT_EQ(t.dim(5), 0); });
+}
+#endif
+
+// --- StateLayout -------------------------------------------------------------
+
+TEST(StateLayout, TokensPerPageZeroIsOnePageOfCapacity) {
+  StateBuffer s;
+  s.name = "unpaged";
+  s.capacity = 10;
+  s.layout.entryBytes = 7;
+  s.layout.tokensPerPage = 0;
+  Expected<int64_t> bytes = stateBytes(s);
+  ASSERT_TRUE(bytes) << bytes.status().message();
+  EXPECT_EQ(*bytes, 70);
+  EXPECT_EQ(pageLayoutOf(s).tokensPerPage, 10);
+  s.layout.tokensPerPage = 4; // 3 pages of 4
+  EXPECT_EQ(*stateBytes(s), 84);
+}
+
+TEST(StateLayout, OverflowIsAnError) {
+  StateBuffer s;
+  s.name = "big";
+  s.capacity = int64_t(1) << 62;
+  s.layout.entryBytes = 64;
+  s.layout.tokensPerPage = 64;
+  Expected<int64_t> bytes = stateBytes(s);
+  ASSERT_FALSE(bytes);
+  EXPECT_THAT(bytes.status().message(), HasSubstr("state 'big'"));
+  EXPECT_THAT(bytes.status().message(), HasSubstr("overflows"));
+}
+
+// --- Session -----------------------------------------------------------------
+
+TEST(Session, WeightOutputIsCopiedNotMoved) {
+  PlanModel plan = loadFixture();
+  int64_t slot = -1;
+  for (size_t i = 0; i < plan.programs[0].values.size(); ++i) {
+    const ValueSlot &v = plan.programs[0].values[i];
+    if (v.kind == ValueKind::Weight && v.dtype == DType::F32 && v.shape.size() == 2) {
+      slot = int64_t(i);
+      break;
+    }
+  }
+  ASSERT_GE(slot, 0);
+  int64_t tensor = plan.programs[0].values[slot].tensor;
+  plan.programs[0].outputs[0] = slot;
+  Expected<std::unique_ptr<Engine>> created = Engine::create(std::move(plan), tiny6Weights());
+  if (!created) { // the verifier may reject a weight output first
+    EXPECT_THAT(created.status().message(), HasSubstr("output 0"));
+    return;
+  }
+  std::unique_ptr<Engine> engine = std::move(created.value());
+  size_t bytes = engine->weights()[tensor].byteSize();
+  ASSERT_GT(bytes, 0u);
+  std::unique_ptr<Session> session = engine->newSession();
+  Expected<HostTensor> out = session->prefill(kIds);
+  ASSERT_TRUE(out) << out.status().message();
+  EXPECT_EQ(out->byteSize(), bytes);
+  EXPECT_EQ(engine->weights()[tensor].byteSize(), bytes) << "the weight was moved out";
+  ASSERT_NE(engine->weights()[tensor].bytes(), nullptr);
+  EXPECT_EQ(std::memcmp(out->bytes(), engine->weights()[tensor].bytes(), bytes), 0);
+}
+
+TEST(Session, OutputZeroMustBeF32RankTwo) {
+  PlanModel plan = loadFixture();
+  int64_t slot = plan.programs[0].outputs[0];
+  plan.programs[0].values[slot].dtype = DType::BF16;
+  Expected<std::unique_ptr<Engine>> engine = Engine::create(std::move(plan), tiny6Weights());
+  if (!engine) { // the verifier may reject it first; then it names the slot
+    std::printf("verifier: %s\n", engine.status().message().c_str());
+    return;
+  }
+  std::unique_ptr<Session> session = (*engine)->newSession();
+  Expected<HostTensor> out = session->prefill(kIds);
+  ASSERT_FALSE(out);
+  EXPECT_THAT(out.status().message(), HasSubstr("prefill: output 0"));
+  EXPECT_THAT(out.status().message(), HasSubstr("expected F32 of rank 2"));
+  EXPECT_EQ(session->position(), 0); // rejected before anything ran
+}
+
+TEST(Session, OversizedUnusedSlotNamesProgramAndSlot) {
+  // A slot no launch uses escapes the kernel signature checks; its size is
+  // still checked when the Session allocates it.
+  PlanModel plan = loadFixture();
+  ValueSlot extra;
+  extra.kind = ValueKind::Activation;
+  extra.dtype = DType::BF16;
+  extra.shape = {kTokens, int64_t(1) << 61};
+  extra.name = "oversized";
+  plan.programs[0].values.push_back(extra);
+  size_t index = plan.programs[0].values.size() - 1;
+  std::unique_ptr<Engine> engine = engineOf(std::move(plan));
+  ASSERT_TRUE(engine);
+  std::unique_ptr<Session> session = engine->newSession();
+  Expected<HostTensor> out = session->prefill(kIds);
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.status().code(), StatusCode::InvalidArgument);
+  EXPECT_THAT(out.status().message(),
+              HasSubstr("prefill: value slot " + std::to_string(index) + " ('oversized')"));
+  EXPECT_THAT(out.status().message(), HasSubstr("[3, 2305843009213693952]"));
+  EXPECT_TRUE(session->prefill(kIds).status().code() == StatusCode::InvalidArgument)
+      << "a call rejected before launching does not fail the session";
+}
+
+TEST(Session, OversizedSlotNamesProgramAndSlot) {
+  PlanModel plan = loadFixture();
+  ValueSlot &embed = plan.programs[0].values[4];
+  ASSERT_EQ(embed.name, "embed");
+  embed.shape = {kTokens, int64_t(1) << 61};
+  Expected<std::unique_ptr<Engine>> engine = Engine::create(std::move(plan), tiny6Weights());
+  if (!engine) {
+    std::printf("verifier: %s\n", engine.status().message().c_str());
+    return;
+  }
+  std::unique_ptr<Session> session = (*engine)->newSession();
+  Expected<HostTensor> out = session->prefill(kIds);
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.status().code(), StatusCode::InvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("prefill: value slot 4 ('embed')"));
+}
+
+class FailAtLayer : public SessionObserver {
+public:
+  explicit FailAtLayer(int64_t layer) : layer_(layer) {}
+  Status atBoundary(const CallInfo &, int64_t layer, HostTensor &, HostTensor &) override {
+    if (layer == layer_ && armed)
+      return internalError("observer failed at layer " + std::to_string(layer));
+    return Status::ok();
+  }
+  bool armed = true;
+
+private:
+  int64_t layer_;
+};
+
+TEST(Session, FailedCallLeavesTheSessionFailedUntilReset) {
+  PlanModel plan = loadFixture();
+  ASSERT_GE(plan.programs[0].boundaries.size(), 3u);
+  plan.model.layerBoundaries = true; // the fixture has boundaries: observe them
+  std::unique_ptr<Engine> engine = engineOf(std::move(plan));
+  ASSERT_TRUE(engine);
+  std::unique_ptr<Session> session = engine->newSession();
+  FailAtLayer observer(2);
+  session->setObserver(&observer);
+  Expected<HostTensor> first = session->prefill(kIds);
+  ASSERT_FALSE(first);
+  EXPECT_THAT(first.status().message(), HasSubstr("observer failed at layer 2"));
+
+  observer.armed = false;
+  Expected<HostTensor> again = session->prefill(kIds);
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.status().code(), StatusCode::FailedPrecondition);
+  EXPECT_THAT(again.status().message(), HasSubstr("the session failed at prefill launch "));
+  EXPECT_THAT(again.status().message(), HasSubstr("; call reset()"));
+  Expected<HostTensor> decode = session->decode(1);
+  ASSERT_FALSE(decode);
+  EXPECT_EQ(decode.status().code(), StatusCode::FailedPrecondition);
+
+  session->reset();
+  Expected<HostTensor> ok = session->prefill(kIds);
+  EXPECT_TRUE(ok) << ok.status().message();
+  EXPECT_TRUE(session->decode(4)) << "decode after a clean prefill";
+}
+
+TEST(Session, CompressorStateUsesStateDim) {
+  PlanModel plan = loadFixture();
+  int64_t index = -1;
+  for (size_t i = 0; i < plan.states.size(); ++i)
+    if (plan.states[i].kind == StateKind::CompressorState) {
+      index = int64_t(i);
+      break;
+    }
+  ASSERT_GE(index, 0);
+  StateBuffer s = plan.states[index];
+  ASSERT_GT(s.dim, 0);
+  std::unique_ptr<Engine> engine = engineOf(plan);
+  ASSERT_TRUE(engine);
+  std::unique_ptr<Session> session = engine->newSession();
+  const HostTensor &t = session->state(index);
+  EXPECT_EQ(t.shape(), (std::vector<int64_t>{2, s.ratio, s.dim}));
+  // [2, ratio, dim]: kv rows (zeros) then score rows (-inf).
+  EXPECT_EQ(t.data<float>()[0], 0.0f);
+  EXPECT_TRUE(std::isinf(t.data<float>()[s.ratio * s.dim]));
+}
+
+TEST(Engine, MissingFilesAreNotUnavailable) {
+  Expected<std::unique_ptr<Engine>> plan = Engine::load("/nonexistent/p.dscp", tiny6Weights());
+  ASSERT_FALSE(plan);
+  EXPECT_EQ(plan.status().code(), StatusCode::NotFound);
+  Expected<std::unique_ptr<Engine>> weights = Engine::load(fixturePlan(), "/nonexistent/w");
+  ASSERT_FALSE(weights);
+  EXPECT_NE(weights.status().code(), StatusCode::Unavailable);
+  // A directory where a file is expected is not "backend unavailable".
+  Expected<std::unique_ptr<Engine>> dir = Engine::load(tempDir(), tiny6Weights());
+  ASSERT_FALSE(dir);
+  EXPECT_NE(dir.status().code(), StatusCode::Unavailable) << dir.status().message();
+}
+
+TEST(Engine, UnknownBackendIsReportedBeforeThePlanIsRead) {
+  EngineOptions options;
+  options.backend = "tpu";
+  Expected<std::unique_ptr<Engine>> engine = Engine::load("/nonexistent/p.dscp", tiny6Weights(), options);
+  ASSERT_FALSE(engine);
+  EXPECT_EQ(engine.status().code(), StatusCode::InvalidArgument);
+  EXPECT_THAT(engine.status().message(), HasSubstr("unknown backend 'tpu'"));
+}
+
+// --- Npy ---------------------------------------------------------------------
+
+std::string npyPrefix(uint8_t major) { return std::string("\x93NUMPY", 6) + char(major) + '\0'; }
+
+TEST(Npy, TruncatedHeaderLength) {
+  std::string path = tempDir() + "/len.npy";
+  writeBytes(path, npyPrefix(1) + "\x10");
+  Expected<HostTensor> t = readNpy(path);
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.status().code(), StatusCode::DataLoss);
+  EXPECT_THAT(t.status().message(), HasSubstr("truncated header length"));
+}
+
+TEST(Npy, HeaderOverOneMiB) {
+  std::string path = tempDir() + "/hdr.npy";
+  writeBytes(path, npyPrefix(2) + std::string("\xff\xff\xff\x7f", 4) + "{}");
+  Expected<HostTensor> t = readNpy(path);
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.status().code(), StatusCode::DataLoss);
+  EXPECT_THAT(t.status().message(), HasSubstr("exceeds the limit of 1048576"));
+}
+
+TEST(Npy, DataSizeCheckedBeforeAllocating) {
+  std::string path = tempDir() + "/huge.npy";
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1099511627776, 1024), }\n";
+  std::string len(2, '\0');
+  len[0] = char(header.size() & 0xff);
+  len[1] = char(header.size() >> 8);
+  writeBytes(path, npyPrefix(1) + len + header + "abcd");
+  Expected<HostTensor> t = readNpy(path);
+  ASSERT_FALSE(t);
+  EXPECT_EQ(t.status().code(), StatusCode::DataLoss);
+  EXPECT_THAT(t.status().message(), HasSubstr("the file has 4"));
+}
+
+TEST(Npy, ErrorCodes) {
+  Expected<HostTensor> missing = readNpy(tempDir() + "/missing.npy");
+  ASSERT_FALSE(missing);
+  EXPECT_EQ(missing.status().code(), StatusCode::NotFound);
+  Expected<HostTensor> dir = readNpy(tempDir());
+  ASSERT_FALSE(dir);
+  EXPECT_EQ(dir.status().code(), StatusCode::FailedPrecondition);
+  HostTensor t(DType::F32, {2});
+  Status noDir = writeNpy(tempDir() + "/no/such/dir/x.npy", t);
+  EXPECT_EQ(noDir.code(), StatusCode::NotFound) << noDir.message();
+}
+
+TEST(Npy, RoundTripLeavesNoTemporaries) {
+  std::string dir = tempDir() + "/rt";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  HostTensor t(DType::I64, {2, 3});
+  for (int i = 0; i < 6; ++i)
+    t.data<int64_t>()[i] = int64_t(i) * 1000000007;
+  ASSERT_TRUE(writeNpy(dir + "/a.npy", t));
+  ASSERT_TRUE(writeNpy(dir + "/a.npy", t)); // overwrite
+  size_t files = 0;
+  for (auto &entry : std::filesystem::directory_iterator(dir)) {
+    (void)entry;
+    ++files;
+  }
+  EXPECT_EQ(files, 1u);
+  Expected<HostTensor> back = readNpy(dir + "/a.npy");
+  ASSERT_TRUE(back) << back.status().message();
+  EXPECT_EQ(back->shape(), t.shape());
+  EXPECT_EQ(std::memcmp(back->bytes(), t.bytes(), t.byteSize()), 0);
+}
+
+// --- toFloat32 ---------------------------------------------------------------
+
+TEST(Conformance, ToFloat32WidensF16E4M3AndI8) {
+  HostTensor f16(DType::F16, {2});
+  f16.data<uint16_t>()[0] = 0x3c00; // 1.0
+  f16.data<uint16_t>()[1] = 0xc100; // -2.5
+  Expected<HostTensor> a = toFloat32(f16);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->data<float>()[0], 1.0f);
+  EXPECT_EQ(a->data<float>()[1], -2.5f);
+  HostTensor e4m3(DType::F8_E4M3, {1});
+  e4m3.data<uint8_t>()[0] = 0x38; // 1.0
+  EXPECT_EQ(toFloat32(e4m3)->data<float>()[0], 1.0f);
+  HostTensor i8(DType::I8, {1});
+  i8.data<int8_t>()[0] = -3;
+  EXPECT_EQ(toFloat32(i8)->data<float>()[0], -3.0f);
+  HostTensor scales(DType::F8_E8M0, {1});
+  Expected<HostTensor> bad = toFloat32(scales);
+  ASSERT_FALSE(bad);
+  EXPECT_THAT(bad.status().message(), HasSubstr("F8_E8M0"));
+}
+
+// --- C API -------------------------------------------------------------------
+
+TEST(CApi, SessionCreateClearsTheLastError) {
+  dsc_engine *engine = nullptr;
+  ASSERT_EQ(dsc_engine_load(fixturePlan().c_str(), tiny6Weights().c_str(), "cpu", &engine), DSC_OK)
+      << dsc_last_error();
+  dsc_engine *none = nullptr;
+  EXPECT_EQ(dsc_engine_load("/nonexistent.dscp", tiny6Weights().c_str(), "cpu", &none),
+            DSC_NOT_FOUND);
+  EXPECT_STRNE(dsc_last_error(), "");
+  dsc_session *session = nullptr;
+  ASSERT_EQ(dsc_session_create(engine, &session), DSC_OK);
+  EXPECT_STREQ(dsc_last_error(), "");
+  dsc_session_reset(session);
+  dsc_session_destroy(session);
+  dsc_engine_destroy(engine);
+}
+
+} // namespace
