@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/Backend.h"
 #include "dsc/runtime/Engine.h"
+#include "tools/common/CommandLine.h"
 #include "dsc/runtime/PlanFile.h"
 
 #include <algorithm>
@@ -234,49 +235,23 @@ std::string humanBytes(double b) {
   return buf;
 }
 
-int64_t parseCount(const std::string &text, bool &ok) {
-  char *end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  ok = !text.empty() && *end == '\0' && v >= 0;
-  return v;
-}
-
 } // namespace
 
 static int runMain(int argc, char **argv) {
-  std::string planPath;
-  std::map<std::string, std::string> options;
-  bool listBytes = false, bytesOnly = false;
-  const std::vector<std::string> known = {"--weights", "--synthetic-weights", "--backend",
-                                          "--prefill-len", "--decode-steps", "--warmup", "--json"};
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "--list-bytes") {
-      listBytes = true;
-    } else if (arg == "--bytes-only") {
-      bytesOnly = true;
-    } else if (arg == "--help" || arg == "-h") {
-      usage("help");
-      return 0;
-    } else if (arg.rfind("--", 0) == 0) {
-      std::string key = arg, value;
-      if (size_t eq = arg.find('='); eq != std::string::npos) {
-        key = arg.substr(0, eq);
-        value = arg.substr(eq + 1);
-      } else if (i + 1 < argc) {
-        value = argv[++i];
-      } else {
-        return usage(arg + " needs a value");
-      }
-      if (std::find(known.begin(), known.end(), key) == known.end())
-        return usage("unknown option " + key);
-      options[key] = value;
-    } else if (planPath.empty()) {
-      planPath = arg;
-    } else {
-      return usage("unexpected argument " + arg);
-    }
+  dsc::tools::CommandLine cl = dsc::tools::parseCommandLine(
+      argc, argv,
+      {"--weights", "--synthetic-weights", "--backend", "--prefill-len", "--decode-steps",
+       "--warmup", "--json"},
+      {"--list-bytes", "--bytes-only", "--help", "-h"});
+  if (cl.flags.count("--help") || cl.flags.count("-h")) {
+    usage("help");
+    return 0;
   }
+  if (!cl.error.empty())
+    return usage(cl.error);
+  std::string planPath = cl.positional;
+  std::map<std::string, std::string> &options = cl.options;
+  bool listBytes = cl.flags.count("--list-bytes") > 0, bytesOnly = cl.flags.count("--bytes-only") > 0;
   if (planPath.empty())
     return usage("no plan given");
   bool synthetic = options.count("--synthetic-weights");
@@ -287,7 +262,7 @@ static int runMain(int argc, char **argv) {
     if (!options.count(key))
       return fallback;
     bool good = true;
-    int64_t v = parseCount(options[key], good);
+    int64_t v = dsc::tools::parseCount(options[key], good);
     if (!good)
       ok = false;
     return v;

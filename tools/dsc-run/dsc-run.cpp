@@ -16,6 +16,7 @@
 #include "dsc/runtime/Conformance.h"
 #include "dsc/runtime/Engine.h"
 #include "dsc/runtime/Npy.h"
+#include "tools/common/CommandLine.h"
 
 #include <algorithm>
 #include <climits>
@@ -82,42 +83,16 @@ Expected<std::vector<int32_t>> readIds(const std::string &path) {
   return ids;
 }
 
-int64_t parseCount(const std::string &text, bool &ok) {
-  char *end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  ok = !text.empty() && *end == '\0' && v >= 0;
-  return v;
-}
-
 } // namespace
 
 static int runMain(int argc, char **argv) {
-  std::string planPath;
-  std::map<std::string, std::string> options;
-  const std::vector<std::string> known = {"--weights", "--input-ids", "--prefill-len", "--backend",
-                                          "--logits-out", "--force-boundaries", "--dump-layers",
-                                          "--prompt-ids", "--max-new-tokens"};
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg.rfind("--", 0) == 0) {
-      std::string key = arg, value;
-      if (size_t eq = arg.find('='); eq != std::string::npos) {
-        key = arg.substr(0, eq);
-        value = arg.substr(eq + 1);
-      } else if (i + 1 < argc) {
-        value = argv[++i];
-      } else {
-        return usage((arg + " needs a value").c_str());
-      }
-      if (std::find(known.begin(), known.end(), key) == known.end())
-        return usage(("unknown option " + key).c_str());
-      options[key] = value;
-    } else if (planPath.empty()) {
-      planPath = arg;
-    } else {
-      return usage(("unexpected argument " + arg).c_str());
-    }
-  }
+  dsc::tools::CommandLine cl = dsc::tools::parseCommandLine(
+      argc, argv, {"--weights", "--input-ids", "--prefill-len", "--backend", "--logits-out",
+                   "--force-boundaries", "--dump-layers", "--prompt-ids", "--max-new-tokens"});
+  if (!cl.error.empty())
+    return usage(cl.error.c_str());
+  std::string planPath = cl.positional;
+  std::map<std::string, std::string> &options = cl.options;
   if (planPath.empty())
     return usage("no plan given");
   if (!options.count("--weights"))
@@ -152,12 +127,12 @@ static int runMain(int argc, char **argv) {
   if (teacherForced) {
     if (!options.count("--prefill-len"))
       return usage("--input-ids needs --prefill-len");
-    prefillLen = parseCount(options["--prefill-len"], ok);
+    prefillLen = dsc::tools::parseCount(options["--prefill-len"], ok);
     if (!ok || prefillLen < 1 || prefillLen > int64_t(ids->size()))
       return fail("--prefill-len must be in [1, " + std::to_string(ids->size()) + "], got '" +
                   options["--prefill-len"] + "'");
   } else {
-    newTokens = parseCount(options.count("--max-new-tokens") ? options["--max-new-tokens"] : "16", ok);
+    newTokens = dsc::tools::parseCount(options.count("--max-new-tokens") ? options["--max-new-tokens"] : "16", ok);
     if (!ok)
       return fail("--max-new-tokens must be a non-negative integer");
   }
