@@ -4,7 +4,8 @@
 // index_keys,index_queries,indexer_score,candidate_blocks,indexer_topk,
 // sparse_attention}.cu after common.cuh. Mirrors the CPU reference
 // (runtime/cpu/kernels/attention, dense/Linear.cpp, dense/Norm.cpp,
-// dense/TorchReduce.h) at every rounding point:
+// dense/TorchReduce.h) at every rounding point; the torch-order sum and the
+// double dot are reduce.cuh's (one copy for dense and attention kernels):
 //   - every fp32 product/sum whose contraction into an FMA could change the
 //     result uses __fmul_rn / __fadd_rn / __fsub_rn / __fdiv_rn (NVRTC
 //     contracts a*b+c by default);
@@ -16,6 +17,7 @@
 #define DSC_CODEGEN_KERNELS_ATTENTION_CUH
 
 #include "codegen/kernels/common.cuh"
+#include "codegen/kernels/reduce.cuh"
 
 namespace dsc::kernels::attn {
 
@@ -98,104 +100,23 @@ __device__ __forceinline__ void ropeSlice(float *vals, int c0, int n, int headDi
   }
 }
 
-/// dotF64 (dense/DenseUtil.h): four interleaved double partial sums of exact
-/// products, combined as (s0 + s1) + (s2 + s3). x fp32 or bf16 widened.
+/// dotF64 (dense/DenseUtil.h) of two bf16 rows widened to fp32: reduce.cuh's
+/// dsc_dense_d64::dotF64 (four interleaved double partial sums of exact
+/// products, combined as (s0 + s1) + (s2 + s3)).
 __device__ __forceinline__ double dotF64Bf16(const unsigned short *x, const unsigned short *w,
                                              long long n) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  long long k = 0;
-  for (; k + 4 <= n; k += 4) {
-    s0 = __dadd_rn(s0, __dmul_rn(double(bf16ToFloat(x[k])), double(bf16ToFloat(w[k]))));
-    s1 = __dadd_rn(s1, __dmul_rn(double(bf16ToFloat(x[k + 1])), double(bf16ToFloat(w[k + 1]))));
-    s2 = __dadd_rn(s2, __dmul_rn(double(bf16ToFloat(x[k + 2])), double(bf16ToFloat(w[k + 2]))));
-    s3 = __dadd_rn(s3, __dmul_rn(double(bf16ToFloat(x[k + 3])), double(bf16ToFloat(w[k + 3]))));
-  }
-  for (; k < n; ++k)
-    s0 = __dadd_rn(s0, __dmul_rn(double(bf16ToFloat(x[k])), double(bf16ToFloat(w[k]))));
-  return __dadd_rn(__dadd_rn(s0, s1), __dadd_rn(s2, s3));
-}
-
-/// torch's CPU fp32 cascade sum (dense/TorchReduce.h cascadeRows), for
-/// nr <= 4 accumulators of lanes <= 8 values; out[nr*lanes].
-template <typename Item>
-__device__ void cascadeRows(long long size, int nr, int lanes, Item item, float *out) {
-  constexpr int kLevels = 4;
-  float acc[kLevels * 4 * 8];
-  for (int i = 0; i < kLevels * nr * lanes; ++i)
-    acc[i] = 0.0f;
-  const long long ceilLog2 =
-      size <= 2 ? 1 : 64 - __clzll(static_cast<long long>(size - 1));
-  const long long power = ceilLog2 / kLevels > 4 ? ceilLog2 / kLevels : 4;
-  const long long step = 1LL << power, mask = step - 1;
-#define DSC_AT(j, k, l) acc[((j) * nr + (k)) * lanes + (l)]
-  long long i = 0;
-  while (i + step <= size) {
-    for (long long j = 0; j < step; ++j, ++i)
-      for (int k = 0; k < nr; ++k)
-        for (int l = 0; l < lanes; ++l)
-          DSC_AT(0, k, l) = __fadd_rn(DSC_AT(0, k, l), item(i, k, l));
-    for (int j = 1; j < kLevels; ++j) {
-      for (int k = 0; k < nr; ++k)
-        for (int l = 0; l < lanes; ++l) {
-          DSC_AT(j, k, l) = __fadd_rn(DSC_AT(j, k, l), DSC_AT(j - 1, k, l));
-          DSC_AT(j - 1, k, l) = 0.0f;
-        }
-      if ((i & (mask << (j * power))) != 0)
-        break;
-    }
-  }
-  for (; i < size; ++i)
-    for (int k = 0; k < nr; ++k)
-      for (int l = 0; l < lanes; ++l)
-        DSC_AT(0, k, l) = __fadd_rn(DSC_AT(0, k, l), item(i, k, l));
-  for (int j = 1; j < kLevels; ++j)
-    for (int k = 0; k < nr; ++k)
-      for (int l = 0; l < lanes; ++l)
-        DSC_AT(0, k, l) = __fadd_rn(DSC_AT(0, k, l), DSC_AT(j, k, l));
-#undef DSC_AT
-  for (int q = 0; q < nr * lanes; ++q)
-    out[q] = acc[q];
-}
-
-/// ilpRowSum: items over 4 accumulators, remainder into the first; out[lanes].
-template <typename Item>
-__device__ void ilpRowSum(long long size, int lanes, Item item, float *out) {
-  const long long ilp = size / 4;
-  float part[4 * 8];
-  cascadeRows(
-      ilp, 4, lanes, [&](long long i, int k, int l) { return item(i * 4 + k, l); }, part);
-  for (long long i = ilp * 4; i < size; ++i)
-    for (int l = 0; l < lanes; ++l)
-      part[l] = __fadd_rn(part[l], item(i, l));
-  for (int k = 1; k < 4; ++k)
-    for (int l = 0; l < lanes; ++l)
-      part[l] = __fadd_rn(part[l], part[k * lanes + l]);
-  for (int l = 0; l < lanes; ++l)
-    out[l] = part[l];
+  return dsc_dense_d64::dotF64(
+      n, [&](long long k) { return bf16ToFloat(x[k]); },
+      [&](long long k) { return bf16ToFloat(w[k]); });
 }
 
 /// torchSumF32 (8 lanes) of the squares of n bf16 values x[0..n) (squares
-/// of bf16 values are exact in fp32).
+/// of bf16 values are exact in fp32): reduce.cuh's dsc_dense_ts::torchSum.
 __device__ __forceinline__ float torchSumSquaresBf16(const unsigned short *x, long long n) {
-  auto sq = [&](long long i) {
+  return dsc_dense_ts::torchSum(n, [&](long long i) {
     const float v = bf16ToFloat(x[i]);
     return __fmul_rn(v, v);
-  };
-  constexpr int kLanes = 8;
-  if (n < kLanes) {
-    float r[1];
-    ilpRowSum(n, 1, [&](long long i, int) { return sq(i); }, r);
-    return r[0];
-  }
-  const long long vecs = n / kLanes;
-  float v[kLanes];
-  ilpRowSum(vecs, kLanes, [&](long long i, int l) { return sq(i * kLanes + l); }, v);
-  float total = 0.0f;
-  for (long long k = vecs * kLanes; k < n; ++k)
-    total = __fadd_rn(total, sq(k));
-  for (int l = 0; l < kLanes; ++l)
-    total = __fadd_rn(total, v[l]);
-  return total;
+  });
 }
 
 /// dense rmsNorm of one bf16 row x[0..n) into y (may alias x):

@@ -9,26 +9,7 @@
 // normalize && k > 1; times route_scale.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
-
-// DenseUtil.h dotF64: exact products summed in double, four interleaved
-// partial sums combined as (s0+s1)+(s2+s3) (the CPU's order, bit for bit).
-// a(k), b(k) give the fp32 operands.
-namespace dsc_dense_d64 {
-template <typename A, typename B>
-__device__ double dotF64(long long n, A a, B b) {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  long long k = 0;
-  for (; k + 4 <= n; k += 4) {
-    s0 = __dadd_rn(s0, __dmul_rn((double)a(k), (double)b(k)));
-    s1 = __dadd_rn(s1, __dmul_rn((double)a(k + 1), (double)b(k + 1)));
-    s2 = __dadd_rn(s2, __dmul_rn((double)a(k + 2), (double)b(k + 2)));
-    s3 = __dadd_rn(s3, __dmul_rn((double)a(k + 3), (double)b(k + 3)));
-  }
-  for (; k < n; ++k)
-    s0 = __dadd_rn(s0, __dmul_rn((double)a(k), (double)b(k)));
-  return __dadd_rn(__dadd_rn(s0, s1), __dadd_rn(s2, s3));
-}
-} // namespace dsc_dense_d64
+#include "codegen/kernels/reduce.cuh"
 
 namespace dsc_dense_gate {
 __device__ bool ranksBefore(float a, long long ia, float b, long long ib) {
