@@ -16,8 +16,9 @@ namespace dsc::ds {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
-/// The analysis pipeline dsc-compile runs on a freshly built module.
-void buildAnalysisPipeline(mlir::OpPassManager &pm);
+/// The analysis pipeline dsc-compile runs on a freshly built module. A CED
+/// mode other than "full" adds ds-ced-split (and re-verifies the schedule).
+void buildAnalysisPipeline(mlir::OpPassManager &pm, llvm::StringRef cedMode = "full");
 } // namespace dsc::ds
 
 #endif // DSC_PASSES_PASSES_H

@@ -1,8 +1,8 @@
 //===- Passes.td - dsc passes over the ds dialect --------------------------===//
 //
 // Pipeline order (see Passes.cpp and docs/passes.md): verify the schedule,
-// then plan the KV state. Later passes (CED split, fusion, memory planning,
-// lowering) join here.
+// plan the KV state, then (for --ced=bounded|exact) split prefill for CED.
+// Later passes (fusion, memory planning, lowering) join here.
 //===----------------------------------------------------------------------===//
 #ifndef DSC_PASSES_TD
 #define DSC_PASSES_TD
@@ -34,6 +34,36 @@ def PlanKv : Pass<"ds-plan-kv", "::mlir::ModuleOp"> {
     window bytes per token per layer, ring bytes), which the report prints.
     Record sizes come from the numerics library's layout descriptors.
   }];
+}
+
+def CedSplit : Pass<"ds-ced-split", "::mlir::ModuleOp"> {
+  let summary = "CED prefill: run the decoder layers only on the last R prompt rows";
+  let description = [{
+    Prefill under CED (docs/passes.md) runs the encoder layers (< L/2) on
+    every prompt token but the decoder only on a replayed suffix: the decoder
+    of DeepSeek-V4.1 reads the prompt through layer L/2's compressed KV and
+    index keys (all tokens) plus one sliding window per layer, so only the
+    last rows need the expensive attention and MoE of layers >= L/2. This is
+    most of the activated parameters per prompt token.
+
+    The pass rewrites `@prefill`: layer L/2's projection part (pre-collapse,
+    attn norm, compressor, `ds.compress_kv`, `ds.index_keys`) becomes a
+    `ds.layer` marked `ced_projection` on all tokens; a `ds.replay_slice`
+    keeps the last R' = min(R, S) rows of the stream and mix; layer L/2
+    (reading the projected kv and keys) and every later decoder layer, the
+    final norm and the head run on the slice. L/2 is the module's
+    `ds.ced_split`, the window W comes from the `!ds.window` types.
+    `mode=exact` replays R = (L/2)·W rows: every row the last token and the
+    decoder's window rings depend on, so the logits and the decode state are
+    bit-identical to `full`. `mode=bounded` replays R = W rows (approximate:
+    window dependencies chain across decoder layers). `mode=full` leaves the
+    module unchanged. The mode is recorded as the module's `ds.ced_mode`.
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"exact\"",
+           "CED prefill mode: full (unchanged), bounded (replay W rows) or "
+           "exact (replay (L/2)·W rows, bit-identical)">,
+  ];
 }
 
 #endif // DSC_PASSES_TD

@@ -45,6 +45,7 @@ LogicalResult verifyFunction(func::FuncOp fn, int64_t nLayers, int64_t cedSplit)
   int64_t expected = 0;
   int64_t candidateSource = -1;
   bool sawDSpark = false;
+  LayerOp projection; // a CED projection waiting for its replayed layer
   for (Operation &op : fn.getBody().front()) {
     auto layer = llvm::dyn_cast<LayerOp>(op);
     if (!layer)
@@ -59,10 +60,16 @@ LogicalResult verifyFunction(func::FuncOp fn, int64_t nLayers, int64_t cedSplit)
     }
     if (sawDSpark)
       return layer.emitOpError() << "backbone layer " << id << " follows a DSpark stage";
+    if (projection && (id != int64_t(projection.getId()) || layer.getCedProjection()))
+      return projection.emitOpError() << "the CED projection of layer " << projection.getId()
+                                      << " must be followed by layer " << projection.getId();
     if (id != expected)
       return layer.emitOpError() << "layer " << id << " is out of order: expected layer "
                                  << expected;
-    ++expected;
+    // A CED projection and its replayed layer share one id (ds-ced-split).
+    projection = layer.getCedProjection() ? layer : LayerOp();
+    if (!projection)
+      ++expected;
     if (cedSplit >= 0 && layer.getDecoder() != (id >= cedSplit))
       return layer.emitOpError() << "layer " << id << " must be "
                                  << (id >= cedSplit ? "a decoder" : "an encoder")
@@ -80,6 +87,9 @@ LogicalResult verifyFunction(func::FuncOp fn, int64_t nLayers, int64_t cedSplit)
       candidateSource = id;
     }
   }
+  if (projection)
+    return projection.emitOpError() << "the CED projection of layer " << projection.getId()
+                                    << " must be followed by layer " << projection.getId();
   if (nLayers >= 0 && expected != 0 && expected != nLayers)
     return fn.emitError() << "function @" << fn.getSymName() << " has " << expected
                           << " backbone layers, expected " << nLayers;

@@ -1491,3 +1491,112 @@ func.func @rope_on_scalar(%x: tensor<bf16>) {
   %r = ds.rope %x {rope = #ds.rope<dim = 2, theta = 1.0e4 : f64>} : (tensor<bf16>) -> tensor<bf16>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// CED: ds.replay_slice and ced_projection layers (ds-ced-split)
+//===----------------------------------------------------------------------===//
+
+// A replay keeps at least one row.
+func.func @replay_no_tokens(%s: tensor<?x2x64xbf16>, %m: tensor<?x2xf32>) {
+  // expected-error @+1 {{'ds.replay_slice' op replays at least one token, got tokens = 0}}
+  %hs, %ms = ds.replay_slice %s, %m {tokens = 0 : i64} : (tensor<?x2x64xbf16>, tensor<?x2xf32>) -> (tensor<?x2x64xbf16>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+// The stream is [S, hc, D].
+func.func @replay_stream_rank(%s: tensor<?x128xbf16>, %m: tensor<?x2xf32>) {
+  // expected-error @+1 {{'ds.replay_slice' op stream must be a rank-3 tensor, got 'tensor<?x128xbf16>'}}
+  %hs, %ms = ds.replay_slice %s, %m {tokens = 8 : i64} : (tensor<?x128xbf16>, tensor<?x2xf32>) -> (tensor<?x128xbf16>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+// The mix has one weight per mHC copy.
+func.func @replay_mix_width(%s: tensor<?x2x64xbf16>, %m: tensor<?x4xf32>) {
+  // expected-error @+1 {{'ds.replay_slice' op mix width (hc_mult) is 4, expected 2}}
+  %hs, %ms = ds.replay_slice %s, %m {tokens = 8 : i64} : (tensor<?x2x64xbf16>, tensor<?x4xf32>) -> (tensor<?x2x64xbf16>, tensor<?x4xf32>)
+  return
+}
+
+// -----
+
+// The number of replayed rows, min(tokens, S), is only known at run time.
+func.func @replay_static_rows(%s: tensor<16x2x64xbf16>, %m: tensor<16x2xf32>) {
+  // expected-error @+1 {{'ds.replay_slice' op stream slice rows must be dynamic (min(tokens, S)), got 'tensor<8x2x64xbf16>'}}
+  %hs, %ms = ds.replay_slice %s, %m {tokens = 8 : i64} : (tensor<16x2x64xbf16>, tensor<16x2xf32>) -> (tensor<8x2x64xbf16>, tensor<?x2xf32>)
+  return
+}
+
+// -----
+
+// A slice keeps the element type and the copies.
+func.func @replay_slice_type(%s: tensor<?x2x64xbf16>, %m: tensor<?x2xf32>) {
+  // expected-error @+1 {{'ds.replay_slice' op mix slice must keep the mix's element type and trailing dims: 'tensor<?x2xf32>' vs 'tensor<?x2xbf16>'}}
+  %hs, %ms = ds.replay_slice %s, %m {tokens = 8 : i64} : (tensor<?x2x64xbf16>, tensor<?x2xf32>) -> (tensor<?x2x64xbf16>, tensor<?x2xbf16>)
+  return
+}
+
+// -----
+
+// Only a Full layer computes kv and keys, so only a Full layer has a projection.
+func.func @projection_not_full(%kv: !ds.kv_cache<ratio = 1, dim = 64>, %keys: !ds.index_keys<ratio = 1, dim = 32>) {
+  // expected-error @+1 {{'ds.layer' op the CED projection of layer 2 must be a Full layer (it computes kv and keys), got reuse}}
+  %a, %b = ds.layer 2 #ds.csa2<mode = reuse, ratio = 1, kv_source = 1, index_source = 1> -> !ds.kv_cache<ratio = 1, dim = 64>, !ds.index_keys<ratio = 1, dim = 32> attributes {ced_projection} {
+    ds.yield %kv, %keys : !ds.kv_cache<ratio = 1, dim = 64>, !ds.index_keys<ratio = 1, dim = 32>
+  }
+  return
+}
+
+// -----
+
+// A projection yields its kv cache and index keys, and no stream or mix.
+func.func @projection_yields_stream(%s: tensor<?x2x64xbf16>, %m: tensor<?x2xf32>) {
+  // expected-error @+1 {{'ds.layer' op the CED projection of layer 2 publishes exactly its kv cache and index keys, and no stream}}
+  %h, %mix = ds.layer 2 #ds.csa2<mode = full, ratio = 1, kv_source = 2, index_source = 2> -> tensor<?x2x64xbf16>, tensor<?x2xf32> attributes {ced_projection} {
+    ds.yield %s, %m : tensor<?x2x64xbf16>, tensor<?x2xf32>
+  }
+  return
+}
+
+// -----
+
+// The projection stops before the attention: that runs on the replayed rows.
+func.func @projection_attends(%x: tensor<?x64xbf16>, %wkv: tensor<64x64xbf16>, %n: tensor<64xbf16>, %wk: tensor<32x64xbf16>,
+                              %kn: tensor<32xbf16>, %q: tensor<?x2x64xbf16>, %w: !ds.window<size = 4, dim = 64>, %sink: tensor<2xf32>) {
+  %kv2, %keys2 = ds.layer 2 #ds.csa2<mode = full, ratio = 1, kv_source = 2, index_source = 2>
+      -> !ds.kv_cache<ratio = 1, dim = 64>, !ds.index_keys<ratio = 1, dim = 32> attributes {ced_projection} {
+    %lat = ds.compressor %x, %wkv, %n {eps = 1.0e-6 : f64, ratio = 1 : i64} : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16> -> tensor<?x64xbf16>
+    %kv = ds.compress_kv %lat {rope = #ds.rope<dim = 16, theta = 1.0e4 : f64>} : tensor<?x64xbf16> -> !ds.kv_cache<ratio = 1, dim = 64>
+    %keys = ds.index_keys %lat, %wk, %kn {eps = 1.0e-6 : f64, rope = #ds.rope<dim = 16, theta = 1.0e4 : f64>} : tensor<?x64xbf16>, tensor<32x64xbf16>, tensor<32xbf16> -> !ds.index_keys<ratio = 1, dim = 32>
+    // expected-error @+1 {{'ds.sparse_attention' op in the CED projection of layer 2: a projection has no attention and no MoE}}
+    %o = ds.sparse_attention %q, %w, %sink {scale = 0.125 : f64} : tensor<?x2x64xbf16>, !ds.window<size = 4, dim = 64>, tensor<2xf32> -> tensor<?x2x64xbf16>
+    ds.yield %kv, %keys : !ds.kv_cache<ratio = 1, dim = 64>, !ds.index_keys<ratio = 1, dim = 32>
+  }
+  return
+}
+
+// -----
+
+// Only the replayed layer with the projection's id scores the projected keys
+// as a Full layer; any other Full layer computes its own.
+func.func @projected_keys_other_layer(%x: tensor<?x64xbf16>, %wkv: tensor<64x64xbf16>, %n: tensor<64xbf16>, %wk: tensor<32x64xbf16>,
+                                      %kn: tensor<32xbf16>, %iq: tensor<?x2x32xbf16>, %hw: tensor<?x2xbf16>, %s: tensor<?x2x64xbf16>, %m: tensor<?x2xf32>) {
+  %kv2, %keys2 = ds.layer 2 #ds.csa2<mode = full, ratio = 1, kv_source = 2, index_source = 2>
+      -> !ds.kv_cache<ratio = 1, dim = 64>, !ds.index_keys<ratio = 1, dim = 32> attributes {ced_projection} {
+    %lat = ds.compressor %x, %wkv, %n {eps = 1.0e-6 : f64, ratio = 1 : i64} : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16> -> tensor<?x64xbf16>
+    %kv = ds.compress_kv %lat {rope = #ds.rope<dim = 16, theta = 1.0e4 : f64>} : tensor<?x64xbf16> -> !ds.kv_cache<ratio = 1, dim = 64>
+    %keys = ds.index_keys %lat, %wk, %kn {eps = 1.0e-6 : f64, rope = #ds.rope<dim = 16, theta = 1.0e4 : f64>} : tensor<?x64xbf16>, tensor<32x64xbf16>, tensor<32xbf16> -> !ds.index_keys<ratio = 1, dim = 32>
+    ds.yield %kv, %keys : !ds.kv_cache<ratio = 1, dim = 64>, !ds.index_keys<ratio = 1, dim = 32>
+  }
+  %h3, %mix3 = ds.layer 3 #ds.csa2<mode = full, ratio = 1, kv_source = 3, index_source = 3> -> tensor<?x2x64xbf16>, tensor<?x2xf32> attributes {decoder} {
+    // expected-error @+1 {{'ds.indexer_score' op only a reindex layer scores another layer's index keys; layer 3 is full}}
+    %sc = ds.indexer_score %iq, %hw, %keys2 {weight_scale = 0.125 : f64} : tensor<?x2x32xbf16>, tensor<?x2xbf16>, !ds.index_keys<ratio = 1, dim = 32> -> tensor<?x?xbf16>
+    ds.yield %s, %m : tensor<?x2x64xbf16>, tensor<?x2xf32>
+  }
+  return
+}

@@ -318,3 +318,32 @@ func.func private @attrs() attributes {
   csa2 = #ds.csa2<index_source = 7, kv_source = 2, mode = reindex, ratio = 4>,
   quant = #ds<quant fp4>, kind = #ds<parameter_kind fp4_packed>, mode = #ds<mode dspark>,
   rope = #ds.rope<dim = 64, theta = 1.0e4 : f64, original_seq_len = 4096, factor = 4.0 : f64, beta_fast = 32.0 : f64, beta_slow = 1.0 : f64>}
+
+// -----
+
+// CED (ds-ced-split): the projection of Full layer 2 publishes its kv cache
+// and index keys; ds.replay_slice keeps the last rows; the replayed layer 2
+// reads the projected keys and kv.
+// CHECK-LABEL: func.func @ced
+// CHECK: %kv2, %keys2 = ds.layer 2 #ds.csa2<mode = full, ratio = 1, kv_source = 2, index_source = 2> -> !ds.kv_cache<ratio = 1, dim = 64>, !ds.index_keys<ratio = 1, dim = 32> attributes {ced_projection, decoder}
+// CHECK: %stream_slice, %mix_slice = ds.replay_slice %arg0, %arg1 {tokens = 256 : i64} : (tensor<?x2x64xbf16>, tensor<?x2xf32>) -> (tensor<?x2x64xbf16>, tensor<?x2xf32>)
+// CHECK: %h2, %mix2 = ds.layer 2 {{.*}} attributes {decoder}
+// CHECK: ds.indexer_score {{.*}}, %keys2
+func.func @ced(%s: tensor<?x2x64xbf16>, %m: tensor<?x2xf32>, %n: tensor<64xbf16>, %wkv: tensor<64x64xbf16>,
+               %wk: tensor<32x64xbf16>, %kn: tensor<32xbf16>, %iq: tensor<?x2x32xbf16>, %hw: tensor<?x2xbf16>) {
+  %kv2, %keys2 = ds.layer 2 #ds.csa2<mode = full, ratio = 1, kv_source = 2, index_source = 2>
+      -> !ds.kv_cache<ratio = 1, dim = 64>, !ds.index_keys<ratio = 1, dim = 32> attributes {ced_projection, decoder} {
+    %x = ds.hc_pre %s, %m : (tensor<?x2x64xbf16>, tensor<?x2xf32>) -> tensor<?x64xbf16>
+    %xn = ds.rms_norm %x, %n {eps = 1.0e-6 : f64} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+    %lat = ds.compressor %xn, %wkv, %n {eps = 1.0e-6 : f64, ratio = 1 : i64} : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16> -> tensor<?x64xbf16>
+    %kv = ds.compress_kv %lat {rope = #ds.rope<dim = 16, theta = 1.0e4 : f64>} : tensor<?x64xbf16> -> !ds.kv_cache<ratio = 1, dim = 64>
+    %keys = ds.index_keys %lat, %wk, %kn {eps = 1.0e-6 : f64, rope = #ds.rope<dim = 16, theta = 1.0e4 : f64>} : tensor<?x64xbf16>, tensor<32x64xbf16>, tensor<32xbf16> -> !ds.index_keys<ratio = 1, dim = 32>
+    ds.yield %kv, %keys : !ds.kv_cache<ratio = 1, dim = 64>, !ds.index_keys<ratio = 1, dim = 32>
+  }
+  %hs, %ms = ds.replay_slice %s, %m {tokens = 256 : i64} : (tensor<?x2x64xbf16>, tensor<?x2xf32>) -> (tensor<?x2x64xbf16>, tensor<?x2xf32>)
+  %h2, %mix2 = ds.layer 2 #ds.csa2<mode = full, ratio = 1, kv_source = 2, index_source = 2> -> tensor<?x2x64xbf16>, tensor<?x2xf32> attributes {decoder} {
+    %sc = ds.indexer_score %iq, %hw, %keys2 {weight_scale = 0.125 : f64} : tensor<?x2x32xbf16>, tensor<?x2xbf16>, !ds.index_keys<ratio = 1, dim = 32> -> tensor<?x?xbf16>
+    ds.yield %hs, %ms : tensor<?x2x64xbf16>, tensor<?x2xf32>
+  }
+  return
+}

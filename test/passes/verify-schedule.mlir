@@ -247,3 +247,25 @@ module attributes {ds.n_layers = 3 : i64} {
     return
   }
 }
+
+// -----
+
+// A CED projection (ds-ced-split) shares its id with the replayed layer that
+// must follow it directly.
+module attributes {ds.n_layers = 2 : i64, ds.ced_split = 1 : i64} {
+  func.func @prefill(%s: tensor<?x2x64xbf16>, %m: tensor<?x2xf32>, %kv: !ds.kv_cache<ratio = 1, dim = 64>, %keys: !ds.index_keys<ratio = 1, dim = 32>,
+                     %x: tensor<?x64xbf16>, %wkv: tensor<64x64xbf16>, %n: tensor<64xbf16>, %wk: tensor<32x64xbf16>, %kn: tensor<32xbf16>) {
+    %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x2x64xbf16>, tensor<?x2xf32> {
+      ds.yield %s, %m : tensor<?x2x64xbf16>, tensor<?x2xf32>
+    }
+    // expected-error @+1 {{'ds.layer' op the CED projection of layer 1 must be followed by layer 1}}
+    %kv1, %keys1 = ds.layer 1 #ds.csa2<mode = full, ratio = 1, kv_source = 1, index_source = 1>
+        -> !ds.kv_cache<ratio = 1, dim = 64>, !ds.index_keys<ratio = 1, dim = 32> attributes {ced_projection, decoder} {
+      %lat = ds.compressor %x, %wkv, %n {eps = 1.0e-6 : f64, ratio = 1 : i64} : tensor<?x64xbf16>, tensor<64x64xbf16>, tensor<64xbf16> -> tensor<?x64xbf16>
+      %c = ds.compress_kv %lat {rope = #ds.rope<dim = 16, theta = 1.0e4 : f64>} : tensor<?x64xbf16> -> !ds.kv_cache<ratio = 1, dim = 64>
+      %k = ds.index_keys %lat, %wk, %kn {eps = 1.0e-6 : f64, rope = #ds.rope<dim = 16, theta = 1.0e4 : f64>} : tensor<?x64xbf16>, tensor<32x64xbf16>, tensor<32xbf16> -> !ds.index_keys<ratio = 1, dim = 32>
+      ds.yield %c, %k : !ds.kv_cache<ratio = 1, dim = 64>, !ds.index_keys<ratio = 1, dim = 32>
+    }
+    return
+  }
+}

@@ -22,12 +22,12 @@ int64_t layerOf(StringRef name) {
   return id;
 }
 
-/// The part of layer L/2 that prefill runs under CED: mixes, pre-collapse,
-/// attn norm, compressor and index keys (no attention, no MoE).
+/// The part of layer L/2 that prefill runs under CED (passes/CedSplit.cpp):
+/// pre-collapse with the previous block's mix, attn norm, compressor and index
+/// keys (no attention, no MoE; the layer's own mixes feed only its FFN).
 bool isCedProjection(StringRef name) {
-  return name.contains(".hc_attn_") || name.ends_with(".attn_norm.weight") ||
-         name.contains(".attn.compressor.") || name.contains(".attn.indexer.wk.") ||
-         name.contains(".attn.indexer.k_norm.");
+  return name.ends_with(".attn_norm.weight") || name.contains(".attn.compressor.") ||
+         name.contains(".attn.indexer.wk.") || name.contains(".attn.indexer.k_norm.");
 }
 
 } // namespace
@@ -140,7 +140,19 @@ json::Value dsc::tools::reportToJson(const Report &report) {
         {"entries", std::move(entries)},
         {"cubin_bytes", k.cubinBytes ? json::Value(*k.cubinBytes) : json::Value(nullptr)}});
   }
+  json::Object ced;
+  if (report.ced) {
+    ced["mode"] = report.ced->mode;
+    ced["replay_tokens"] = report.ced->replayTokens;
+    ced["prefill_layer_tokens"] = json::Array(report.ced->prefillLayerTokens);
+    ced["activated_per_prompt_token"] = int64_t(report.ced->activatedPerPromptToken + 0.5);
+  }
+  json::Object byMode;
+  for (const auto &[mode, value] : report.activatedPrefillByMode)
+    byMode[mode] = int64_t(value + 0.5);
   return json::Object{
+      {"ced", std::move(ced)},
+      {"activated_prefill_by_mode", std::move(byMode)},
       {"launches", std::move(launches)},
       {"kernels", std::move(kernels)},
       {"distinct_kernels", report.distinctKernels},

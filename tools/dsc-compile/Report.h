@@ -9,6 +9,7 @@
 #define DSC_TOOLS_DSC_COMPILE_REPORT_H
 
 #include "models/ModelSpec.h"
+#include "passes/CedSummary.h"
 #include "passes/KvPlan.h"
 
 #include "llvm/Support/JSON.h"
@@ -69,6 +70,10 @@ struct Report {
   /// Kernel launches per program and layer (-1: outside any layer), from the
   /// lowered plan.
   std::map<std::string, std::map<int64_t, int64_t>> launches;
+  /// The prefill CED split of the compiled module (passes/CedSummary.h) and
+  /// the activated parameters per prompt token of every mode.
+  std::optional<ds::CedSummary> ced;
+  std::map<std::string, double> activatedPrefillByMode;
   int64_t distinctKernels = 0;
   /// One per distinct kernel name, sorted by name.
   std::vector<KernelUsage> kernels;

@@ -1,7 +1,7 @@
 //===- dsc-compile.cpp - Config -> ds module -> passes -> outputs ---------===//
 //
 //   dsc-compile CONFIG [-o model.dscp] [--report[=text|json]] [--emit=mlir]
-//               [--max-seq-len N] [--max-batch B] [--ced=full]
+//               [--max-seq-len N] [--max-batch B] [--ced=full|bounded|exact]
 //               [--layer-boundaries]
 //               [--tokenizer FILE | --engram-map FILE] [--emit-engram-map OUT]
 //
@@ -49,7 +49,9 @@ static cl::opt<std::string> outputPath(
     "o", cl::desc("Output: the plan (.dscp), or the --emit artefact (default: stdout)"),
     cl::value_desc("file"), cl::init(""), cl::cat(category));
 static cl::opt<std::string> cedMode(
-    "ced", cl::desc("Prefill CED mode: full (every layer on every prompt token; the only mode so far)"),
+    "ced", cl::desc("Prefill CED mode: full (every layer on every prompt token), bounded or "
+                    "exact (decoder on the last W or (L/2)·W prompt rows; --emit=mlir and "
+                    "--report only so far)"),
     cl::init("full"), cl::cat(category));
 static cl::opt<std::string> gpuArch(
     "gpu-arch",
@@ -115,9 +117,11 @@ int main(int argc, char **argv) {
     return fail("--report takes 'text' or 'json', got '" + report + "'");
   if (!emit.empty() && emit != "mlir")
     return fail("--emit takes 'mlir', got '" + emit + "'");
-  if (cedMode != "full")
-    return fail("--ced=" + cedMode + " is not available yet; use --ced=full");
+  if (cedMode != "full" && cedMode != "bounded" && cedMode != "exact")
+    return fail("--ced takes 'full', 'bounded' or 'exact', got '" + cedMode + "'");
   bool writePlan = emit.empty() && !outputPath.empty();
+  if (cedMode != "full" && writePlan)
+    return fail("--ced=" + cedMode + " plans need runtime support that is not built yet; use --ced=full");
   if (!tokenizerPath.empty() && !engramMapPath.empty())
     return fail("give either --tokenizer or --engram-map, not both");
   if (!emitEngramMap.empty() && tokenizerPath.empty())
@@ -167,7 +171,7 @@ int main(int argc, char **argv) {
     return fail("internal error: the built module does not verify");
 
   mlir::PassManager pm(&context);
-  dsc::ds::buildAnalysisPipeline(pm);
+  dsc::ds::buildAnalysisPipeline(pm, cedMode);
   if (mlir::failed(pm.run(*module)))
     return fail("the model's schedule does not verify (see above)");
 
@@ -257,6 +261,16 @@ int main(int argc, char **argv) {
       for (const dsc::runtime::Launch &launch : program.launches)
         ++r.launches[program.name][launch.layer];
     r.distinctKernels = int64_t(plan.kernels.size());
+    r.ced = dsc::ds::summarizeCed(*module);
+    for (const char *mode : {"full", "bounded", "exact"}) {
+      // One module per mode, built and split the same way.
+      mlir::OwningOpRef<mlir::ModuleOp> m = dsc::models::buildModule(*spec, context, buildOptions);
+      mlir::PassManager modePm(&context);
+      dsc::ds::buildAnalysisPipeline(modePm, mode);
+      if (!m || mlir::failed(modePm.run(*m)))
+        return fail(std::string("internal error: the --ced=") + mode + " module does not verify");
+      r.activatedPrefillByMode[mode] = dsc::ds::summarizeCed(*m).activatedPerPromptToken;
+    }
     std::map<std::string, dsc::tools::KernelUsage> kernels;
     for (const dsc::runtime::KernelSpec &kernel : plan.kernels) {
       dsc::tools::KernelUsage &k = kernels[kernel.name];

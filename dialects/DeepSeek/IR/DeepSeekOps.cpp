@@ -138,6 +138,31 @@ LogicalResult YieldOp::verify() {
   return success();
 }
 
+LogicalResult ReplaySliceOp::verify() {
+  if (getTokens() < 1)
+    return emitOpError() << "replays at least one token, got tokens = " << getTokens();
+  if (failed(expectRank(*this, getStream(), 3, "stream")) ||
+      failed(expectRank(*this, getMix(), 2, "mix")) ||
+      failed(expectRank(*this, getStreamSlice(), 3, "stream slice")) ||
+      failed(expectRank(*this, getMixSlice(), 2, "mix slice")))
+    return failure();
+  auto stream = tensorOf(getStream()), mix = tensorOf(getMix());
+  auto streamSlice = tensorOf(getStreamSlice()), mixSlice = tensorOf(getMixSlice());
+  if (failed(expectDim(*this, mix.getShape()[0], stream.getShape()[0], "mix rows")) ||
+      failed(expectDim(*this, mix.getShape()[1], stream.getShape()[1], "mix width (hc_mult)")))
+    return failure();
+  for (auto [from, to, what] : {std::tuple{stream, streamSlice, "stream"}, {mix, mixSlice, "mix"}}) {
+    if (!ShapedType::isDynamic(to.getShape()[0]))
+      return emitOpError() << what << " slice rows must be dynamic (min(tokens, S)), got "
+                           << to;
+    if (from.getElementType() != to.getElementType() ||
+        from.getShape().drop_front() != to.getShape().drop_front())
+      return emitOpError() << what << " slice must keep the " << what
+                           << "'s element type and trailing dims: " << from << " vs " << to;
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Embedding, head, mHC, norm, linear, RoPE
 //===----------------------------------------------------------------------===//

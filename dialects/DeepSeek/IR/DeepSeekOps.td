@@ -71,9 +71,20 @@ def DS_LayerOp : DS_Op<"layer", [
     The verifier checks the schedule locally: a layer may only read shared
     values published by the layers its `csa2` names, of its own ratio, and
     only the candidate source (a decoder Full layer) may publish candidates.
+
+    `ced_projection` (written by `ds-ced-split`, docs/passes.md) marks the
+    projection part of the Full layer L/2 that CED prefill runs on every
+    prompt token: pre-collapse, attn norm, compressor, `ds.compress_kv` and
+    `ds.index_keys` (plus the Engram gate if the layer has one). It has no
+    attention and no MoE, yields no stream or mix, and publishes exactly its
+    `!ds.kv_cache` and `!ds.index_keys`. The replayed layer with the same id
+    that follows it (on the `ds.replay_slice` rows) reads that kv cache and
+    those keys instead of computing them; later layers read them from the
+    projection as from any KV source.
   }];
   let arguments = (ins I64Attr:$id, DS_CSA2Attr:$csa2, UnitAttr:$decoder,
-                       UnitAttr:$engram, UnitAttr:$dspark_target);
+                       UnitAttr:$engram, UnitAttr:$dspark_target,
+                       UnitAttr:$ced_projection);
   let results = (outs Variadic<AnyType>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$id qualified($csa2) (`->` type($results)^)? attr-dict-with-keyword $body";
@@ -94,6 +105,25 @@ def DS_YieldOp : DS_Op<"yield", [Pure, Terminator, ReturnLike,
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
   let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::ValueRange()); }]>];
+  let hasVerifier = 1;
+}
+
+def DS_ReplaySliceOp : DS_Op<"replay_slice", [Pure]> {
+  let summary = "The last R' = min(R, S) rows of the stream and mix (CED replay)";
+  let description = [{
+    Written by `ds-ced-split` between the projection of layer L/2 and the
+    replayed layers: CED prefill runs layer L/2's attention and MoE and every
+    later decoder layer only on the last `tokens` = R prompt rows (all rows
+    when the prompt is shorter). Operands are the residual stream
+    `[S, hc, D]` and the mix `[S, hc]` leaving layer L/2-1; results are the
+    same rows' suffix, `[R', hc, D]` and `[R', hc]`, whose row dimension is
+    dynamic (R' depends on the prompt length). Rows keep their absolute
+    positions: a replayed row r is prompt position S - R' + r.
+    Example: `ds.replay_slice %h, %mix {tokens = 2560}`.
+  }];
+  let arguments = (ins Tensor:$stream, Tensor:$mix, I64Attr:$tokens);
+  let results = (outs Tensor:$stream_slice, Tensor:$mix_slice);
+  let assemblyFormat = "$stream `,` $mix attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }
 

@@ -9,6 +9,10 @@
 //              source's index keys (within the candidate pool if it reads one);
 //   - reuse:   kv_source, index_source < id; reads both, computes neither;
 //   - swa, dspark: no compressed state at all.
+// CED (ds-ced-split): a `ced_projection` layer is the projection part of a
+// Full layer (no attention, no MoE); it yields no stream and publishes
+// exactly its kv cache and index keys. The replayed Full layer with the same
+// id reads them (as a reindex layer reads its kv source's keys).
 // Every diagnostic names the layer and what was expected.
 //===----------------------------------------------------------------------===//
 #include "dialects/DeepSeek/IR/DeepSeekDialect.h"
@@ -111,6 +115,9 @@ LogicalResult verifyConsumer(LayerOp layer, Operation *user, Value value) {
       return user->emitOpError() << "layer " << id << " reads the kv cache of layer " << from
                                  << ", but its kv source is layer " << csa2.getKvSource();
   } else if (llvm::isa<IndexKeysType>(type)) {
+    // The replayed Full layer L/2 scores the keys its own projection computed.
+    if (mode == LayerMode::full && source.getCedProjection() && from == id)
+      return success();
     if (mode != LayerMode::reindex)
       return user->emitOpError() << "only a reindex layer scores another layer's index keys; layer "
                                  << id << " is " << stringifyLayerMode(mode);
@@ -138,8 +145,27 @@ LogicalResult LayerOp::verifyRegions() {
   if (failed(verifyRoleIds(*this)))
     return failure();
 
+  if (getCedProjection()) {
+    if (getMode() != LayerMode::full)
+      return emitOpError() << "the CED projection of layer " << getId()
+                           << " must be a Full layer (it computes kv and keys), got "
+                           << stringifyLayerMode(getMode());
+    if (getNumResults() != 2 || !llvm::isa<KvCacheType>(getResult(0).getType()) ||
+        !llvm::isa<IndexKeysType>(getResult(1).getType()))
+      return emitOpError() << "the CED projection of layer " << getId()
+                           << " publishes exactly its kv cache and index keys, and no stream";
+    Operation *forbidden = nullptr;
+    getBody().walk([&](Operation *op) {
+      if (llvm::isa<SparseAttentionOp, MoeGateOp, MoeExpertsOp>(op) && !forbidden)
+        forbidden = op;
+    });
+    if (forbidden)
+      return forbidden->emitOpError() << "in the CED projection of layer " << getId()
+                                      << ": a projection has no attention and no MoE";
+  }
+
   // Results: stream and mix first.
-  if (getMode() != LayerMode::dspark && getNumResults() < 2)
+  if (getMode() != LayerMode::dspark && !getCedProjection() && getNumResults() < 2)
     return emitOpError() << "layer " << getId()
                          << " must yield at least the residual stream and the next mix";
 
