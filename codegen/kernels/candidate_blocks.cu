@@ -12,10 +12,12 @@
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
 
-DSC_KERNEL void dsc_candidate_blocks(const unsigned short *scores, long long S, long long width,
-                                     long long startPos, long long ratio, long long topkBlocks,
-                                     long long blockSize, float *blockVals,
+DSC_KERNEL void dsc_candidate_blocks(const unsigned short *scores, long long S,
+                                     const long long *callState, long long ratio,
+                                     long long topkBlocks, long long blockSize, float *blockVals,
                                      unsigned char *picked, unsigned char *mask) {
+  const long long startPos = DSC_CALL_START(callState);
+  const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);
   const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (s >= S)
     return;

@@ -36,6 +36,18 @@
 
 #define DSC_KERNEL extern "C" __global__
 
+// The call state (runtime/cuda/CudaAdapter.h): a device long long[2] =
+// {start position p, tokens S} written before each call / graph replay.
+// Position-dependent kernels take `const long long *callState` and derive
+// everything from it; their grids are sized by capacity and threads beyond
+// the live range exit.
+#define DSC_CALL_START(cs) ((cs)[0])
+#define DSC_CALL_TOKENS(cs) ((cs)[1])
+/// kCompressedLength: entries visible after the call, floor((p + S) / r).
+#define DSC_CALL_COMPRESSED_LENGTH(cs, r) (((cs)[0] + (cs)[1]) / (r))
+/// kCompressedTokens: entries the call emits, floor((p + S) / r) - floor(p / r).
+#define DSC_CALL_COMPRESSED_TOKENS(cs, r) (((cs)[0] + (cs)[1]) / (r) - (cs)[0] / (r))
+
 namespace dsc::kernels {
 
 using namespace dsc::numerics;

@@ -1,7 +1,8 @@
 //===- compress_kv.cu - Compressed KV records (kernel `compress_kv`) ------===//
 //
 // CPU: compressKvWrite (runtime/cpu/kernels/attention/Compressor.cpp).
-// dsc_compress_kv: one thread per (latent i, tile b) of latents bf16 [n, Dh]:
+// dsc_compress_kv: one thread per (latent i, tile b) of latents bf16 [n, Dh]
+// (n = emitted entries, j0 = p / ratio from the call state):
 // RoPE (bf16 results) on the channels of the tile inside the rope tail at
 // position (j0 + i) * ratio, then the tile is quantised into record j0 + i
 // of the main-KV pool (mainKvFormat: E2M1 + E4M3 scale per 16).
@@ -9,11 +10,13 @@
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
 
-DSC_KERNEL void dsc_compress_kv(const unsigned short *latents, long long n, long long headDim,
-                                long long j0, long long ratio, long long ropeDim,
+DSC_KERNEL void dsc_compress_kv(const unsigned short *latents, const long long *callState,
+                                long long headDim, long long ratio, long long ropeDim,
                                 const float *invFreq, unsigned char *pool, int values, int tile,
                                 int valueType, int scaleType, int tokensPerPage, int order) {
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
+  const long long n = DSC_CALL_COMPRESSED_TOKENS(callState, ratio);
+  const long long j0 = DSC_CALL_START(callState) / ratio;
   const long long tiles = headDim / tile;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n * tiles)

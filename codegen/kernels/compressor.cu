@@ -7,7 +7,7 @@
 //     double partial sums), then fp32 (linearF32, outF32) or bf16 of that
 //     fp32 (linearBf16, outBf16; ratio 1).
 //   dsc_compressor_state: one thread per (row i, channel c): copies kv/score
-//     rows [rowFrom + i] into state slots slot0 + i (state f32 [2, r, d]:
+//     rows [rowFrom + i] into state slots slot0 + i, slot0 = p % r from the call state (state f32 [2, r, d]:
 //     kv then score).
 //   dsc_compressor_pool: one thread per (group j, channel c): per-channel
 //     softmax over the r rows of score (max, expf(s - m), sequential sum,
@@ -33,8 +33,9 @@ DSC_KERNEL void dsc_compressor_linear(const unsigned short *x, const unsigned sh
 }
 
 DSC_KERNEL void dsc_compressor_state(const float *kv, const float *score, long long rowFrom,
-                                     long long count, long long slot0, long long ratio,
-                                     long long d, float *state) {
+                                     long long count, const long long *callState,
+                                     long long ratio, long long d, float *state) {
+  const long long slot0 = DSC_CALL_START(callState) % ratio; // 0 in prefill
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count * d)
     return;
@@ -43,8 +44,10 @@ DSC_KERNEL void dsc_compressor_state(const float *kv, const float *score, long l
   state[ratio * d + (slot0 + r) * d + c] = score[(rowFrom + r) * d + c];
 }
 
-DSC_KERNEL void dsc_compressor_pool(const float *kv, const float *score, long long n,
-                                    long long ratio, long long d, unsigned short *pooled) {
+DSC_KERNEL void dsc_compressor_pool(const float *kv, const float *score,
+                                    const long long *callState, long long ratio, long long d,
+                                    unsigned short *pooled) {
+  const long long n = DSC_CALL_COMPRESSED_TOKENS(callState, ratio); // groups emitted
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n * d || ratio > 16)
     return;
@@ -68,8 +71,10 @@ DSC_KERNEL void dsc_compressor_pool(const float *kv, const float *score, long lo
   pooled[i] = bf16FromFloat(acc);
 }
 
-DSC_KERNEL void dsc_compressor_norm(const unsigned short *x, long long rows, long long d,
-                                    const unsigned short *w, float eps, unsigned short *y) {
+DSC_KERNEL void dsc_compressor_norm(const unsigned short *x, const long long *callState,
+                                    long long ratio, long long d, const unsigned short *w,
+                                    float eps, unsigned short *y) {
+  const long long rows = DSC_CALL_COMPRESSED_TOKENS(callState, ratio); // latents emitted
   const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows)
     return;

@@ -12,7 +12,9 @@
 #include "codegen/kernels/common.cuh"
 
 DSC_KERNEL void dsc_engram_hash_map(const int *ids, const long long *tokenMap, long long mapSize,
-                                    long long *history, long long start, long long S) {
+                                    long long *history, const long long *callState,
+                                    long long S) {
+  const long long start = DSC_CALL_START(callState);
   for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < S;
        t += (long long)gridDim.x * blockDim.x) {
     const long long id = ids[t];
@@ -20,10 +22,11 @@ DSC_KERNEL void dsc_engram_hash_map(const int *ids, const long long *tokenMap, l
   }
 }
 
-DSC_KERNEL void dsc_engram_hash(const long long *history, long long start, long long S,
-                                long long padId, const long long *mult, const long long *primes,
+DSC_KERNEL void dsc_engram_hash(const long long *history, const long long *callState,
+                                long long S, long long padId, const long long *mult, const long long *primes,
                                 const long long *offsets, int maxNgram, int heads, int layers,
                                 long long *hashes) {
+  const long long start = DSC_CALL_START(callState);
   const long long cols = (long long)(maxNgram - 1) * heads;
   const long long n = S * layers;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;

@@ -58,8 +58,9 @@ DSC_KERNEL void dsc_index_queries_gemm(const float *codes, const float *aScales,
 
 DSC_KERNEL void dsc_index_queries_rope_qdq(const unsigned short *qb, long long S, long long H,
                                            long long dk, long long ropeDim,
-                                           const float *invFreq, long long startPos,
+                                           const float *invFreq, const long long *callState,
                                            unsigned short *q) {
+  const long long startPos = DSC_CALL_START(callState);
   const long long blocks = dk / kFp4E8M0Block;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= S * H * blocks)

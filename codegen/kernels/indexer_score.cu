@@ -20,8 +20,10 @@ DSC_KERNEL void dsc_indexer_score(const unsigned short *q, const unsigned short 
                                   float weightScale, const unsigned char *keys, int values,
                                   int tile, int valueType, int scaleType, int tokensPerPage,
                                   int order, long long S, long long H, long long dk,
-                                  long long width, long long startPos, long long ratio,
+                                  const long long *callState, long long ratio,
                                   unsigned short *scores) {
+  const long long startPos = DSC_CALL_START(callState);
+  const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio); // row stride T
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= S * width)

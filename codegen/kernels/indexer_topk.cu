@@ -21,8 +21,10 @@ __device__ __forceinline__ float topkScore(const unsigned short *row, const unsi
 
 DSC_KERNEL void dsc_indexer_topk_select(const unsigned short *scores,
                                         const unsigned char *candidates, long long S,
-                                        long long width, long long used,
-                                        unsigned char *selected) {
+                                        const long long *callState, long long ratio,
+                                        long long k, unsigned char *selected) {
+  const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);
+  const long long used = k < width ? k : width;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= S * width)
     return;
@@ -38,9 +40,11 @@ DSC_KERNEL void dsc_indexer_topk_select(const unsigned short *scores,
 }
 
 DSC_KERNEL void dsc_indexer_topk_emit(const unsigned char *selected, long long S,
-                                      long long width, long long k, long long used,
-                                      long long startPos, long long ratio, long long offset,
-                                      int *topk) {
+                                      const long long *callState, long long k, long long ratio,
+                                      long long offset, int *topk) {
+  const long long startPos = DSC_CALL_START(callState);
+  const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);
+  const long long used = k < width ? k : width;
   const long long cols = width > k ? width : k;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= S * cols)

@@ -2,7 +2,7 @@
 //
 // y = x with the last ropeDim channels of each headDim vector rotated
 // (CPU: runtime/cpu/kernels/attention/Rope.cpp). Row r is at position
-// pos0 + r * posStep. One thread per element of y: channels outside the rope
+// pos0 + r * posStep, pos0 = p * posStep (p from the call state). One thread per element of y: channels outside the rope
 // tail are copied; a tail channel computes its pair and keeps its half.
 // invFreq: fp32 [ropeDim/2] (numerics::ropeInvFreq, uploaded by the adapter).
 //===----------------------------------------------------------------------===//
@@ -11,7 +11,9 @@
 
 DSC_KERNEL void dsc_rope(const unsigned short *x, unsigned short *y, long long rows,
                          long long heads, long long headDim, long long ropeDim,
-                         const float *invFreq, long long pos0, long long posStep, int inverse) {
+                         const float *invFreq, const long long *callState, long long posStep,
+                         int inverse) {
+  const long long pos0 = DSC_CALL_START(callState) * posStep;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long total = rows * heads * headDim;
   if (i >= total)

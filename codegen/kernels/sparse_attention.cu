@@ -40,9 +40,13 @@ DSC_KERNEL void dsc_sparse_attention(const unsigned short *q, long long S, long 
                                      long long D, const float *rows, long long R,
                                      const unsigned char *kvPool, int values, int tile,
                                      int valueType, int scaleType, int tokensPerPage, int order,
-                                     long long T, const int *topk, long long k, const float *sink,
-                                     long long startPos, long long window,
-                                     long long windowWidth, float scale, unsigned short *o) {
+                                     long long ratio, const int *topk, long long k,
+                                     const float *sink, const long long *callState,
+                                     long long window, long long windowWidth, float scale,
+                                     unsigned short *o) {
+  // p and T = (p + S) / ratio (0 without a compressed source) from the call state.
+  const long long startPos = DSC_CALL_START(callState);
+  const long long T = ratio > 0 ? DSC_CALL_COMPRESSED_LENGTH(callState, ratio) : 0;
   extern __shared__ float shm[];
   float *qf = shm;
   float *acc = shm + D;

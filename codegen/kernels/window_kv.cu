@@ -6,7 +6,7 @@
 //     is quantised exactly as encodeKvRecord does; rows t >= writeFrom go to
 //     ring slot (pos0 + t) % window; if `rows` is not null the QDQ values
 //     (decoded record, rounded to bf16) go to rows f32 [S, Dh].
-//     Prefill: pos0 = 0, writeFrom = S - window, rows = the output.
+//     pos0 = p (call state). Prefill: pos0 = 0, writeFrom = S - window, rows = the output.
 //     Decode: pos0 = p, S = 1, writeFrom = 0, rows = null.
 //   dsc_window_kv_ring: one thread per (slot, channel): rows[s, c] = decoded
 //     ring record s (decode: all W slots).
@@ -15,10 +15,11 @@
 #include "codegen/kernels/attention.cuh"
 
 DSC_KERNEL void dsc_window_kv(const unsigned short *kv, long long S, long long headDim,
-                              long long pos0, long long window, long long writeFrom,
+                              const long long *callState, long long window, long long writeFrom,
                               unsigned char *ring, int values, int tile, int valueType,
                               int scaleType, int tokensPerPage, int order, float *rows) {
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
+  const long long pos0 = DSC_CALL_START(callState);
   const long long tiles = headDim / tile;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= S * tiles)

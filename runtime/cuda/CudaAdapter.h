@@ -51,6 +51,12 @@ public:
   const runtime::CallInfo &call;
   std::vector<CudaTensor *> inputs, outputs; ///< in Launch order
   std::vector<const runtime::ValueSlot *> inputSlots, outputSlots;
+  /// The call state on the device: long long[2] = {start position, tokens},
+  /// written by the backend before each call and each graph replay. Every
+  /// position-dependent kernel reads p (and T = (p + S) / ratio, the ring
+  /// slot, RoPE positions, emission, visibility, ...) from here, never from a
+  /// kernel argument, so that a captured decode graph replays at any p.
+  CUdeviceptr callState = 0;
 
   CudaLaunchContext(const runtime::PlanModel &plan, const runtime::Program &program,
                     const runtime::Launch &launch, const runtime::KernelSpec &kernel,
@@ -69,8 +75,27 @@ public:
   /// kernel's parameters in order (as cuLaunchKernel takes them).
   virtual Status launchEntry(const char *entry, Dim3 grid, Dim3 block, size_t sharedBytes,
                              std::vector<void *> args) = 0;
-  /// Device scratch memory valid until the launch's adapter returns.
+  /// Device scratch memory, persistent per launch site: the n-th scratch()
+  /// of an adapter at one launch of a program returns the same buffer on
+  /// every call (grown, outside graph capture, when a call needs more).
+  /// Size it by capacity (never by p) where a captured graph may replay it.
   virtual runtime::Expected<CUdeviceptr> scratch(size_t bytes) = 0;
+  /// Constant device data (RoPE frequencies, Engram tables) uploaded once per
+  /// kernel specialisation and `name`, then cached.
+  virtual runtime::Expected<CUdeviceptr> constant(const char *name, const void *data,
+                                                  size_t bytes) = 0;
+  /// Device-to-device copy on the backend's stream.
+  virtual Status copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) = 0;
+
+  /// Capacities for grids and scratch (never the live p-dependent sizes):
+  /// kCompressedLength entries at `ratio` for any position of the plan, and
+  /// the most entries one call of `tokens` tokens can emit.
+  int64_t compressedLengthCapacity(int64_t ratio) const {
+    return ratio > 0 ? plan.model.maxSeqLen / ratio : 0;
+  }
+  static int64_t compressedTokensCapacity(int64_t tokens, int64_t ratio) {
+    return ratio > 1 ? tokens / ratio + 1 : tokens;
+  }
 };
 
 using CudaAdapter = std::function<Status(CudaLaunchContext &)>;

@@ -11,8 +11,13 @@
 // (main KV, top-k), sink, window rows]. Record layouts travel to the kernels
 // as six ints (values, tile, value type, scale type, tokens per page, page
 // order). RoPE inverse frequencies are computed here (numerics::ropeInvFreq)
-// and uploaded into the launch's scratch. Every adapter takes ONE scratch
-// region and carves it (256-byte aligned pieces).
+// and uploaded once per kernel specialisation (CudaLaunchContext::constant).
+// Every adapter takes ONE scratch region (persistent per launch site, sized
+// by capacity) and carves it (256-byte aligned pieces). Position-dependent
+// values (p, T, emission, ring slot, ...) come from the device call state
+// (CudaLaunchContext::callState); grids are sized by capacity so that a
+// captured decode graph replays at any position. Host-side checks that use
+// c.call only validate (they run on eager calls and at capture).
 // Docs: docs/cuda-kernels-attention.md.
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaAdapter.h"
@@ -94,19 +99,25 @@ private:
   CUdeviceptr base_ = 0;
 };
 
-Status upload(CUdeviceptr dst, const void *src, size_t bytes) {
-  if (bytes == 0)
-    return Status::ok();
-  auto driver = CudaDriver::get();
-  if (!driver)
-    return driver.status();
-  return (*driver)->check((*driver)->cuMemcpyHtoD(dst, src, bytes), "cuMemcpyHtoD(rope freqs)");
+/// The RoPE inverse frequencies of this kernel specialisation on the device.
+runtime::Expected<CUdeviceptr> ropeConstant(CudaLaunchContext &c, const std::vector<float> &f) {
+  return c.constant("rope.inv_freq", f.data(), f.size() * sizeof(float));
 }
 
 std::vector<float> ropeFreqs(Params &p) {
   return numerics::ropeInvFreq(static_cast<int>(p.i("rope.dim")), p.f("rope.theta"),
                                p.i("rope.original_seq_len", 0), p.f("rope.factor", 1.0),
                                p.f("rope.beta_fast", 32.0), p.f("rope.beta_slow", 1.0));
+}
+
+/// The scores' width must be kCompressedLength at `ratio` (the kernels
+/// derive it from the call state).
+Status checkWidth(CudaLaunchContext &c, const char *kernel, int64_t width, int64_t ratio) {
+  if (ratio < 1 || width != (c.call.startPos + c.call.tokens) / ratio)
+    return runtime::internalError(std::string(kernel) + ": width " + std::to_string(width) +
+                                  " is not the compressed length at ratio " +
+                                  std::to_string(ratio));
+  return Status::ok();
 }
 
 /// One thread per item, 256 per block; nothing to do for count 0.
@@ -135,14 +146,12 @@ Status rope(CudaLaunchContext &c) {
   if (ropeDim % 2 != 0 || ropeDim > headDim)
     return runtime::internalError("rope: rope.dim " + std::to_string(ropeDim) +
                                   " does not fit head dim " + std::to_string(headDim));
-  Scratch s;
-  size_t fp = s.add(freqs.size() * sizeof(float));
-  DSC_TRY(s.allocate(c));
-  DSC_TRY(upload(s.at(fp), freqs.data(), freqs.size() * sizeof(float)));
-  CUdeviceptr xp = x.ptr, yp = y.ptr, f = s.at(fp);
-  int64_t pos0 = c.call.startPos * stride;
+  auto fc = ropeConstant(c, freqs);
+  if (!fc)
+    return fc.status();
+  CUdeviceptr xp = x.ptr, yp = y.ptr, f = *fc, cs = c.callState;
   return launch1D(c, "dsc_rope", rows * heads * headDim,
-                  {&xp, &yp, &rows, &heads, &headDim, &ropeDim, &f, &pos0, &stride, &inverse});
+                  {&xp, &yp, &rows, &heads, &headDim, &ropeDim, &f, &cs, &stride, &inverse});
 }
 
 Status windowKv(CudaLaunchContext &c) {
@@ -155,20 +164,20 @@ Status windowKv(CudaLaunchContext &c) {
   auto pool = poolArgs(c.outputState(0), "window_kv", dim);
   if (!pool)
     return pool.status();
-  CUdeviceptr kvp = kv.ptr, ring = c.outputs[0]->ptr, rows = c.outputs[1]->ptr;
+  CUdeviceptr kvp = kv.ptr, ring = c.outputs[0]->ptr, rows = c.outputs[1]->ptr, cs = c.callState;
   int64_t tiles = dim / pool->tile;
-  if (c.call.startPos == 0) {
-    int64_t pos0 = 0, writeFrom = S - window;
-    std::vector<void *> args{&kvp, &S, &dim, &pos0, &window, &writeFrom, &ring};
+  if (c.call.startPos == 0) { // prefill (the phase, not the position: decode has p > 0)
+    int64_t writeFrom = S - window;
+    std::vector<void *> args{&kvp, &S, &dim, &cs, &window, &writeFrom, &ring};
     pool->push(args);
     args.push_back(&rows);
     return launch1D(c, "dsc_window_kv", S * tiles, std::move(args));
   }
   if (S != 1)
     return runtime::internalError("window_kv: decode takes one token, got " + std::to_string(S));
-  int64_t pos0 = c.call.startPos, writeFrom = 0;
+  int64_t writeFrom = 0;
   CUdeviceptr none = 0;
-  std::vector<void *> args{&kvp, &S, &dim, &pos0, &window, &writeFrom, &ring};
+  std::vector<void *> args{&kvp, &S, &dim, &cs, &window, &writeFrom, &ring};
   pool->push(args);
   args.push_back(&none);
   DSC_TRY(launch1D(c, "dsc_window_kv", tiles, std::move(args)));
@@ -205,15 +214,14 @@ Status compressor(CudaLaunchContext &c) {
     return runtime::internalError("compressor emits " + std::to_string(n) +
                                   " latents, the plan sized " + std::to_string(latents.dim(0)));
   if (stateIn.ptr != state.ptr) {
-    auto driver = CudaDriver::get();
-    if (!driver)
-      return driver.status();
     size_t bytes = size_t(std::min(stateIn.numElements(), state.numElements())) * sizeof(float);
     if (bytes)
-      DSC_TRY((*driver)->check((*driver)->cuMemcpyDtoD(state.ptr, stateIn.ptr, bytes),
-                               "cuMemcpyDtoD(compressor state)"));
+      DSC_TRY(c.copy(state.ptr, stateIn.ptr, bytes));
   }
-  CUdeviceptr xp = x.ptr, wp = wkv.ptr, np = norm.ptr, sp = state.ptr, lp = latents.ptr;
+  CUdeviceptr xp = x.ptr, wp = wkv.ptr, np = norm.ptr, sp = state.ptr, lp = latents.ptr,
+              cs = c.callState;
+  // Latents emitted: n at this call, nCap at most (grids; kernels use the call state).
+  const int64_t nCap = CudaLaunchContext::compressedTokensCapacity(S, ratio);
   CUdeviceptr none = 0;
   Scratch s;
   if (ratio == 1) {
@@ -221,30 +229,30 @@ Status compressor(CudaLaunchContext &c) {
     DSC_TRY(s.allocate(c));
     CUdeviceptr lb = s.at(lin);
     DSC_TRY(launch1D(c, "dsc_compressor_linear", S * d, {&xp, &wp, &S, &dim, &d, &none, &lb}));
-    return launch1D(c, "dsc_compressor_norm", S, {&lb, &S, &d, &np, &eps, &lp});
+    return launch1D(c, "dsc_compressor_norm", S, {&lb, &cs, &ratio, &d, &np, &eps, &lp});
   }
   size_t kvPiece = s.add(size_t(S * d) * 4), scorePiece = s.add(size_t(S * d) * 4);
-  size_t pooledPiece = s.add(size_t(std::max<int64_t>(n, 1) * d) * 2);
+  size_t pooledPiece = s.add(size_t(std::max<int64_t>(nCap, 1) * d) * 2);
   DSC_TRY(s.allocate(c));
   CUdeviceptr kvb = s.at(kvPiece), scb = s.at(scorePiece), pooled = s.at(pooledPiece);
   CUdeviceptr gp = c.inputs[2]->ptr;
   DSC_TRY(launch1D(c, "dsc_compressor_linear", S * d, {&xp, &wp, &S, &dim, &d, &kvb, &none}));
   DSC_TRY(launch1D(c, "dsc_compressor_linear", S * d, {&xp, &gp, &S, &dim, &d, &scb, &none}));
-  if (start == 0) {
-    DSC_TRY(launch1D(c, "dsc_compressor_pool", n * d, {&kvb, &scb, &n, &ratio, &d, &pooled}));
-    int64_t rowFrom = n * ratio, count = S - n * ratio, slot0 = 0;
+  if (start == 0) { // prefill
+    DSC_TRY(launch1D(c, "dsc_compressor_pool", n * d, {&kvb, &scb, &cs, &ratio, &d, &pooled}));
+    int64_t rowFrom = n * ratio, count = S - n * ratio;
     DSC_TRY(launch1D(c, "dsc_compressor_state", count * d,
-                     {&kvb, &scb, &rowFrom, &count, &slot0, &ratio, &d, &sp}));
-  } else {
-    int64_t rowFrom = 0, count = 1, slot0 = start % ratio;
+                     {&kvb, &scb, &rowFrom, &count, &cs, &ratio, &d, &sp}));
+  } else { // decode: slot p % ratio; a group is pooled when it completes (in-kernel)
+    int64_t rowFrom = 0, count = 1;
     DSC_TRY(launch1D(c, "dsc_compressor_state", d,
-                     {&kvb, &scb, &rowFrom, &count, &slot0, &ratio, &d, &sp}));
-    if (n == 1) {
-      CUdeviceptr stKv = sp, stScore = sp + CUdeviceptr(ratio * d * 4);
-      DSC_TRY(launch1D(c, "dsc_compressor_pool", d, {&stKv, &stScore, &n, &ratio, &d, &pooled}));
-    }
+                     {&kvb, &scb, &rowFrom, &count, &cs, &ratio, &d, &sp}));
+    CUdeviceptr stKv = sp, stScore = sp + CUdeviceptr(ratio * d * 4);
+    DSC_TRY(launch1D(c, "dsc_compressor_pool", nCap * d,
+                     {&stKv, &stScore, &cs, &ratio, &d, &pooled}));
   }
-  return launch1D(c, "dsc_compressor_norm", n, {&pooled, &n, &d, &np, &eps, &lp});
+  return launch1D(c, "dsc_compressor_norm", start == 0 ? n : nCap,
+                  {&pooled, &cs, &ratio, &d, &np, &eps, &lp});
 }
 
 Status compressKv(CudaLaunchContext &c) {
@@ -257,6 +265,7 @@ Status compressKv(CudaLaunchContext &c) {
   const StateBuffer *state = c.outputState(0);
   const CudaTensor &latents = *c.inputs[0];
   int64_t n = latents.dim(0), headDim = latents.dim(1);
+  const int64_t nCap = CudaLaunchContext::compressedTokensCapacity(c.call.tokens, ratio);
   auto pool = poolArgs(state, "compress_kv", headDim);
   if (!pool)
     return pool.status();
@@ -265,16 +274,13 @@ Status compressKv(CudaLaunchContext &c) {
     return runtime::invalidArgument("compress_kv: entry " + std::to_string(j0 + n) +
                                     " exceeds the KV buffer's capacity " +
                                     std::to_string(state->capacity));
-  if (n <= 0)
-    return Status::ok();
-  Scratch s;
-  size_t fp = s.add(freqs.size() * sizeof(float));
-  DSC_TRY(s.allocate(c));
-  DSC_TRY(upload(s.at(fp), freqs.data(), freqs.size() * sizeof(float)));
-  CUdeviceptr lp = latents.ptr, f = s.at(fp), dst = c.outputs[0]->ptr;
-  std::vector<void *> args{&lp, &n, &headDim, &j0, &ratio, &ropeDim, &f, &dst};
+  auto fc = ropeConstant(c, freqs);
+  if (!fc)
+    return fc.status();
+  CUdeviceptr lp = latents.ptr, f = *fc, dst = c.outputs[0]->ptr, cs = c.callState;
+  std::vector<void *> args{&lp, &cs, &headDim, &ratio, &ropeDim, &f, &dst};
   pool->push(args);
-  return launch1D(c, "dsc_compress_kv", n * (headDim / pool->tile), std::move(args));
+  return launch1D(c, "dsc_compress_kv", nCap * (headDim / pool->tile), std::move(args));
 }
 
 Status indexKeys(CudaLaunchContext &c) {
@@ -290,25 +296,27 @@ Status indexKeys(CudaLaunchContext &c) {
   auto pool = poolArgs(state, "index_keys", dk);
   if (!pool)
     return pool.status();
-  if (n <= 0)
-    return Status::ok();
   int64_t ratio = state->ratio;
+  const int64_t nCap = CudaLaunchContext::compressedTokensCapacity(c.call.tokens, ratio);
   int64_t j0 = c.call.startPos / ratio;
   if (j0 + n > state->capacity)
     return runtime::invalidArgument("index_keys: entry " + std::to_string(j0 + n) +
                                     " exceeds the buffer's capacity " +
                                     std::to_string(state->capacity));
   Scratch s;
-  size_t fp = s.add(freqs.size() * sizeof(float)), kp = s.add(size_t(n * dk) * 2);
+  size_t kp = s.add(size_t(std::max<int64_t>(nCap, 1) * dk) * 2);
   DSC_TRY(s.allocate(c));
-  DSC_TRY(upload(s.at(fp), freqs.data(), freqs.size() * sizeof(float)));
-  CUdeviceptr lp = latents.ptr, wp = wk.ptr, normp = kNorm.ptr, kb = s.at(kp), f = s.at(fp),
-              dst = c.outputs[0]->ptr;
-  DSC_TRY(launch1D(c, "dsc_index_keys_linear", n * dk, {&lp, &wp, &n, &headDim, &dk, &kb}));
-  DSC_TRY(launch1D(c, "dsc_index_keys_norm", n, {&kb, &n, &dk, &normp, &eps}));
-  std::vector<void *> args{&kb, &n, &dk, &j0, &ratio, &ropeDim, &f, &dst};
+  auto fc = ropeConstant(c, freqs);
+  if (!fc)
+    return fc.status();
+  CUdeviceptr lp = latents.ptr, wp = wk.ptr, normp = kNorm.ptr, kb = s.at(kp), f = *fc,
+              dst = c.outputs[0]->ptr, cs = c.callState;
+  DSC_TRY(launch1D(c, "dsc_index_keys_linear", nCap * dk,
+                   {&lp, &wp, &cs, &ratio, &headDim, &dk, &kb}));
+  DSC_TRY(launch1D(c, "dsc_index_keys_norm", nCap, {&kb, &cs, &ratio, &dk, &normp, &eps}));
+  std::vector<void *> args{&kb, &cs, &dk, &ratio, &ropeDim, &f, &dst};
   pool->push(args);
-  return launch1D(c, "dsc_index_keys_write", n * (dk / pool->tile), std::move(args));
+  return launch1D(c, "dsc_index_keys_write", nCap * (dk / pool->tile), std::move(args));
 }
 
 Status indexQueries(CudaLaunchContext &c) {
@@ -326,17 +334,18 @@ Status indexQueries(CudaLaunchContext &c) {
   if (S <= 0)
     return Status::ok();
   Scratch s;
-  size_t fp = s.add(freqs.size() * sizeof(float)), codes = s.add(size_t(S * K) * 4),
-         scales = s.add(size_t(S * (K / 32)) * 4), qbp = s.add(size_t(S * N) * 2);
+  size_t codes = s.add(size_t(S * K) * 4), scales = s.add(size_t(S * (K / 32)) * 4),
+         qbp = s.add(size_t(S * N) * 2);
   DSC_TRY(s.allocate(c));
-  DSC_TRY(upload(s.at(fp), freqs.data(), freqs.size() * sizeof(float)));
+  auto fc = ropeConstant(c, freqs);
+  if (!fc)
+    return fc.status();
   CUdeviceptr qrp = qr.ptr, wp = w.ptr, sp = scale.ptr, cp = s.at(codes), scp = s.at(scales),
-              qb = s.at(qbp), f = s.at(fp), out = q.ptr;
+              qb = s.at(qbp), f = *fc, out = q.ptr, cs = c.callState;
   DSC_TRY(launch1D(c, "dsc_index_queries_act", S * (K / 32), {&qrp, &S, &K, &cp, &scp}));
   DSC_TRY(launch1D(c, "dsc_index_queries_gemm", S * N, {&cp, &scp, &wp, &sp, &S, &K, &N, &qb}));
-  int64_t start = c.call.startPos;
   return launch1D(c, "dsc_index_queries_rope_qdq", S * H * (dk / 32),
-                  {&qb, &S, &H, &dk, &ropeDim, &f, &start, &out});
+                  {&qb, &S, &H, &dk, &ropeDim, &f, &cs, &out});
 }
 
 Status indexerScore(CudaLaunchContext &c) {
@@ -355,12 +364,13 @@ Status indexerScore(CudaLaunchContext &c) {
     return runtime::internalError("indexer_score: index head dim above 256");
   if (width > keysState->capacity)
     return runtime::internalError("indexer_score: width exceeds the index-key capacity");
-  CUdeviceptr qp = q.ptr, hp = hw.ptr, kp = c.inputs[2]->ptr, out = scores.ptr;
-  int64_t start = c.call.startPos, ratio = keysState->ratio;
+  CUdeviceptr qp = q.ptr, hp = hw.ptr, kp = c.inputs[2]->ptr, out = scores.ptr, cs = c.callState;
+  int64_t ratio = keysState->ratio;
+  DSC_TRY(checkWidth(c, "indexer_score", width, ratio));
   std::vector<void *> args{&qp, &hp, &weightScale, &kp};
   pool->push(args);
-  args.insert(args.end(), {&S, &H, &dk, &width, &start, &ratio, &out});
-  return launch1D(c, "dsc_indexer_score", S * width, std::move(args));
+  args.insert(args.end(), {&S, &H, &dk, &cs, &ratio, &out});
+  return launch1D(c, "dsc_indexer_score", S * c.compressedLengthCapacity(ratio), std::move(args));
 }
 
 Status candidateBlocks(CudaLaunchContext &c) {
@@ -370,15 +380,17 @@ Status candidateBlocks(CudaLaunchContext &c) {
     return p.error;
   const CudaTensor &scores = *c.inputs[0];
   int64_t S = scores.dim(0), width = scores.dim(1);
-  int64_t nblocks = blockSize > 0 ? (width + blockSize - 1) / blockSize : 0;
+  DSC_TRY(checkWidth(c, "candidate_blocks", width, ratio));
+  const int64_t widthCap = c.compressedLengthCapacity(ratio);
+  int64_t nblocks = blockSize > 0 ? (widthCap + blockSize - 1) / blockSize : 0;
   Scratch s;
   size_t vals = s.add(size_t(std::max<int64_t>(S * nblocks, 1)) * 4),
          picked = s.add(size_t(std::max<int64_t>(S * nblocks, 1)));
   DSC_TRY(s.allocate(c));
-  CUdeviceptr sp = scores.ptr, vp = s.at(vals), pp = s.at(picked), out = c.outputs[0]->ptr;
-  int64_t start = c.call.startPos;
+  CUdeviceptr sp = scores.ptr, vp = s.at(vals), pp = s.at(picked), out = c.outputs[0]->ptr,
+              cs = c.callState;
   return launch1D(c, "dsc_candidate_blocks", S,
-                  {&sp, &S, &width, &start, &ratio, &blocks, &blockSize, &vp, &pp, &out});
+                  {&sp, &S, &cs, &ratio, &blocks, &blockSize, &vp, &pp, &out});
 }
 
 Status indexerTopK(CudaLaunchContext &c) {
@@ -390,18 +402,18 @@ Status indexerTopK(CudaLaunchContext &c) {
   int64_t S = scores.dim(0), width = scores.dim(1);
   int64_t window = c.plan.model.windowSize;
   int64_t offset = c.call.startPos == 0 ? S : window; // windowKvRows
-  int64_t used = std::min(k, width);
+  DSC_TRY(checkWidth(c, "indexer_topk", width, ratio));
+  const int64_t widthCap = c.compressedLengthCapacity(ratio);
   Scratch s;
-  size_t sel = s.add(size_t(std::max<int64_t>(S * width, 1)));
+  size_t sel = s.add(size_t(std::max<int64_t>(S * widthCap, 1)));
   DSC_TRY(s.allocate(c));
   CUdeviceptr sp = scores.ptr, cand = c.inputs.size() > 1 ? c.inputs[1]->ptr : 0,
-              selp = s.at(sel), out = c.outputs[0]->ptr;
-  if (used > 0)
-    DSC_TRY(launch1D(c, "dsc_indexer_topk_select", S * width,
-                     {&sp, &cand, &S, &width, &used, &selp}));
-  int64_t start = c.call.startPos;
-  return launch1D(c, "dsc_indexer_topk_emit", S * std::max(width, k),
-                  {&selp, &S, &width, &k, &used, &start, &ratio, &offset, &out});
+              selp = s.at(sel), out = c.outputs[0]->ptr, cs = c.callState;
+  // used = min(k, T) in-kernel; with used = 0 nothing is selected.
+  DSC_TRY(launch1D(c, "dsc_indexer_topk_select", S * widthCap,
+                   {&sp, &cand, &S, &cs, &ratio, &k, &selp}));
+  return launch1D(c, "dsc_indexer_topk_emit", S * std::max(widthCap, k),
+                  {&selp, &S, &cs, &k, &ratio, &offset, &out});
 }
 
 Status sparseAttention(CudaLaunchContext &c) {
@@ -422,7 +434,7 @@ Status sparseAttention(CudaLaunchContext &c) {
     return runtime::invalidArgument("sparse_attention: " + std::to_string(R) +
                                     " window rows, the call reads " +
                                     std::to_string(start == 0 ? S : window));
-  int64_t T = 0, k = 0;
+  int64_t T = 0, k = 0, ratio = 0;
   PoolArgs pool;
   CUdeviceptr kvp = 0, topk = 0;
   if (compressed) {
@@ -431,7 +443,8 @@ Status sparseAttention(CudaLaunchContext &c) {
     if (!pa)
       return pa.status();
     pool = *pa;
-    T = (start + S) / kvState->ratio;
+    ratio = kvState->ratio;
+    T = (start + S) / ratio;
     if (T > kvState->capacity)
       return runtime::invalidArgument("sparse_attention: " + std::to_string(T) +
                                       " compressed entries exceed the KV buffer's capacity " +
@@ -442,10 +455,10 @@ Status sparseAttention(CudaLaunchContext &c) {
   }
   if (S * H <= 0)
     return Status::ok();
-  CUdeviceptr qp = q.ptr, rp = rows.ptr, sk = sink.ptr, out = c.outputs[0]->ptr;
+  CUdeviceptr qp = q.ptr, rp = rows.ptr, sk = sink.ptr, out = c.outputs[0]->ptr, cs = c.callState;
   std::vector<void *> args{&qp, &S, &H, &D, &rp, &R, &kvp};
   pool.push(args);
-  args.insert(args.end(), {&T, &topk, &k, &sk, &start, &window, &windowWidth, &scale, &out});
+  args.insert(args.end(), {&ratio, &topk, &k, &sk, &cs, &window, &windowWidth, &scale, &out});
   Dim3 grid, block;
   grid.x = static_cast<unsigned>(S * H);
   block.x = 128;

@@ -29,48 +29,18 @@ template <typename... T> std::vector<void *> args(T &...a) {
   return {const_cast<void *>(static_cast<const void *>(&a))...};
 }
 
-/// Copies `count` int32 token ids from the device to validate them on the host.
-Expected<std::vector<int32_t>> idsToHost(const CudaTensor &ids) {
-  auto drv = CudaDriver::get();
-  if (!drv)
-    return drv.status();
-  std::vector<int32_t> host(size_t(ids.numElements()));
-  if (!host.empty())
-    if (Status s = (*drv)->check((*drv)->cuMemcpyDtoH(host.data(), ids.ptr,
-                                                      host.size() * sizeof(int32_t)),
-                                 "cuMemcpyDtoH(ids)");
-        !s)
-      return s;
-  return host;
-}
-
-/// Uploads a host vector into fresh scratch memory.
+/// A host vector as a cached device constant of this kernel specialisation.
 template <typename T>
-Expected<CUdeviceptr> upload(CudaLaunchContext &c, const std::vector<T> &v, const char *what) {
-  Expected<CUdeviceptr> p = c.scratch(v.size() * sizeof(T));
-  if (!p)
-    return p;
-  auto drv = CudaDriver::get();
-  if (!drv)
-    return drv.status();
-  if (!v.empty())
-    if (Status s = (*drv)->check((*drv)->cuMemcpyHtoD(*p, v.data(), v.size() * sizeof(T)), what);
-        !s)
-      return s;
-  return p;
+Expected<CUdeviceptr> upload(CudaLaunchContext &c, const std::vector<T> &v, const char *name) {
+  return c.constant(name, v.data(), v.size() * sizeof(T));
 }
 
 Status embed(CudaLaunchContext &c) {
   const CudaTensor &ids = *c.inputs[0], &table = *c.inputs[1];
   CudaTensor &out = *c.outputs[0];
   long long S = ids.numElements(), vocab = table.dim(0), D = table.dim(1);
-  auto host = idsToHost(ids);
-  if (!host)
-    return host.status();
-  for (int32_t id : *host)
-    if (id < 0 || id >= vocab)
-      return runtime::invalidArgument("embed: token id " + std::to_string(id) +
-                                      " outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  // Ids are validated on the host by the Session (no copy back: capture-safe);
+  // the kernel skips ids outside [0, vocab) as well.
   CUdeviceptr i = ids.ptr, t = table.ptr, o = out.ptr;
   return c.launchEntry("dsc_embed", gridFor(S * D), block1(), 0, args(i, t, o, S, D, vocab));
 }
@@ -138,41 +108,31 @@ Status engramHash(CudaLaunchContext &c) {
   long long start = c.call.startPos, S = ids.numElements();
   if (start + S > history.numElements())
     return runtime::invalidArgument("engram_hash: position beyond the history capacity");
-  auto host = idsToHost(ids);
-  if (!host)
-    return host.status();
-  for (int32_t id : *host)
-    if (id < 0 || id >= int64_t(map.size()))
-      return runtime::invalidArgument("engram_hash: token id " + std::to_string(id) +
-                                      " outside the Engram token map");
-  auto drv = CudaDriver::get();
-  if (!drv)
-    return drv.status();
+  // Ids were validated on the host by the Session (no copy back); an id
+  // outside the map hashes as dead in the kernel.
   // The history state comes in as input 1; write through the output buffer.
   if (c.inputs.size() > 1 && c.inputs[1]->ptr != history.ptr && history.numElements() > 0) {
     size_t bytes = size_t(std::min(history.numElements(), c.inputs[1]->numElements())) * 8;
-    if (Status s = (*drv)->check((*drv)->cuMemcpyDtoD(history.ptr, c.inputs[1]->ptr, bytes),
-                                 "cuMemcpyDtoD(engram history)");
-        !s)
+    if (Status s = c.copy(history.ptr, c.inputs[1]->ptr, bytes); !s)
       return s;
   }
-  auto mapDev = upload(c, map, "cuMemcpyHtoD(engram token map)");
-  auto multDev = upload(c, mult, "cuMemcpyHtoD(engram multipliers)");
-  auto primesDev = upload(c, primes, "cuMemcpyHtoD(engram primes)");
-  auto offsetsDev = upload(c, offsets, "cuMemcpyHtoD(engram offsets)");
+  auto mapDev = upload(c, map, "engram.token_map");
+  auto multDev = upload(c, mult, "engram.multipliers");
+  auto primesDev = upload(c, primes, "engram.primes");
+  auto offsetsDev = upload(c, offsets, "engram.offsets");
   for (auto *e : {&mapDev, &multDev, &primesDev, &offsetsDev})
     if (!*e)
       return e->status();
   CUdeviceptr ip = ids.ptr, mp = *mapDev, hp = history.ptr, mu = *multDev, pr = *primesDev,
-              of = *offsetsDev, out = hashes.ptr;
+              of = *offsetsDev, out = hashes.ptr, cs = c.callState;
   long long mapSize = (long long)map.size(), padId = map[size_t(padToken)];
   if (Status s = c.launchEntry("dsc_engram_hash_map", gridFor(S), block1(), 0,
-                               args(ip, mp, mapSize, hp, start, S));
+                               args(ip, mp, mapSize, hp, cs, S));
       !s)
     return s;
   int mn = int(maxNgram), hd = int(heads), nl = int(nLayers);
   return c.launchEntry("dsc_engram_hash", gridFor(S * nLayers), block1(), 0,
-                       args(hp, start, S, padId, mu, pr, of, mn, hd, nl, out));
+                       args(hp, cs, S, padId, mu, pr, of, mn, hd, nl, out));
 }
 
 } // namespace

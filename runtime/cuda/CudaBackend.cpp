@@ -9,6 +9,21 @@
 // DSC_CUDA_SYNC=1 synchronises after every launch so that a fault names its
 // launch.
 //
+// Stream and graphs: all work goes to one backend-owned non-blocking stream;
+// toHost/toDevice synchronise it. Activation zeroing (beginCall) is deferred
+// to the first launch of the call, so it can be part of a captured graph.
+// Each Session (keyed by its token-input tensor) has a device call state
+// {startPos, tokens} written before every call (beginLaunches); kernels read
+// p from it. Slots with a kCompressed* dim get device twins sized for the
+// plan's capacity, scratch is persistent per launch site and constants are
+// uploaded once, so the decode program's device addresses are fixed. With no
+// observer (beginLaunches' graphable), a session's first decode runs eagerly,
+// the second is captured (cuStreamBeginCapture .. cuGraphInstantiate) and
+// every later decode replays the graph after updating the call state and the
+// token id on the stream. DSC_CUDA_GRAPHS=0 (or DSC_CUDA_SYNC=1) disables
+// graphs. A buffer reallocated or freed after a capture invalidates the
+// graphs (generation_); the next decode re-captures.
+//
 // Threading: Sessions of one Engine may run on different threads. Every entry
 // point (launch, toDevice, toHost, beginCall, uploadChunk, release,
 // synchronize) takes the backend's mutex and makes the primary context
@@ -46,23 +61,47 @@ public:
     std::lock_guard<std::mutex> lock(mutex_);
     if (context_)
       logOnce(d_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+    if (stream_)
+      logOnce(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    for (auto &[key, session] : sessions_)
+      dropSession(session);
+    sessions_.clear();
+    for (auto &[key, buffer] : scratch_)
+      if (buffer.ptr)
+        logOnce(d_.cuMemFree(buffer.ptr), "cuMemFree");
+    for (auto &[key, buffer] : constants_)
+      if (buffer.ptr)
+        logOnce(d_.cuMemFree(buffer.ptr), "cuMemFree");
+    if (fallbackState_)
+      logOnce(d_.cuMemFree(fallbackState_), "cuMemFree");
     for (auto &[tensor, buffer] : buffers_)
       if (buffer.ptr)
         logOnce(d_.cuMemFree(buffer.ptr), "cuMemFree");
     buffers_.clear();
     for (auto &[index, module] : modules_)
       logOnce(d_.cuModuleUnload(module), "cuModuleUnload");
+    if (stream_)
+      logOnce(d_.cuStreamDestroy(stream_), "cuStreamDestroy");
     if (context_)
       logOnce(d_.cuDevicePrimaryCtxRelease(device_), "cuDevicePrimaryCtxRelease");
   }
 
   void release(const HostTensor &t) override {
     std::lock_guard<std::mutex> lock(mutex_);
+    pending_.erase(std::remove(pending_.begin(), pending_.end(), &t), pending_.end());
+    if (auto s = sessions_.find(&t); s != sessions_.end()) {
+      if (makeCurrent())
+        dropSession(s->second);
+      sessions_.erase(s);
+    }
     auto it = buffers_.find(&t);
     if (it == buffers_.end())
       return;
-    if (it->second.ptr && makeCurrent())
+    ++generation_;
+    if (it->second.ptr && makeCurrent()) {
+      logOnce(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
       logOnce(d_.cuMemFree(it->second.ptr), "cuMemFree");
+    }
     buffers_.erase(it);
   }
 
@@ -85,15 +124,100 @@ public:
     std::lock_guard<std::mutex> lock(mutex_);
     if (Status s = makeCurrentStatus(); !s)
       return s;
+    pending_.clear();
     for (HostTensor *t : activations) {
       Expected<CUdeviceptr> ptr = ensure(*t);
       if (!ptr)
         return ptr.status();
       if (t->byteSize())
-        if (Status s = d_.check(d_.cuMemsetD8(*ptr, 0, t->byteSize()), "cuMemsetD8"); !s)
-          return s;
+        pending_.push_back(t); // zeroed by flushZeroing(), maybe inside a capture
     }
     return Status::ok();
+  }
+
+  Expected<bool> beginLaunches(const runtime::PlanModel &plan, const runtime::CallInfo &call,
+                               const runtime::Program &program,
+                               std::span<HostTensor *const> values, bool graphable) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (Status s = makeCurrentStatus(); !s)
+      return s;
+    if (program.inputs.empty() || !values[size_t(program.inputs.front())])
+      return runtime::internalError("beginLaunches: the program has no token input");
+    SessionState &session = sessions_[values[size_t(program.inputs.front())]];
+    if (!session.callState) {
+      if (Status s = d_.check(d_.cuMemAlloc(&session.callState, sizeof(session.hostState)),
+                              "cuMemAlloc(call state)");
+          !s)
+        return s;
+    }
+    // Device capacity for p-dependent slots (before any capture).
+    for (size_t i = 0; i < program.values.size(); ++i)
+      if (values[i] && (program.values[i].kind == runtime::ValueKind::Activation ||
+                        program.values[i].kind == runtime::ValueKind::Input))
+        if (Expected<CUdeviceptr> p = ensure(*values[i], capacityBytes(plan, program.values[i], *values[i], call));
+            !p)
+          return p.status();
+    session.hostState[0] = call.startPos;
+    session.hostState[1] = call.tokens;
+    if (Status s = d_.check(d_.cuMemcpyHtoDAsync(session.callState, session.hostState,
+                                                 sizeof(session.hostState), stream_),
+                            "cuMemcpyHtoDAsync(call state)");
+        !s)
+      return s;
+    activeCalls_[&call] = session.callState;
+    bool decode = graphable && graphs_ && program.name == "decode" && call.tokens == 1;
+    if (!decode) {
+      if (Status s = flushZeroing(); !s)
+        return s;
+      return false;
+    }
+    if (session.exec && session.generation != generation_) {
+      logOnce(d_.cuGraphExecDestroy(session.exec), "cuGraphExecDestroy");
+      session.exec = nullptr;
+      session.decodeCalls = 0; // re-capture after an eager call
+    }
+    if (session.exec) { // replay: the graph zeroes and launches everything
+      pending_.clear();
+      if (Status s = d_.check(d_.cuGraphLaunch(session.exec, stream_), "cuGraphLaunch"); !s)
+        return s;
+      ++session.replays;
+      return true;
+    }
+    if (session.decodeCalls++ == 1) { // the second decode: capture it
+      if (Status s = d_.check(d_.cuStreamBeginCapture(stream_, CU_STREAM_CAPTURE_MODE_RELAXED),
+                              "cuStreamBeginCapture");
+          !s)
+        return s;
+      capturing_ = &session;
+    }
+    if (Status s = flushZeroing(); !s)
+      return s;
+    return false;
+  }
+
+  Status endLaunches(const runtime::CallInfo &call, const runtime::Program &) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    activeCalls_.erase(&call);
+    if (!capturing_)
+      return Status::ok();
+    SessionState &session = *capturing_;
+    capturing_ = nullptr;
+    CUgraph graph = nullptr;
+    if (Status s = d_.check(d_.cuStreamEndCapture(stream_, &graph), "cuStreamEndCapture"); !s)
+      return s;
+    Status status = d_.check(d_.cuGraphInstantiateWithFlags(&session.exec, graph, 0),
+                             "cuGraphInstantiateWithFlags");
+    logOnce(d_.cuGraphDestroy(graph), "cuGraphDestroy");
+    if (!status) {
+      session.exec = nullptr;
+      return status;
+    }
+    session.generation = generation_;
+    if (graphsVerbose_)
+      std::fprintf(stderr, "dsc: CUDA graph captured for decode at position %lld\n",
+                   (long long)call.startPos);
+    // Capture recorded the call without running it: run it now.
+    return d_.check(d_.cuGraphLaunch(session.exec, stream_), "cuGraphLaunch");
   }
 
   Status toDevice(HostTensor &t) override {
@@ -105,7 +229,13 @@ public:
       return ptr.status();
     if (!t.byteSize() || !t.hasStorage()) // a described tensor: only allocated
       return Status::ok();
-    return d_.check(d_.cuMemcpyHtoD(*ptr, t.bytes(), t.byteSize()), "cuMemcpyHtoD");
+    // The copy overwrites t entirely: a pending zeroing of t is dropped.
+    pending_.erase(std::remove(pending_.begin(), pending_.end(), &t), pending_.end());
+    if (Status s = d_.check(d_.cuMemcpyHtoDAsync(*ptr, t.bytes(), t.byteSize(), stream_),
+                            "cuMemcpyHtoDAsync");
+        !s)
+      return s;
+    return d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   }
 
   Status uploadChunk(HostTensor &t, size_t offset, const void *data, size_t bytes) override {
@@ -121,14 +251,20 @@ public:
       return ptr.status();
     if (!bytes)
       return Status::ok();
-    return d_.check(d_.cuMemcpyHtoD(*ptr + offset, data, bytes), "cuMemcpyHtoD (chunk)");
+    if (Status s = d_.check(d_.cuMemcpyHtoDAsync(*ptr + offset, data, bytes, stream_),
+                            "cuMemcpyHtoDAsync (chunk)");
+        !s)
+      return s;
+    return d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   }
 
   Status synchronize() override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (Status s = makeCurrentStatus(); !s)
       return s;
-    return d_.check(d_.cuCtxSynchronize(), "cuCtxSynchronize");
+    if (Status s = flushZeroing(); !s)
+      return s;
+    return d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   }
 
   std::string deviceName() const override {
@@ -147,9 +283,13 @@ public:
       return Status::ok();
     if (!t.hasStorage())
       return runtime::failedPrecondition("toHost: the tensor has no host storage (a device-only weight)");
-    if (Status s = d_.check(d_.cuCtxSynchronize(), "cuCtxSynchronize"); !s)
+    if (Status s = flushZeroing(); !s)
       return s;
-    return d_.check(d_.cuMemcpyDtoH(t.bytes(), it->second.ptr, t.byteSize()), "cuMemcpyDtoH");
+    if (Status s = d_.check(d_.cuMemcpyDtoHAsync(t.bytes(), it->second.ptr, t.byteSize(), stream_),
+                            "cuMemcpyDtoHAsync");
+        !s)
+      return s;
+    return d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
   }
 
   Status launch(runtime::LaunchContext &c) override {
@@ -160,22 +300,31 @@ public:
     if (it == table_.end())
       return runtime::failedPrecondition("the CUDA backend has no kernel '" + c.kernel.name + "'");
     Context context(*this, c);
-    for (size_t i = 0; i < c.inputs.size(); ++i) {
-      if (Status s = context.bind(*c.inputs[i], context.inputTensors[i]); !s)
-        return s;
+    Status status = flushZeroing();
+    if (auto a = activeCalls_.find(&c.call); a != activeCalls_.end())
+      context.callState = a->second;
+    else if (status) // a caller without beginLaunches: a call state of its own
+      status = fallbackCallState(c.call, context.callState);
+    for (size_t i = 0; status && i < c.inputs.size(); ++i) {
+      status = context.bind(*c.inputs[i], context.inputTensors[i]);
       context.inputs.push_back(&context.inputTensors[i]);
     }
-    for (size_t i = 0; i < c.outputs.size(); ++i) {
-      if (Status s = context.bind(*c.outputs[i], context.outputTensors[i]); !s)
-        return s;
+    for (size_t i = 0; status && i < c.outputs.size(); ++i) {
+      status = context.bind(*c.outputs[i], context.outputTensors[i]);
       context.outputs.push_back(&context.outputTensors[i]);
     }
-    Status status = it->second(context);
-    for (CUdeviceptr p : context.scratchBuffers)
-      if (Status f = d_.check(d_.cuMemFree(p), "cuMemFree (scratch)"); !f && status)
-        status = f;
+    if (status)
+      status = it->second(context);
     if (status && syncEachLaunch_)
-      status = d_.check(d_.cuCtxSynchronize(), "launch of '" + c.kernel.name + "'");
+      status = d_.check(d_.cuStreamSynchronize(stream_), "launch of '" + c.kernel.name + "'");
+    if (!status && capturing_) { // abandon the capture; graphs stay off for the session
+      CUgraph graph = nullptr;
+      d_.cuStreamEndCapture(stream_, &graph);
+      if (graph)
+        d_.cuGraphDestroy(graph);
+      capturing_->decodeCalls = -1000000;
+      capturing_ = nullptr;
+    }
     return status;
   }
 
@@ -211,22 +360,144 @@ private:
         return Status::ok(); // nothing to do for an empty call
       return backend_.d_.check(
           backend_.d_.cuLaunchKernel(*fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                     unsigned(sharedBytes), nullptr, args.data(), nullptr),
+                                     unsigned(sharedBytes), backend_.stream_, args.data(),
+                                     nullptr),
           std::string("cuLaunchKernel(") + entry + ")");
     }
     Expected<CUdeviceptr> scratch(size_t bytes) override {
-      CUdeviceptr p = 0;
-      if (Status s = backend_.d_.check(backend_.d_.cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc");
+      DeviceBuffer &b = backend_.scratch_[{&launch, scratchCount++}];
+      if (Status s = backend_.grow(b, std::max<size_t>(bytes, 1), "scratch"); !s)
+        return s;
+      return b.ptr;
+    }
+    Expected<CUdeviceptr> constant(const char *name, const void *data, size_t bytes) override {
+      DeviceBuffer &b = backend_.constants_[{launch.kernel, std::string(name)}];
+      if (b.ptr)
+        return b.ptr;
+      if (backend_.capturing_)
+        return runtime::internalError(std::string("constant '") + name +
+                                      "' first uploaded during graph capture");
+      if (Status s = backend_.grow(b, std::max<size_t>(bytes, 1), "constant"); !s)
+        return s;
+      if (bytes)
+        if (Status s = backend_.d_.check(backend_.d_.cuMemcpyHtoDAsync(b.ptr, data, bytes,
+                                                                       backend_.stream_),
+                                         std::string("cuMemcpyHtoDAsync(") + name + ")");
+            !s)
+          return s;
+      if (Status s = backend_.d_.check(backend_.d_.cuStreamSynchronize(backend_.stream_),
+                                       "cuStreamSynchronize");
           !s)
         return s;
-      scratchBuffers.push_back(p);
-      return p;
+      return b.ptr;
+    }
+    Status copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) override {
+      if (!bytes)
+        return Status::ok();
+      return backend_.d_.check(backend_.d_.cuMemcpyDtoDAsync(dst, src, bytes, backend_.stream_),
+                               "cuMemcpyDtoDAsync");
     }
 
     CudaBackend &backend_;
     std::vector<CudaTensor> inputTensors, outputTensors;
-    std::vector<CUdeviceptr> scratchBuffers;
+    int scratchCount = 0;
   };
+
+  /// Per Session and program (keyed by the program's token-input tensor).
+  struct SessionState {
+    CUdeviceptr callState = 0;
+    long long hostState[2] = {0, 0}; ///< {startPos, tokens}
+    CUgraphExec exec = nullptr;
+    uint64_t generation = 0;
+    int decodeCalls = 0; ///< 0: eager, 1: capture, then replay
+    long long replays = 0;
+  };
+  void dropSession(SessionState &s) {
+    if (graphsVerbose_ && s.replays)
+      std::fprintf(stderr, "dsc: CUDA graph replayed %lld times\n", s.replays);
+    if (s.exec)
+      logOnce(d_.cuGraphExecDestroy(s.exec), "cuGraphExecDestroy");
+    if (s.callState)
+      logOnce(d_.cuMemFree(s.callState), "cuMemFree");
+    s = SessionState();
+  }
+
+  /// Grows b to `bytes` (zero-filled) outside a capture (mutex_ held).
+  Status grow(DeviceBuffer &b, size_t bytes, const char *what) {
+    if (b.capacity >= bytes)
+      return Status::ok();
+    if (capturing_)
+      return runtime::internalError(std::string("a device allocation (") + what +
+                                    ") during CUDA graph capture");
+    if (b.ptr) {
+      ++generation_; // captured graphs may hold the old address
+      if (Status s = d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize"); !s)
+        return s;
+      CUdeviceptr old = b.ptr;
+      b = DeviceBuffer();
+      if (Status s = d_.check(d_.cuMemFree(old), "cuMemFree"); !s)
+        return s;
+    }
+    CUdeviceptr p = 0;
+    if (Status s = d_.check(d_.cuMemAlloc(&p, bytes), "cuMemAlloc(" + std::to_string(bytes) + ")");
+        !s)
+      return s;
+    b.ptr = p;
+    b.capacity = bytes;
+    return d_.check(d_.cuMemsetD8Async(p, 0, bytes, stream_), "cuMemsetD8Async");
+  }
+
+  /// Issues the deferred zeroing of this call's activations on the stream
+  /// (their whole device capacity; recorded into a graph while capturing).
+  Status flushZeroing() {
+    for (HostTensor *t : pending_) {
+      auto it = buffers_.find(t);
+      if (it == buffers_.end() || !it->second.ptr)
+        continue;
+      if (Status s = d_.check(d_.cuMemsetD8Async(it->second.ptr, 0, it->second.capacity, stream_),
+                              "cuMemsetD8Async");
+          !s)
+        return s;
+    }
+    pending_.clear();
+    return Status::ok();
+  }
+
+  /// Device bytes of a slot's twin: slots with a kCompressed* dim are sized
+  /// for the plan's capacity so their address never changes with p.
+  static size_t capacityBytes(const runtime::PlanModel &plan, const runtime::ValueSlot &slot,
+                              const HostTensor &t, const runtime::CallInfo &call) {
+    if (slot.shape.size() != t.shape().size())
+      return t.byteSize();
+    bool symbolic = false;
+    size_t n = 1;
+    for (size_t i = 0; i < slot.shape.size(); ++i) {
+      int64_t d = t.shape()[i];
+      if (slot.shape[i] == runtime::kCompressedLength && slot.ratio > 0) {
+        d = plan.model.maxSeqLen / slot.ratio;
+        symbolic = true;
+      } else if (slot.shape[i] == runtime::kCompressedTokens && slot.ratio > 0) {
+        d = CudaLaunchContext::compressedTokensCapacity(call.tokens, slot.ratio);
+        symbolic = true;
+      }
+      n *= size_t(std::max<int64_t>(d, 0));
+    }
+    if (!symbolic)
+      return t.byteSize();
+    return std::max(t.byteSize(), n * runtime::dtypeSize(t.dtype()));
+  }
+
+  /// A call state for launches outside beginLaunches/endLaunches.
+  Status fallbackCallState(const runtime::CallInfo &call, CUdeviceptr &out) {
+    if (!fallbackState_)
+      if (Status s = d_.check(d_.cuMemAlloc(&fallbackState_, 16), "cuMemAlloc(call state)"); !s)
+        return s;
+    fallbackHost_[0] = call.startPos;
+    fallbackHost_[1] = call.tokens;
+    out = fallbackState_;
+    return d_.check(d_.cuMemcpyHtoDAsync(fallbackState_, fallbackHost_, 16, stream_),
+                    "cuMemcpyHtoDAsync(call state)");
+  }
 
   explicit CudaBackend(const CudaDriver &driver) : d_(driver) {
     registerCudaBasicAdapters(table_);
@@ -234,6 +505,9 @@ private:
     registerCudaAttentionAdapters(table_);
     const char *sync = std::getenv("DSC_CUDA_SYNC");
     syncEachLaunch_ = sync && *sync && *sync != '0';
+    const char *graphs = std::getenv("DSC_CUDA_GRAPHS");
+    graphs_ = !syncEachLaunch_ && !(graphs && *graphs == '0');
+    graphsVerbose_ = graphs && *graphs == '2'; // DSC_CUDA_GRAPHS=2: say when a graph is captured
   }
 
   Status init() {
@@ -247,7 +521,9 @@ private:
     if (Status s = d_.check(d_.cuDevicePrimaryCtxRetain(&context_, device_), "cuDevicePrimaryCtxRetain");
         !s)
       return s;
-    return d_.check(d_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+    if (Status s = d_.check(d_.cuCtxSetCurrent(context_), "cuCtxSetCurrent"); !s)
+      return s;
+    return d_.check(d_.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   }
 
   /// Makes the primary context current on this thread (mutex_ held).
@@ -271,24 +547,11 @@ private:
   }
 
   /// The device twin of t, allocated or grown as needed (mutex_ held).
-  Expected<CUdeviceptr> ensure(const HostTensor &t) {
+  Expected<CUdeviceptr> ensure(const HostTensor &t, size_t minBytes = 0) {
     DeviceBuffer &buffer = buffers_[&t];
-    size_t bytes = std::max<size_t>(t.byteSize(), 1);
-    if (buffer.capacity < bytes) {
-      if (buffer.ptr) {
-        CUdeviceptr old = buffer.ptr;
-        buffer = DeviceBuffer();
-        if (Status s = d_.check(d_.cuMemFree(old), "cuMemFree"); !s)
-          return s;
-      }
-      buffer = DeviceBuffer();
-      CUdeviceptr p = 0;
-      if (Status s = d_.check(d_.cuMemAlloc(&p, bytes), "cuMemAlloc(" + std::to_string(bytes) + ")");
-          !s)
-        return s;
-      buffer.ptr = p;
-      buffer.capacity = bytes;
-    }
+    size_t bytes = std::max<size_t>(std::max(t.byteSize(), minBytes), 1);
+    if (Status s = grow(buffer, bytes, "tensor"); !s)
+      return s;
     return buffer.ptr;
   }
 
@@ -323,7 +586,19 @@ private:
   CUcontext context_ = nullptr;
   CudaAdapterTable table_;
   bool syncEachLaunch_ = false;
+  bool graphs_ = true; ///< DSC_CUDA_GRAPHS != 0
+  bool graphsVerbose_ = false;
   bool logged_ = false;
+  CUstream stream_ = nullptr; ///< every copy, memset and launch goes here
+  std::vector<HostTensor *> pending_; ///< activations to zero at the next launch
+  std::unordered_map<const HostTensor *, SessionState> sessions_;
+  std::map<const runtime::CallInfo *, CUdeviceptr> activeCalls_;
+  SessionState *capturing_ = nullptr;
+  uint64_t generation_ = 0; ///< bumped when a device address goes away
+  std::map<std::pair<const runtime::Launch *, int>, DeviceBuffer> scratch_;
+  std::map<std::pair<int64_t, std::string>, DeviceBuffer> constants_;
+  CUdeviceptr fallbackState_ = 0;
+  long long fallbackHost_[2] = {0, 0};
   std::mutex mutex_; ///< guards buffers_, modules_, functions_ and logged_
   std::unordered_map<const HostTensor *, DeviceBuffer> buffers_;
   std::map<int64_t, CUmodule> modules_;

@@ -23,7 +23,10 @@ namespace dsc::cuda {
   X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)           \
   X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD8)   \
   X(cuLaunchKernel) X(cuFuncSetAttribute) X(cuGetErrorName) X(cuGetErrorString)              \
-  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuDriverGetVersion)
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuDriverGetVersion)            \
+  X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)          \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)               \
+  X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
 
 /// The loaded driver: one per process (the driver itself is process-wide).
 struct CudaDriver {

@@ -1,14 +1,19 @@
 //===- Engine.cpp - Engine and Session -------------------------------------===//
 //
-// The Session allocates every value slot of a program for the call's token
-// count (symbolic dims resolved by resolveDim), runs the launches in order
-// through the backend, calls the observer, and advances the position.
+// The Session sizes every value slot of a program for the call's token count
+// (planMemory, MemoryPlan.h: symbolic dims resolved by resolveDim), lays the
+// activations out as views into one host arena per program (or, with
+// EngineOptions::arena = false, one allocation per slot), runs the launches in
+// order through the backend, calls the observer, and advances the position.
+// A value is zeroed right before its first writing launch (inputs before the
+// first launch), so every launch sees what a fresh zeroed slot would hold.
 // States are zero-initialised except compressor scores (-inf, reference-spec
 // §9.4) and the Engram history (-1 = nothing yet).
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/Engine.h"
 #include "dsc/runtime/Backend.h"
 #include "dsc/runtime/Checkpoint.h"
+#include "dsc/runtime/MemoryPlan.h"
 #include "dsc/runtime/PlanFile.h"
 #include "dsc/runtime/StateLayout.h"
 
@@ -17,21 +22,6 @@
 #include <limits>
 
 namespace dsc::runtime {
-
-int64_t resolveDim(int64_t dim, int64_t ratio, int64_t startPos, int64_t tokens) {
-  switch (dim) {
-  case kTokens:
-    return tokens;
-  case kCompressedTokens:
-    return (startPos + tokens) / ratio - startPos / ratio;
-  case kCompressedLength:
-    return (startPos + tokens) / ratio;
-  case kWindowRows:
-    return startPos == 0 ? tokens : ratio;
-  default:
-    return dim;
-  }
-}
 
 namespace {
 
@@ -69,7 +59,11 @@ Expected<std::unique_ptr<Engine>> Engine::load(const std::string &planPath,
   Expected<PlanModel> plan = readPlanFile(planPath);
   if (!plan)
     return notBackend(plan.status());
-  return bind(std::move(backend.value()), std::move(plan.value()), checkpointPath);
+  Expected<std::unique_ptr<Engine>> engine =
+      bind(std::move(backend.value()), std::move(plan.value()), checkpointPath);
+  if (engine)
+    (*engine)->options_ = std::move(options);
+  return engine;
 }
 
 Expected<std::unique_ptr<Engine>> Engine::create(PlanModel plan, const std::string &checkpointPath,
@@ -77,7 +71,11 @@ Expected<std::unique_ptr<Engine>> Engine::create(PlanModel plan, const std::stri
   Expected<std::unique_ptr<Backend>> backend = makeBackend(options);
   if (!backend)
     return backend.status();
-  return bind(std::move(backend.value()), std::move(plan), checkpointPath);
+  Expected<std::unique_ptr<Engine>> engine =
+      bind(std::move(backend.value()), std::move(plan), checkpointPath);
+  if (engine)
+    (*engine)->options_ = std::move(options);
+  return engine;
 }
 
 Expected<std::unique_ptr<Engine>> Engine::bind(std::unique_ptr<Backend> backend, PlanModel plan,
@@ -126,6 +124,7 @@ std::unique_ptr<Session> Engine::newSession() { return std::make_unique<Session>
 
 Session::Session(Engine &engine) : engine_(engine) {
   activations_.resize(engine_.plan().programs.size());
+  memory_.resize(engine_.plan().programs.size());
   reset();
 }
 
@@ -214,6 +213,14 @@ const HostTensor *Session::value(const std::string &program, int64_t slot) const
   return nullptr;
 }
 
+const SessionMemoryStats *Session::memoryStats(const std::string &program) const {
+  const PlanModel &plan = engine_.plan();
+  for (size_t p = 0; p < plan.programs.size(); ++p)
+    if (plan.programs[p].name == program && memory_[p].called)
+      return &memory_[p].stats;
+  return nullptr;
+}
+
 Expected<HostTensor> Session::prefill(std::span<const int32_t> ids) {
   if (!failure_.empty())
     return failedPrecondition(failure_);
@@ -283,7 +290,15 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
     return internalError(programName + ": the program takes no token ids");
   Backend &backend = engine_.backend();
   bool syncForObserver = observer_ && backend.deviceResident();
-  // Allocate every slot for this call.
+  // Size and place every activation of this call (validates every shape).
+  Expected<MemoryPlan> memoryPlan = planMemory(plan, *program, call.tokens, call.startPos);
+  if (!memoryPlan)
+    return memoryPlan.status();
+  const bool useArena = engine_.options().arena;
+  ProgramMemory &memory = memory_[programIndex];
+  if (useArena && memory.arena.byteSize() < memoryPlan->peakBytes)
+    if (Status s = memory.arena.resetChecked(DType::U8, {int64_t(memoryPlan->peakBytes)}); !s)
+      return s.withContext(programName + ": activation arena: ");
   std::vector<HostTensor> &values = activations_[programIndex];
   values.resize(program->values.size());
   std::vector<HostTensor *> resolved(program->values.size(), nullptr);
@@ -303,14 +318,12 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
       break;
     case ValueKind::Input:
     case ValueKind::Activation: {
-      std::vector<int64_t> shape = slot.shape;
-      for (int64_t &d : shape) {
-        if ((d == kCompressedTokens || d == kCompressedLength) && slot.ratio <= 0)
-          return invalidArgument(where + "compressed dimension with ratio " +
-                                 std::to_string(slot.ratio) + ", expected a positive ratio");
-        d = resolveDim(d, slot.ratio, call.startPos, call.tokens);
-      }
-      if (Status s = values[i].resetChecked(slot.dtype, std::move(shape)); !s)
+      const ValueMemory &m = memoryPlan->values[i];
+      Status s = useArena ? values[i].viewChecked(slot.dtype, m.shape,
+                                                  memory.arena.bytes() + m.offset,
+                                                  memory.arena.byteSize() - m.offset)
+                          : values[i].resetChecked(slot.dtype, m.shape);
+      if (!s)
         return s.withContext(where);
       resolved[i] = &values[i];
       break;
@@ -320,10 +333,64 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
   for (int64_t v : program->inputs)
     if (v < 0 || size_t(v) >= resolved.size())
       return internalError(programName + ": input value " + std::to_string(v) + " does not exist");
+  // Arena views are zeroed when they come alive: inputs (and untouched
+  // slots) now, the others right before their first writing launch.
+  std::vector<std::vector<HostTensor *>> bornAt(program->launches.size());
+  if (useArena)
+    for (size_t i = 0; i < program->values.size(); ++i) {
+      const ValueMemory &m = memoryPlan->values[i];
+      if (!m.planned || !resolved[i]->byteSize())
+        continue;
+      if (m.first < 0)
+        std::memset(resolved[i]->bytes(), 0, resolved[i]->byteSize());
+      else
+        bornAt[size_t(m.first)].push_back(resolved[i]);
+    }
   HostTensor &input = *resolved[program->inputs.front()];
   if (input.dtype() != DType::I32 || input.numElements() != int64_t(ids.size()))
     return internalError(programName + ": token input slot does not match the call");
   std::copy(ids.begin(), ids.end(), input.data<int32_t>());
+
+  // Observed live bytes (independent of the planner's ranges): a slot is
+  // allocated at its first write and freed after its last use.
+  const bool boundariesObserved = observer_ && model.layerBoundaries;
+  std::vector<int64_t> lastUse(program->values.size(), -1);
+  std::vector<char> allocated(program->values.size(), 0);
+  auto isActivation = [&](int64_t v) {
+    return program->values[v].kind == ValueKind::Input ||
+           program->values[v].kind == ValueKind::Activation;
+  };
+  for (size_t k = 0; k < program->launches.size(); ++k) {
+    for (int64_t v : program->launches[k].inputs)
+      lastUse[v] = int64_t(k);
+    for (int64_t v : program->launches[k].outputs)
+      lastUse[v] = int64_t(k);
+  }
+  if (boundariesObserved)
+    for (const LayerBoundary &b : program->boundaries)
+      for (int64_t v : {b.stream, b.mix})
+        lastUse[v] = std::max(lastUse[v], b.afterLaunch);
+  for (int64_t v : program->outputs)
+    lastUse[v] = int64_t(program->launches.size());
+  uint64_t liveBytes = 0, livePeak = 0;
+  for (int64_t v : program->inputs)
+    if (isActivation(v) && !allocated[v]) {
+      allocated[v] = 1;
+      liveBytes += resolved[v]->byteSize();
+    }
+  livePeak = liveBytes;
+  for (int64_t v : program->inputs) // inputs no launch reads die at once
+    if (isActivation(v) && allocated[v] == 1 && lastUse[v] < 0) {
+      allocated[v] = 2;
+      liveBytes -= resolved[v]->byteSize();
+    }
+  memory.called = true;
+  memory.stats = SessionMemoryStats();
+  memory.stats.arena = useArena;
+  memory.stats.arenaBytes = useArena ? memory.arena.byteSize() : 0;
+  memory.stats.plannedPeakBytes = memoryPlan->peakBytes;
+  memory.stats.plannedSumBytes = memoryPlan->sumBytes;
+  memory.stats.observedPeakBytes = livePeak;
 
   // From here on launches update the states: a failure leaves them
   // half-updated, so the session refuses further calls until reset().
@@ -345,9 +412,27 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
       return failAt(s);
   }
 
+  // The backend may run the whole program itself (a replayed CUDA graph,
+  // docs/runtime.md); only without an observer.
+  Expected<bool> replayed = backend.beginLaunches(
+      plan, call, *program, std::span<HostTensor *const>(resolved.data(), resolved.size()),
+      !observer_);
+  if (!replayed)
+    return failAt(replayed.status());
+  if (*replayed)
+    l = program->launches.size();
   size_t nextBoundary = 0;
   for (; l < program->launches.size(); ++l) {
     const Launch &launch = program->launches[l];
+    for (HostTensor *t : bornAt[l])
+      std::memset(t->bytes(), 0, t->byteSize());
+    for (int64_t v : launch.outputs)
+      if (isActivation(v) && !allocated[v]) {
+        allocated[v] = 1;
+        liveBytes += resolved[v]->byteSize();
+      }
+    livePeak = std::max(livePeak, liveBytes);
+    memory.stats.observedPeakBytes = livePeak;
     LaunchContext context{plan, *program, launch, plan.kernels[launch.kernel], call, {}, {}, {}, {}};
     for (int64_t v : launch.inputs) {
       context.inputs.push_back(resolved[v]);
@@ -384,7 +469,25 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
         }
       }
     }
+    auto retire = [&](int64_t v) {
+      if (isActivation(v) && allocated[v] == 1 && lastUse[v] <= int64_t(l)) {
+        allocated[v] = 2;
+        liveBytes -= resolved[v]->byteSize();
+      }
+    };
+    for (int64_t v : launch.inputs)
+      retire(v);
+    for (int64_t v : launch.outputs)
+      retire(v);
+    if (boundariesObserved)
+      for (const LayerBoundary &b : program->boundaries)
+        if (b.afterLaunch == int64_t(l)) {
+          retire(b.stream);
+          retire(b.mix);
+        }
   }
+  if (Status s = backend.endLaunches(call, *program); !s)
+    return failAt(s);
   position_ = call.startPos + call.tokens;
   if (call.decodeStep >= 0)
     ++decodeSteps_;
@@ -395,8 +498,8 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
     return internalError(programName + ": output 0 is not F32 of rank 2");
   // Only an activation of this call may be moved out; a weight or a state
   // output is copied (never move out of the engine's weights or the states).
-  if (program->values[outputSlot].kind != ValueKind::Activation)
-    return HostTensor(out);
+  if (program->values[outputSlot].kind != ValueKind::Activation || out.isView())
+    return HostTensor(out); // an arena view is copied: the arena is reused
   HostTensor logits = std::move(out);
   return logits;
 }

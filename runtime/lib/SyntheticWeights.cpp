@@ -160,6 +160,7 @@ Expected<std::unique_ptr<Engine>> Engine::createSynthetic(PlanModel plan,
     return status;
   std::unique_ptr<Engine> engine(new Engine());
   engine->backend_ = std::move(made.value());
+  engine->options_ = options;
   if (Status status = engine->backend_->check(plan); !status)
     return status;
 

@@ -150,7 +150,24 @@ json::Value dsc::tools::reportToJson(const Report &report) {
   json::Object byMode;
   for (const auto &[mode, value] : report.activatedPrefillByMode)
     byMode[mode] = int64_t(value + 0.5);
+  json::Object memory;
+  if (report.memory) {
+    json::Object peak, sum, tokens;
+    for (const runtime::PhaseMemory &phase : report.memory->phases) {
+      peak[phase.phase] = int64_t(phase.peakBytes);
+      sum[phase.phase] = int64_t(phase.sumBytes);
+      tokens[phase.phase] = json::Object{{"tokens", phase.tokens}, {"start", phase.startPos}};
+    }
+    memory["weights_bytes"] = int64_t(report.memory->weightBytes);
+    memory["state_bytes"] = int64_t(report.memory->stateBytes);
+    memory["peak_bytes"] = std::move(peak);
+    memory["sum_bytes"] = std::move(sum);
+    memory["calls"] = std::move(tokens);
+  } else if (!report.memoryError.empty()) {
+    memory["error"] = report.memoryError;
+  }
   return json::Object{
+      {"memory", std::move(memory)},
       {"ced", std::move(ced)},
       {"activated_prefill_by_mode", std::move(byMode)},
       {"launches", std::move(launches)},
@@ -252,6 +269,17 @@ void dsc::tools::printReportText(const Report &report, llvm::raw_ostream &os) {
            << " B spill stores, " << e.spillLoadBytes << " B spill loads, " << e.stackFrameBytes
            << " B stack, " << e.sharedBytes << " B smem\n";
     }
+  }
+  if (!report.memoryError.empty())
+    os << "memory: no plan at these limits: " << report.memoryError << "\n";
+  if (report.memory) {
+    auto gib = [](uint64_t b) { return llvm::format("%.3f GiB", double(b) / double(1ull << 30)); };
+    os << "memory: weights " << gib(report.memory->weightBytes) << ", state per sequence "
+       << gib(report.memory->stateBytes) << "\n";
+    for (const runtime::PhaseMemory &phase : report.memory->phases)
+      os << "  " << phase.program << " (" << phase.tokens << " tokens at " << phase.startPos
+         << "): activation peak " << gib(phase.peakBytes) << " (" << gib(phase.sumBytes)
+         << " without reuse)\n";
   }
   const ParameterCounts &p = report.params;
   os << "\nparameters: backbone " << billions(p.backboneTotal) << ", Engram "

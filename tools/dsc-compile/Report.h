@@ -11,6 +11,7 @@
 #include "models/ModelSpec.h"
 #include "passes/CedSummary.h"
 #include "passes/KvPlan.h"
+#include "dsc/runtime/MemoryPlan.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -73,6 +74,9 @@ struct Report {
   /// The prefill CED split of the compiled module (passes/CedSummary.h) and
   /// the activated parameters per prompt token of every mode.
   std::optional<ds::CedSummary> ced;
+  /// Activation arena peaks per phase at the plan's limits (runtime/MemoryPlan.h).
+  std::optional<runtime::PlanMemorySummary> memory;
+  std::string memoryError; ///< why no memory plan exists at these limits
   std::map<std::string, double> activatedPrefillByMode;
   int64_t distinctKernels = 0;
   /// One per distinct kernel name, sorted by name.

@@ -262,6 +262,12 @@ int main(int argc, char **argv) {
         ++r.launches[program.name][launch.layer];
     r.distinctKernels = int64_t(plan.kernels.size());
     r.ced = dsc::ds::summarizeCed(*module);
+    // The unchunked prefill's N² transients can exceed any arena at long
+    // limits: the report says so instead of failing.
+    if (auto memory = dsc::runtime::summarizePlanMemory(plan, options.maxSeqLen); memory)
+      r.memory = std::move(memory.value());
+    else
+      r.memoryError = memory.status().message();
     for (const char *mode : {"full", "bounded", "exact"}) {
       // One module per mode, built and split the same way.
       mlir::OwningOpRef<mlir::ModuleOp> m = dsc::models::buildModule(*spec, context, buildOptions);

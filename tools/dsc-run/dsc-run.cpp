@@ -158,7 +158,8 @@ static int runMain(int argc, char **argv) {
     forcing = std::move(f.value());
     chain.add(forcing.get());
   }
-  session->setObserver(&chain);
+  if (dumper || forcing) // no observer otherwise: decode may run as a CUDA graph
+    session->setObserver(&chain);
 
   std::vector<HostTensor> rows;
   auto lastRow = [&](const HostTensor &logits) {

@@ -36,8 +36,10 @@ struct LaunchContext {
 };
 
 /// Tensors live on the host for the CPU backend and on a device for others.
-/// The Session owns a host HostTensor per value; a device backend mirrors it
-/// and is told when one side changed:
+/// The Session owns a host HostTensor per value (activations are views into
+/// one host arena per program, MemoryPlan.h; the HostTensor addresses stay
+/// distinct keys); a device backend mirrors each one and is told when one
+/// side changed:
 ///   - toDevice(t): the host copy changed (inputs, reset states, injected
 ///     boundaries); the device copy must follow before the next launch;
 ///   - toHost(t): the caller is about to read t on the host (observers,
@@ -78,6 +80,19 @@ public:
       std::memcpy(t.bytes() + offset, data, bytes);
     return Status::ok();
   }
+  /// Brackets the launch loop of one call (Session::run), observer or not.
+  /// beginLaunches runs after beginCall and the token upload: a device
+  /// backend writes the call's state (start position, tokens) for its
+  /// kernels. `graphable` (no observer attached) lets it run the program as
+  /// a CUDA graph (docs/runtime.md): it returns true when it already ran the
+  /// whole program (a replay), and the Session then skips its launches.
+  /// endLaunches follows the last launch (or the replay).
+  virtual Expected<bool> beginLaunches(const PlanModel &, const CallInfo &, const Program &,
+                                       std::span<HostTensor *const> /*values by slot*/,
+                                       bool /*graphable*/) {
+    return false;
+  }
+  virtual Status endLaunches(const CallInfo &, const Program &) { return Status::ok(); }
   /// Waits until everything queued on the device finished (timing); a no-op
   /// on the host.
   virtual Status synchronize() { return Status::ok(); }

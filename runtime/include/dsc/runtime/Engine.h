@@ -73,6 +73,24 @@ public:
 
 struct EngineOptions {
   std::string backend = "cpu"; ///< "cpu" (reference backend) or "cuda"
+  /// Host activations of a call are views into one arena per program, laid
+  /// out by planMemory (MemoryPlan.h); false: one allocation per value slot
+  /// (every slot then keeps its value after the call, see Session::value).
+  bool arena = true;
+};
+
+/// Activation memory of a Session's last call of one program (host side).
+struct SessionMemoryStats {
+  bool arena = false;             ///< EngineOptions::arena
+  uint64_t arenaBytes = 0;        ///< the program's host arena (grown, never shrunk; 0 without)
+  uint64_t plannedPeakBytes = 0;  ///< planMemory's peakBytes for the call
+  uint64_t plannedSumBytes = 0;   ///< planMemory's sumBytes for the call
+  /// Highest total of exact bytes of Input/Activation slots live while the
+  /// launches ran, counted independently of the planner: a slot is allocated
+  /// at its first write (inputs: before launch 0) and freed after its last
+  /// read or write (outputs: never; boundary stream/mix: not before the
+  /// boundary when an observer sees boundaries).
+  uint64_t observedPeakBytes = 0;
 };
 
 /// Deterministic synthetic weights (Engine::createSynthetic, for benchmarks).
@@ -112,6 +130,7 @@ public:
   ~Engine();
 
   const PlanModel &plan() const { return plan_; }
+  const EngineOptions &options() const { return options_; }
   Backend &backend() { return *backend_; }
   const std::vector<HostTensor> &weights() const { return weights_; }
   std::unique_ptr<Session> newSession();
@@ -122,6 +141,7 @@ private:
   static Expected<std::unique_ptr<Engine>> bind(std::unique_ptr<Backend> backend, PlanModel plan,
                                                 const std::string &checkpointPath);
   PlanModel plan_;
+  EngineOptions options_;
   std::vector<HostTensor> weights_; ///< one per plan tensor binding
   std::unique_ptr<Backend> backend_;
 };
@@ -147,7 +167,11 @@ public:
   /// Copies every state from the device to its host tensor.
   Status syncStates();
   /// The last call's value of `slot` in program `program` (after the call).
+  /// With the arena (EngineOptions::arena) only the program outputs keep
+  /// their contents; other slots' bytes were reused by later values.
   const HostTensor *value(const std::string &program, int64_t slot) const;
+  /// The last call's activation memory of `program`, or null before any call.
+  const SessionMemoryStats *memoryStats(const std::string &program) const;
 
 private:
   Expected<HostTensor> run(const std::string &programName, std::span<const int32_t> ids,
@@ -161,6 +185,12 @@ private:
   Status stateError_; ///< the first failure sizing or uploading the reset states
   std::string failure_; ///< non-empty after a call failed partway (until reset())
   std::vector<std::vector<HostTensor>> activations_; ///< per program, per slot
+  struct ProgramMemory {
+    HostTensor arena; ///< U8 [capacity]; activations_ are views into it
+    SessionMemoryStats stats;
+    bool called = false;
+  };
+  std::vector<ProgramMemory> memory_; ///< per program
 };
 
 /// Resolves a symbolic dimension for a call (kTokens, kCompressed*,

@@ -3,6 +3,16 @@
 // Row-major storage with a dtype and a shape; 64-byte aligned so packed
 // records and vector loads are safe. bf16 is stored as uint16_t bit patterns,
 // fp8 / ue8m0 / packed fp4 as uint8_t.
+//
+// A tensor is owning (reset*: its own storage), described (describe*: a size
+// without host bytes) or a view (view*: bytes owned by someone else, e.g. a
+// Session's activation arena, MemoryPlan.h). View semantics:
+//   - copying a view (construction or assignment) makes an owning deep copy,
+//     so a copy never aliases the arena;
+//   - moving a view moves the view (the same bytes, still not owned) and
+//     leaves the source empty; the owner of the bytes must outlive it;
+//   - reset*/describe*/copy-assignment on a view make it owning/described and
+//     never write through the old view.
 //===----------------------------------------------------------------------===//
 #ifndef DSC_RUNTIME_HOSTTENSOR_H
 #define DSC_RUNTIME_HOSTTENSOR_H
@@ -36,17 +46,18 @@ public:
       return *this;
     dtype_ = other.dtype_;
     shape_ = other.shape_;
-    if (!other.storage_) {
+    view_ = nullptr; // never write through a view we held
+    if (!other.raw()) {
       storage_.reset();
       capacity_ = 0;
-    } else if (other.bytes_ > capacity_) {
+    } else if (other.bytes_ > capacity_ || !storage_) {
       size_t words = (other.bytes_ + 63) / 64;
-      storage_.reset(new Block[words]);
+      storage_.reset(words ? new Block[words] : nullptr);
       capacity_ = words * 64;
     }
     bytes_ = other.bytes_;
-    if (bytes_ && other.storage_)
-      std::memcpy(storage_.get(), other.storage_.get(), bytes_);
+    if (bytes_ && other.raw())
+      std::memcpy(storage_.get(), other.raw(), bytes_);
     return *this;
   }
   /// Moves leave `other` empty (no shape, no bytes, no capacity).
@@ -57,9 +68,11 @@ public:
     dtype_ = other.dtype_;
     shape_ = std::move(other.shape_);
     storage_ = std::move(other.storage_);
+    view_ = other.view_;
     bytes_ = other.bytes_;
     capacity_ = other.capacity_;
     other.shape_.clear();
+    other.view_ = nullptr;
     other.bytes_ = 0;
     other.capacity_ = 0;
     return *this;
@@ -93,6 +106,7 @@ public:
       std::string text = shapeString(shape);
       dtype_ = dtype;
       shape_.clear();
+      view_ = nullptr;
       bytes_ = 0;
       return invalidArgument("tensor shape " + text + " of " + dtypeName(dtype) +
                              (bytes ? " needs " + std::to_string(*bytes) + " bytes, more than the limit of " +
@@ -101,6 +115,7 @@ public:
     }
     dtype_ = dtype;
     shape_ = std::move(shape);
+    view_ = nullptr;
     if (*bytes > capacity_ || !storage_) {
       size_t words = size_t((*bytes + 63) / 64);
       storage_.reset(words ? new Block[words] : nullptr);
@@ -126,6 +141,7 @@ public:
   Status describeChecked(DType dtype, std::vector<int64_t> shape) {
     std::optional<uint64_t> bytes = checkedByteSize(dtype, shape);
     storage_.reset();
+    view_ = nullptr;
     capacity_ = 0;
     dtype_ = dtype;
     if (!bytes || *bytes > kMaxBytes) {
@@ -145,8 +161,37 @@ public:
     assert(s.isOk() && "HostTensor::describe: invalid shape");
     (void)s;
   }
+  /// Makes this tensor a non-owning view of `data` (64-byte aligned, at least
+  /// `available` bytes, owned by the caller and outliving the view) with this
+  /// dtype and shape. Does not zero. Any storage this tensor owned is freed.
+  /// InvalidArgument for an invalid shape (the tensor is then left empty), a
+  /// size above `available`, or a misaligned or null `data` with bytes.
+  Status viewChecked(DType dtype, std::vector<int64_t> shape, std::byte *data, size_t available) {
+    std::optional<uint64_t> bytes = checkedByteSize(dtype, shape);
+    storage_.reset();
+    capacity_ = 0;
+    view_ = nullptr;
+    dtype_ = dtype;
+    shape_.clear();
+    bytes_ = 0;
+    if (!bytes || *bytes > kMaxBytes)
+      return invalidArgument("tensor shape " + shapeString(shape) + " of " + dtypeName(dtype) +
+                             " is negative, overflows or exceeds " + std::to_string(kMaxBytes) +
+                             " bytes");
+    if (*bytes > available)
+      return invalidArgument("view of " + std::to_string(*bytes) + " bytes into " +
+                             std::to_string(available) + " available bytes");
+    if (*bytes && (!data || reinterpret_cast<uintptr_t>(data) % 64 != 0))
+      return invalidArgument("view data is null or not 64-byte aligned");
+    shape_ = std::move(shape);
+    bytes_ = size_t(*bytes);
+    view_ = data;
+    return Status::ok();
+  }
+  /// True when the bytes belong to someone else (viewChecked).
+  bool isView() const { return view_ != nullptr; }
   /// False for a described tensor (no host copy of its bytes).
-  bool hasStorage() const { return bytes_ == 0 || storage_ != nullptr; }
+  bool hasStorage() const { return bytes_ == 0 || raw() != nullptr; }
 
   DType dtype() const { return dtype_; }
   const std::vector<int64_t> &shape() const { return shape_; }
@@ -166,18 +211,22 @@ public:
   }
   size_t byteSize() const { return bytes_; }
 
-  std::byte *bytes() { return reinterpret_cast<std::byte *>(storage_.get()); }
-  const std::byte *bytes() const { return reinterpret_cast<const std::byte *>(storage_.get()); }
-  template <typename T> T *data() { return reinterpret_cast<T *>(storage_.get()); }
-  template <typename T> const T *data() const { return reinterpret_cast<const T *>(storage_.get()); }
+  std::byte *bytes() { return raw(); }
+  const std::byte *bytes() const { return raw(); }
+  template <typename T> T *data() { return reinterpret_cast<T *>(raw()); }
+  template <typename T> const T *data() const { return reinterpret_cast<const T *>(raw()); }
   template <typename T> std::span<T> span() { return {data<T>(), bytes_ / sizeof(T)}; }
   template <typename T> std::span<const T> span() const { return {data<T>(), bytes_ / sizeof(T)}; }
 
 private:
   struct alignas(64) Block { std::byte b[64]; };
+  std::byte *raw() const {
+    return view_ ? view_ : reinterpret_cast<std::byte *>(storage_.get());
+  }
   DType dtype_ = DType::U8;
   std::vector<int64_t> shape_;
   std::unique_ptr<Block[]> storage_;
+  std::byte *view_ = nullptr; ///< non-null: a view (storage_ is then empty)
   size_t bytes_ = 0, capacity_ = 0;
 };
 

@@ -1,0 +1,116 @@
+//===- MemoryPlan.h - Static activation arena with liveness ----------------===//
+//
+// For one program and one call (token count S, start position), planMemory
+// gives every Input / Activation value slot its byte size, its live range
+// and an offset in one arena; the arena's size is the call's activation peak.
+// The Session allocates its activations as views into such an arena
+// (Engine.cpp); dsc-compile --report prints the peaks by phase
+// (summarizePlanMemory).
+//
+// Sizes: symbolic dimensions resolved by resolveDim (kTokens = S,
+// kCompressed* from the start position and the slot's ratio, kWindowRows);
+// every size is rounded up to kArenaAlignment.
+//
+// Live ranges are inclusive intervals of launch indices [first, last]:
+//   - first: the first launch writing the value; -1 for program inputs (and
+//     for a value no launch touches, which is then live only at -1);
+//   - last: the last launch reading or writing it; the program's launch count
+//     for program outputs (they are read after the call); at least the
+//     `afterLaunch` of a layer boundary naming it as stream or mix (an
+//     observer reads and may overwrite them there).
+// Two values conflict when their ranges intersect: both exist while one
+// launch runs (its inputs dying at launch l and its outputs born at l do).
+//
+// Placement: greedy best fit. Values are taken by aligned size, largest
+// first (ties: earlier first, then lower slot). Each one looks at the values
+// already placed that conflict with it, sorted by offset, and takes the
+// smallest gap between them (or below the first) that fits; when none fits
+// it goes right above the highest of them. Zero-byte values sit at offset 0.
+//
+// Invariant (checked by the tests on random programs): for any two values
+// whose live ranges intersect, [offset, offset + alignedBytes) are disjoint;
+// every offset is a multiple of kArenaAlignment; peakBytes = max(offset +
+// alignedBytes) >= the largest total of aligned bytes live at one launch (a
+// lower bound no placement can beat); sumBytes = the sum of aligned bytes
+// (what one allocation per slot costs).
+//
+// Not planned yet: chunked prefill (S is the whole prompt here) and the tiled
+// indexer; today's unchunked prefill holds the indexer's and attention's
+// S x S scores as activations, so the prefill peak grows as S^2
+// (docs/runtime.md, "Memory planning"). Transient scratch a backend allocates
+// inside a launch (CUDA scratch buffers) is not counted.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_RUNTIME_MEMORYPLAN_H
+#define DSC_RUNTIME_MEMORYPLAN_H
+
+#include "dsc/runtime/PlanModel.h"
+#include "dsc/runtime/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dsc::runtime {
+
+/// Alignment of every value in the arena (and of the arena itself).
+inline constexpr uint64_t kArenaAlignment = 64;
+
+/// Resolves a symbolic dimension for a call (kTokens, kCompressed*,
+/// kWindowRows); `param` is the slot's ratio / window. (Declared in Engine.h
+/// too.)
+int64_t resolveDim(int64_t dim, int64_t param, int64_t startPos, int64_t tokens);
+
+/// One value slot of the program.
+struct ValueMemory {
+  bool planned = false;       ///< Input or Activation (weights and states are not)
+  std::vector<int64_t> shape; ///< resolved for the call
+  uint64_t bytes = 0;         ///< exact size
+  uint64_t alignedBytes = 0;  ///< rounded up to kArenaAlignment
+  int64_t first = 0, last = 0; ///< inclusive live range (launch indices)
+  uint64_t offset = 0;        ///< in the arena
+};
+
+struct MemoryPlan {
+  std::string program;
+  int64_t tokens = 0, startPos = 0;
+  int64_t launches = 0;
+  std::vector<ValueMemory> values; ///< one per Program::values entry
+  uint64_t peakBytes = 0;   ///< arena size (activations of this call)
+  uint64_t sumBytes = 0;    ///< aligned activations without reuse
+  uint64_t liveBound = 0;   ///< max over launches of aligned bytes live (<= peakBytes)
+  uint64_t weightBytes = 0; ///< the plan's tensor bindings
+  uint64_t stateBytes = 0;  ///< the plan's state buffers, one sequence
+};
+
+/// Plans the activations of `program` for a call of `tokens` tokens from
+/// `startPos`. InvalidArgument names "<program>: value slot i ('name'): " for
+/// a bad shape (negative, overflowing, above HostTensor::kMaxBytes) or a
+/// compressed dimension without a positive ratio; also when the arena would
+/// exceed HostTensor::kMaxBytes.
+Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, int64_t tokens,
+                                int64_t startPos);
+
+/// Bytes of the plan's weights (tensor bindings) and of one sequence's states.
+Expected<uint64_t> planWeightBytes(const PlanModel &plan);
+Expected<uint64_t> planStateBytes(const PlanModel &plan);
+
+/// The report's `memory` block: the activation peak of each phase.
+struct PhaseMemory {
+  std::string phase;   ///< "prefill", "decode"
+  std::string program; ///< plan program
+  int64_t tokens = 0, startPos = 0;
+  uint64_t peakBytes = 0, sumBytes = 0;
+};
+struct PlanMemorySummary {
+  uint64_t weightBytes = 0, stateBytes = 0;
+  std::vector<PhaseMemory> phases; ///< those of the plan's programs that exist
+};
+/// prefill: `prefillTokens` from position 0 (<= 0: model.maxSeqLen);
+/// decode: 1 token at `decodePosition` (< 0: model.maxSeqLen - 1, the
+/// largest compressed lengths).
+Expected<PlanMemorySummary> summarizePlanMemory(const PlanModel &plan, int64_t prefillTokens,
+                                                int64_t decodePosition = -1);
+
+} // namespace dsc::runtime
+
+#endif // DSC_RUNTIME_MEMORYPLAN_H

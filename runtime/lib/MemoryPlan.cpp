@@ -1,0 +1,278 @@
+//===- MemoryPlan.cpp - Static activation arena with liveness --------------===//
+//
+// Algorithm and invariant: MemoryPlan.h.
+//===----------------------------------------------------------------------===//
+#include "dsc/runtime/MemoryPlan.h"
+#include "dsc/runtime/HostTensor.h"
+#include "dsc/runtime/StateLayout.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace dsc::runtime {
+
+int64_t resolveDim(int64_t dim, int64_t ratio, int64_t startPos, int64_t tokens) {
+  switch (dim) {
+  case kTokens:
+    return tokens;
+  case kCompressedTokens:
+    return (startPos + tokens) / ratio - startPos / ratio;
+  case kCompressedLength:
+    return (startPos + tokens) / ratio;
+  case kWindowRows:
+    return startPos == 0 ? tokens : ratio;
+  default:
+    return dim;
+  }
+}
+
+namespace {
+
+uint64_t alignUp(uint64_t bytes) {
+  return (bytes + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
+}
+
+bool conflicts(const ValueMemory &a, const ValueMemory &b) {
+  return a.first <= b.last && b.first <= a.last;
+}
+
+} // namespace
+
+Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, int64_t tokens,
+                                int64_t startPos) {
+  MemoryPlan result;
+  result.program = program.name;
+  result.tokens = tokens;
+  result.startPos = startPos;
+  result.launches = int64_t(program.launches.size());
+  const int64_t n = int64_t(program.values.size());
+  result.values.resize(n);
+
+  // Sizes (same checks and messages as HostTensor::resetChecked).
+  for (int64_t i = 0; i < n; ++i) {
+    const ValueSlot &slot = program.values[i];
+    ValueMemory &v = result.values[i];
+    if (slot.kind != ValueKind::Input && slot.kind != ValueKind::Activation)
+      continue;
+    v.planned = true;
+    std::string where = program.name + ": value slot " + std::to_string(i) + " ('" + slot.name + "'): ";
+    v.shape = slot.shape;
+    for (int64_t &d : v.shape) {
+      if ((d == kCompressedTokens || d == kCompressedLength) && slot.ratio <= 0)
+        return invalidArgument(where + "compressed dimension with ratio " +
+                               std::to_string(slot.ratio) + ", expected a positive ratio");
+      d = resolveDim(d, slot.ratio, startPos, tokens);
+    }
+    std::optional<uint64_t> bytes = HostTensor::checkedByteSize(slot.dtype, v.shape);
+    if (!bytes || *bytes > HostTensor::kMaxBytes)
+      return invalidArgument(
+          where + "tensor shape " + HostTensor::shapeString(v.shape) + " of " + dtypeName(slot.dtype) +
+          (bytes ? " needs " + std::to_string(*bytes) + " bytes, more than the limit of " +
+                       std::to_string(HostTensor::kMaxBytes)
+                 : std::string(" has a negative dimension or overflows")));
+    v.bytes = *bytes;
+    v.alignedBytes = alignUp(*bytes);
+    v.first = v.last = -2; // untouched so far
+  }
+
+  // Live ranges.
+  auto inRange = [&](int64_t v) { return v >= 0 && v < n && result.values[v].planned; };
+  for (int64_t v : program.inputs)
+    if (inRange(v))
+      result.values[v].first = result.values[v].last = -1;
+  for (int64_t l = 0; l < result.launches; ++l) {
+    const Launch &launch = program.launches[l];
+    for (int64_t v : launch.outputs)
+      if (inRange(v)) {
+        ValueMemory &m = result.values[v];
+        if (m.first == -2)
+          m.first = l;
+        m.last = l;
+      }
+    for (int64_t v : launch.inputs)
+      if (inRange(v)) {
+        ValueMemory &m = result.values[v];
+        if (m.first == -2) // read before any write: treat as live from the start
+          m.first = -1;
+        m.last = l;
+      }
+  }
+  for (int64_t v : program.outputs)
+    if (inRange(v)) {
+      ValueMemory &m = result.values[v];
+      if (m.first == -2)
+        m.first = -1;
+      m.last = result.launches;
+    }
+  for (const LayerBoundary &b : program.boundaries)
+    for (int64_t v : {b.stream, b.mix})
+      if (inRange(v)) {
+        ValueMemory &m = result.values[v];
+        if (m.first == -2)
+          m.first = -1;
+        m.last = std::max(m.last, b.afterLaunch);
+      }
+  for (ValueMemory &m : result.values)
+    if (m.planned && m.first == -2)
+      m.first = m.last = -1; // no launch touches it
+
+  // Lower bound: aligned bytes live at each point (sweep over range ends).
+  {
+    // index t + 1 for launch t in [-1, launches]
+    std::vector<uint64_t> add(size_t(result.launches) + 3, 0), sub(add.size(), 0);
+    for (const ValueMemory &m : result.values)
+      if (m.planned) {
+        add[size_t(m.first + 1)] += m.alignedBytes;
+        sub[size_t(m.last + 2)] += m.alignedBytes;
+      }
+    uint64_t live = 0;
+    for (size_t t = 0; t + 1 < add.size(); ++t) {
+      live = live + add[t] - sub[t];
+      result.liveBound = std::max(result.liveBound, live);
+    }
+  }
+
+  // Placement: greedy best fit, largest first.
+  std::vector<int64_t> order;
+  for (int64_t i = 0; i < n; ++i)
+    if (result.values[i].planned) {
+      result.sumBytes += result.values[i].alignedBytes;
+      if (result.sumBytes > HostTensor::kMaxBytes * 64) // far beyond anything allocatable
+        return invalidArgument(program.name + ": activations exceed " +
+                               std::to_string(HostTensor::kMaxBytes * 64) + " bytes");
+      if (result.values[i].alignedBytes)
+        order.push_back(i);
+    }
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    const ValueMemory &x = result.values[a], &y = result.values[b];
+    if (x.alignedBytes != y.alignedBytes)
+      return x.alignedBytes > y.alignedBytes;
+    if (x.first != y.first)
+      return x.first < y.first;
+    return a < b;
+  });
+  std::vector<int64_t> placed;
+  std::vector<std::pair<uint64_t, uint64_t>> busy; // [offset, end) of conflicting values
+  for (int64_t i : order) {
+    ValueMemory &m = result.values[i];
+    busy.clear();
+    for (int64_t j : placed)
+      if (conflicts(m, result.values[j]))
+        busy.push_back({result.values[j].offset, result.values[j].offset + result.values[j].alignedBytes});
+    std::sort(busy.begin(), busy.end());
+    uint64_t best = UINT64_MAX, bestGap = UINT64_MAX, cursor = 0;
+    for (const auto &[begin, end] : busy) {
+      if (begin > cursor) {
+        uint64_t gap = begin - cursor;
+        if (gap >= m.alignedBytes && gap < bestGap) {
+          best = cursor;
+          bestGap = gap;
+        }
+      }
+      cursor = std::max(cursor, end);
+    }
+    m.offset = best != UINT64_MAX ? best : cursor;
+    result.peakBytes = std::max(result.peakBytes, m.offset + m.alignedBytes);
+    placed.push_back(i);
+  }
+  if (result.peakBytes > HostTensor::kMaxBytes)
+    return invalidArgument(program.name + ": the activation arena needs " +
+                           std::to_string(result.peakBytes) + " bytes, more than the limit of " +
+                           std::to_string(HostTensor::kMaxBytes));
+
+  Expected<uint64_t> weights = planWeightBytes(plan);
+  if (!weights)
+    return weights.status();
+  Expected<uint64_t> states = planStateBytes(plan);
+  if (!states)
+    return states.status();
+  result.weightBytes = *weights;
+  result.stateBytes = *states;
+  return result;
+}
+
+Expected<uint64_t> planWeightBytes(const PlanModel &plan) {
+  uint64_t total = 0;
+  for (const TensorBinding &t : plan.tensors) {
+    std::optional<uint64_t> bytes = HostTensor::checkedByteSize(t.dtype, t.shape);
+    if (!bytes || __builtin_add_overflow(total, *bytes, &total))
+      return invalidArgument("tensor '" + t.name + "': shape " + HostTensor::shapeString(t.shape) +
+                             " overflows");
+  }
+  return total;
+}
+
+Expected<uint64_t> planStateBytes(const PlanModel &plan) {
+  uint64_t total = 0;
+  for (size_t i = 0; i < plan.states.size(); ++i) {
+    const StateBuffer &s = plan.states[i];
+    uint64_t bytes = 0;
+    switch (s.kind) {
+    case StateKind::WindowRing:
+    case StateKind::DSparkRing:
+    case StateKind::MainKv:
+    case StateKind::IndexKeys: {
+      Expected<int64_t> b = stateBytes(s);
+      if (!b)
+        return b.status();
+      bytes = uint64_t(*b);
+      break;
+    }
+    case StateKind::CompressorState: {
+      int64_t dim = s.dim;
+      if (dim <= 0) // as Session::reset: plans from before StateBuffer::dim
+        for (const Program &p : plan.programs)
+          for (const ValueSlot &v : p.values)
+            if (v.state == int64_t(i) && v.shape.size() == 3)
+              dim = v.shape[2];
+      std::optional<uint64_t> b = HostTensor::checkedByteSize(DType::F32, {2, s.ratio, dim});
+      if (!b)
+        return invalidArgument("state '" + s.name + "': size overflows");
+      bytes = *b;
+      break;
+    }
+    case StateKind::EngramHistory: {
+      std::optional<uint64_t> b = HostTensor::checkedByteSize(DType::I64, {s.capacity});
+      if (!b)
+        return invalidArgument("state '" + s.name + "': size overflows");
+      bytes = *b;
+      break;
+    }
+    }
+    if (__builtin_add_overflow(total, bytes, &total))
+      return invalidArgument("state bytes overflow");
+  }
+  return total;
+}
+
+Expected<PlanMemorySummary> summarizePlanMemory(const PlanModel &plan, int64_t prefillTokens,
+                                                int64_t decodePosition) {
+  PlanMemorySummary summary;
+  Expected<uint64_t> weights = planWeightBytes(plan);
+  if (!weights)
+    return weights.status();
+  Expected<uint64_t> states = planStateBytes(plan);
+  if (!states)
+    return states.status();
+  summary.weightBytes = *weights;
+  summary.stateBytes = *states;
+  int64_t maxLen = std::max<int64_t>(plan.model.maxSeqLen, 1);
+  int64_t s = prefillTokens > 0 ? prefillTokens : maxLen;
+  int64_t pos = decodePosition >= 0 ? decodePosition : std::max<int64_t>(maxLen - 1, 1);
+  struct Phase {
+    const char *phase, *program;
+    int64_t tokens, start;
+  };
+  for (const Phase &ph : {Phase{"prefill", "prefill", s, 0}, Phase{"decode", "decode", 1, pos}}) {
+    const Program *program = plan.program(ph.program);
+    if (!program)
+      continue;
+    Expected<MemoryPlan> m = planMemory(plan, *program, ph.tokens, ph.start);
+    if (!m)
+      return m.status();
+    summary.phases.push_back({ph.phase, ph.program, ph.tokens, ph.start, m->peakBytes, m->sumBytes});
+  }
+  return summary;
+}
+
+} // namespace dsc::runtime
