@@ -12,6 +12,7 @@
 #define DSC_RUNTIME_CUDA_CUDAADAPTER_H
 
 #include "dsc/runtime/Backend.h"
+#include "dsc/runtime/MemoryPlan.h"
 #include "runtime/cpu/CpuAdapter.h" // Params
 #include "runtime/cuda/CudaDriver.h"
 
@@ -94,7 +95,7 @@ public:
     return ratio > 0 ? plan.model.maxSeqLen / ratio : 0;
   }
   static int64_t compressedTokensCapacity(int64_t tokens, int64_t ratio) {
-    return ratio > 1 ? tokens / ratio + 1 : tokens;
+    return runtime::compressedTokensCapacity(tokens, ratio);
   }
 };
 

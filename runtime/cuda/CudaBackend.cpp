@@ -1,28 +1,37 @@
 //===- CudaBackend.cpp - Runs plan launches on an NVIDIA GPU -----------------===//
 //
-// Every value the Session holds has a device twin (allocated on first use,
-// grown when a call needs more). Weights are uploaded once by the Engine,
-// states when a Session resets, token ids per call; activations are zeroed on
-// the device at the start of each call, like the host tensors. Kernels come
+// Weights and states have device twins of their own (allocated on first use,
+// grown when a call needs more); weights are uploaded once by the Engine,
+// states when a Session resets, token ids per call. A call's Input and
+// Activation values live in one device arena per Session and program
+// (bindArena): the Session's capacity plan (MemoryPlan.h) gives each value's
+// offset, so its twin is a view `arena + offset` (no allocation per value).
+// Decode's plan is the same for every call, so its arena is allocated once
+// and its addresses never change; prefill's is re-planned per prompt length
+// and grown when it needs more. Like the host views, each value is zeroed
+// (async memset on the stream, its whole capacity) right before its first
+// writing launch, inputs at the call's first launch. Kernels come
 // from the plan's cubins (one module per kernel specialisation, loaded on
 // first launch) and are launched by the adapters in CudaAdapters*.cpp.
 // DSC_CUDA_SYNC=1 synchronises after every launch so that a fault names its
 // launch.
 //
 // Stream and graphs: all work goes to one backend-owned non-blocking stream;
-// toHost/toDevice synchronise it. Activation zeroing (beginCall) is deferred
-// to the first launch of the call, so it can be part of a captured graph.
+// toHost/toDevice synchronise it. Activation zeroing is deferred to the
+// launches, so it can be part of a captured graph.
 // Each Session (keyed by its token-input tensor) has a device call state
 // {startPos, tokens} written before every call (beginLaunches); kernels read
 // p from it. Slots with a kCompressed* dim get device twins sized for the
-// plan's capacity, scratch is persistent per launch site and constants are
-// uploaded once, so the decode program's device addresses are fixed. With no
+// plan's capacity (in the arena: the capacity plan), scratch is persistent per
+// launch site and constants are uploaded once, so the decode program's device
+// addresses are fixed. With no
 // observer (beginLaunches' graphable), a session's first decode runs eagerly,
 // the second is captured (cuStreamBeginCapture .. cuGraphInstantiate) and
 // every later decode replays the graph after updating the call state and the
 // token id on the stream. DSC_CUDA_GRAPHS=0 (or DSC_CUDA_SYNC=1) disables
 // graphs. A buffer reallocated or freed after a capture invalidates the
-// graphs (generation_); the next decode re-captures.
+// graphs (generation_), a moved arena its session's graph; the next decode
+// re-captures.
 //
 // Threading: Sessions of one Engine may run on different threads. Every entry
 // point (launch, toDevice, toHost, beginCall, uploadChunk, release,
@@ -75,7 +84,7 @@ public:
     if (fallbackState_)
       logOnce(d_.cuMemFree(fallbackState_), "cuMemFree");
     for (auto &[tensor, buffer] : buffers_)
-      if (buffer.ptr)
+      if (buffer.ptr && !buffer.view)
         logOnce(d_.cuMemFree(buffer.ptr), "cuMemFree");
     buffers_.clear();
     for (auto &[index, module] : modules_)
@@ -97,6 +106,10 @@ public:
     auto it = buffers_.find(&t);
     if (it == buffers_.end())
       return;
+    if (it->second.view) { // a view into its session's arena: nothing to free
+      buffers_.erase(it);
+      return;
+    }
     ++generation_;
     if (it->second.ptr && makeCurrent()) {
       logOnce(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
@@ -120,12 +133,110 @@ public:
     return Status::ok();
   }
 
+  Status bindArena(const runtime::Program &program, const runtime::MemoryPlan &plan,
+                   std::span<HostTensor *const> values) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (Status s = makeCurrentStatus(); !s)
+      return s;
+    if (program.inputs.empty() || size_t(program.inputs.front()) >= values.size() ||
+        !values[size_t(program.inputs.front())])
+      return runtime::internalError("bindArena: the program has no token input");
+    if (plan.values.size() != program.values.size() || values.size() != program.values.size())
+      return runtime::internalError("bindArena: the plan does not match the program");
+    if (capturing_)
+      return runtime::internalError("bindArena during CUDA graph capture");
+    SessionState &session = sessions_[values[size_t(program.inputs.front())]];
+    session.program = program.name;
+    bool moved = false;
+    size_t need = std::max<size_t>(size_t(plan.peakBytes), 1);
+    if (session.arena.capacity < need) {
+      if (session.arena.ptr) {
+        moved = true;
+        if (Status s = d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize"); !s)
+          return s;
+        CUdeviceptr old = session.arena.ptr;
+        session.arena = DeviceBuffer();
+        if (Status s = d_.check(d_.cuMemFree(old), "cuMemFree(arena)"); !s)
+          return s;
+      }
+      CUdeviceptr p = 0;
+      if (Status s = d_.check(d_.cuMemAlloc(&p, need),
+                              "cuMemAlloc(" + std::to_string(need) + ", " + program.name +
+                                  " activation arena)");
+          !s)
+        return s;
+      session.arena.ptr = p;
+      session.arena.capacity = need;
+    }
+    session.bornAt.assign(program.launches.size(), {});
+    session.views.clear(); // the program's planned slots: the same tensors every call
+    pending_.clear();
+    for (size_t i = 0; i < program.values.size(); ++i) {
+      const runtime::ValueMemory &m = plan.values[i];
+      HostTensor *t = values[i];
+      if (!m.planned || !t)
+        continue;
+      if (t->byteSize() > m.alignedBytes || m.offset + m.alignedBytes > session.arena.capacity)
+        return runtime::internalError(
+            program.name + ": value slot " + std::to_string(i) + " ('" + program.values[i].name +
+            "') needs " + std::to_string(t->byteSize()) + " bytes, its device arena slot has " +
+            std::to_string(m.alignedBytes));
+      DeviceBuffer &b = buffers_[t];
+      if (b.ptr && !b.view) { // a twin of its own from before: replaced by the view
+        ++generation_;
+        if (Status s = d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize"); !s)
+          return s;
+        CUdeviceptr old = b.ptr;
+        b = DeviceBuffer();
+        if (Status s = d_.check(d_.cuMemFree(old), "cuMemFree"); !s)
+          return s;
+      }
+      CUdeviceptr p = session.arena.ptr + m.offset;
+      if (b.view && b.ptr != p)
+        moved = true;
+      b.ptr = p;
+      b.capacity = size_t(m.alignedBytes);
+      b.view = true;
+      session.views.push_back(t);
+      if (!m.alignedBytes)
+        continue;
+      if (m.first < 0 || size_t(m.first) >= session.bornAt.size())
+        pending_.push_back(t); // inputs: zeroed at the first launch (the token upload drops it)
+      else
+        session.bornAt[size_t(m.first)].push_back({p, size_t(m.alignedBytes)});
+    }
+    if (moved && session.exec) { // the graph holds the old addresses
+      logOnce(d_.cuGraphExecDestroy(session.exec), "cuGraphExecDestroy");
+      session.exec = nullptr;
+      session.decodeCalls = 0;
+    }
+    return Status::ok();
+  }
+
+  uint64_t arenaBytes(const std::string &program) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    uint64_t total = 0;
+    for (const auto &[key, session] : sessions_)
+      if (session.program == program)
+        total += session.arena.capacity;
+    return total;
+  }
+
   Status beginCall(std::span<HostTensor *const> activations) override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (Status s = makeCurrentStatus(); !s)
       return s;
-    pending_.clear();
+    // Arena views were scheduled by bindArena; anything else left over from
+    // a failed call is dropped.
+    pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                  [&](HostTensor *t) {
+                                    auto it = buffers_.find(t);
+                                    return it == buffers_.end() || !it->second.view;
+                                  }),
+                   pending_.end());
     for (HostTensor *t : activations) {
+      if (auto it = buffers_.find(t); it != buffers_.end() && it->second.view)
+        continue; // zeroed before its first write (bindArena)
       Expected<CUdeviceptr> ptr = ensure(*t);
       if (!ptr)
         return ptr.status();
@@ -164,7 +275,7 @@ public:
                             "cuMemcpyHtoDAsync(call state)");
         !s)
       return s;
-    activeCalls_[&call] = session.callState;
+    activeCalls_[&call] = ActiveCall{session.callState, &session};
     bool decode = graphable && graphs_ && program.name == "decode" && call.tokens == 1;
     if (!decode) {
       if (Status s = flushZeroing(); !s)
@@ -301,9 +412,16 @@ public:
       return runtime::failedPrecondition("the CUDA backend has no kernel '" + c.kernel.name + "'");
     Context context(*this, c);
     Status status = flushZeroing();
-    if (auto a = activeCalls_.find(&c.call); a != activeCalls_.end())
-      context.callState = a->second;
-    else if (status) // a caller without beginLaunches: a call state of its own
+    if (auto a = activeCalls_.find(&c.call); a != activeCalls_.end()) {
+      context.callState = a->second.callState;
+      // Arena values born at this launch: zeroed right before it.
+      size_t index = size_t(&c.launch - c.program.launches.data());
+      const SessionState &session = *a->second.session;
+      if (index < session.bornAt.size())
+        for (const auto &[ptr, bytes] : session.bornAt[index])
+          if (status)
+            status = d_.check(d_.cuMemsetD8Async(ptr, 0, bytes, stream_), "cuMemsetD8Async");
+    } else if (status) // a caller without beginLaunches: a call state of its own
       status = fallbackCallState(c.call, context.callState);
     for (size_t i = 0; status && i < c.inputs.size(); ++i) {
       status = context.bind(*c.inputs[i], context.inputTensors[i]);
@@ -332,6 +450,7 @@ private:
   struct DeviceBuffer {
     CUdeviceptr ptr = 0;
     size_t capacity = 0;
+    bool view = false; ///< points into a session's arena (not owned)
   };
 
   class Context final : public CudaLaunchContext {
@@ -411,6 +530,15 @@ private:
     uint64_t generation = 0;
     int decodeCalls = 0; ///< 0: eager, 1: capture, then replay
     long long replays = 0;
+    std::string program;
+    DeviceBuffer arena; ///< the program's activations (bindArena)
+    std::vector<const HostTensor *> views; ///< tensors whose twins point into arena
+    /// Per launch: arena ranges of the values it writes first (zeroed before it).
+    std::vector<std::vector<std::pair<CUdeviceptr, size_t>>> bornAt;
+  };
+  struct ActiveCall {
+    CUdeviceptr callState = 0;
+    SessionState *session = nullptr;
   };
   void dropSession(SessionState &s) {
     if (graphsVerbose_ && s.replays)
@@ -419,6 +547,15 @@ private:
       logOnce(d_.cuGraphExecDestroy(s.exec), "cuGraphExecDestroy");
     if (s.callState)
       logOnce(d_.cuMemFree(s.callState), "cuMemFree");
+    for (const HostTensor *t : s.views)
+      if (auto it = buffers_.find(t); it != buffers_.end() && it->second.view) {
+        pending_.erase(std::remove(pending_.begin(), pending_.end(), t), pending_.end());
+        buffers_.erase(it);
+      }
+    if (s.arena.ptr) {
+      logOnce(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+      logOnce(d_.cuMemFree(s.arena.ptr), "cuMemFree");
+    }
     s = SessionState();
   }
 
@@ -549,6 +686,14 @@ private:
   /// The device twin of t, allocated or grown as needed (mutex_ held).
   Expected<CUdeviceptr> ensure(const HostTensor &t, size_t minBytes = 0) {
     DeviceBuffer &buffer = buffers_[&t];
+    if (buffer.view) { // an arena slot: sized by the capacity plan, never grown
+      if (std::max(t.byteSize(), minBytes) > buffer.capacity)
+        return runtime::internalError("a tensor of " +
+                                      std::to_string(std::max(t.byteSize(), minBytes)) +
+                                      " bytes in a device arena slot of " +
+                                      std::to_string(buffer.capacity));
+      return buffer.ptr;
+    }
     size_t bytes = std::max<size_t>(std::max(t.byteSize(), minBytes), 1);
     if (Status s = grow(buffer, bytes, "tensor"); !s)
       return s;
@@ -592,14 +737,14 @@ private:
   CUstream stream_ = nullptr; ///< every copy, memset and launch goes here
   std::vector<HostTensor *> pending_; ///< activations to zero at the next launch
   std::unordered_map<const HostTensor *, SessionState> sessions_;
-  std::map<const runtime::CallInfo *, CUdeviceptr> activeCalls_;
+  std::map<const runtime::CallInfo *, ActiveCall> activeCalls_;
   SessionState *capturing_ = nullptr;
   uint64_t generation_ = 0; ///< bumped when a device address goes away
   std::map<std::pair<const runtime::Launch *, int>, DeviceBuffer> scratch_;
   std::map<std::pair<int64_t, std::string>, DeviceBuffer> constants_;
   CUdeviceptr fallbackState_ = 0;
   long long fallbackHost_[2] = {0, 0};
-  std::mutex mutex_; ///< guards buffers_, modules_, functions_ and logged_
+  mutable std::mutex mutex_; ///< guards buffers_, modules_, functions_ and logged_
   std::unordered_map<const HostTensor *, DeviceBuffer> buffers_;
   std::map<int64_t, CUmodule> modules_;
   std::map<std::pair<int64_t, std::string>, CUfunction> functions_;

@@ -400,6 +400,26 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
                "; call reset()";
     return status;
   };
+  // A device backend lays the activations out in one device arena. Its plan
+  // sizes every kCompressed* dim at capacity and, past position 0, is planned
+  // at the last position (max_seq_len - S): one layout for every decode call,
+  // so a captured decode graph keeps its addresses.
+  if (backend.deviceResident()) {
+    int64_t deviceStart = call.startPos == 0 ? 0 : model.maxSeqLen - call.tokens;
+    if (!memory.haveDevicePlan || memory.devicePlan.tokens != call.tokens ||
+        (memory.devicePlan.startPos == 0) != (deviceStart == 0)) {
+      Expected<MemoryPlan> devicePlan =
+          planMemory(plan, *program, call.tokens, deviceStart, /*capacity=*/true);
+      if (!devicePlan)
+        return devicePlan.status().withContext(programName + ": device arena: ");
+      memory.devicePlan = std::move(devicePlan.value());
+      memory.haveDevicePlan = true;
+    }
+    if (Status s = backend.bindArena(*program, memory.devicePlan,
+                                     std::span<HostTensor *const>(resolved.data(), resolved.size()));
+        !s)
+      return failAt(s.withContext(programName + ": device arena: "));
+  }
   {
     std::vector<HostTensor *> activations;
     for (size_t i = 0; i < program->values.size(); ++i)

@@ -39,7 +39,7 @@ bool conflicts(const ValueMemory &a, const ValueMemory &b) {
 } // namespace
 
 Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, int64_t tokens,
-                                int64_t startPos) {
+                                int64_t startPos, bool capacity) {
   MemoryPlan result;
   result.program = program.name;
   result.tokens = tokens;
@@ -61,7 +61,12 @@ Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, i
       if ((d == kCompressedTokens || d == kCompressedLength) && slot.ratio <= 0)
         return invalidArgument(where + "compressed dimension with ratio " +
                                std::to_string(slot.ratio) + ", expected a positive ratio");
-      d = resolveDim(d, slot.ratio, startPos, tokens);
+      if (capacity && d == kCompressedTokens)
+        d = compressedTokensCapacity(tokens, slot.ratio);
+      else if (capacity && d == kCompressedLength)
+        d = std::max<int64_t>(plan.model.maxSeqLen, startPos + tokens) / slot.ratio;
+      else
+        d = resolveDim(d, slot.ratio, startPos, tokens);
     }
     std::optional<uint64_t> bytes = HostTensor::checkedByteSize(slot.dtype, v.shape);
     if (!bytes || *bytes > HostTensor::kMaxBytes)

@@ -13,6 +13,8 @@
 // step must move (docs/bench.md) over that bandwidth. Progress and a table go
 // to stderr, one JSON object to stdout (and to --json). --list-bytes prints
 // the per-tensor byte accounting; --bytes-only stops after it (no weights).
+// The JSON's device_arena_bytes gives each program's device activation arena
+// (Backend::arenaBytes, after the timed run; 0 on the CPU backend).
 // Exit status: 0, 1 on errors, 2 on usage errors, 3 when logits are not finite.
 // Links no MLIR/LLVM.
 //===----------------------------------------------------------------------===//
@@ -473,6 +475,14 @@ static int runMain(int argc, char **argv) {
                humanBytes(kvBytes).c_str(), bandwidth, bandwidthSource.c_str(), rooflineMs,
                overRoofline, logitsFinite ? "yes" : "NO", (long long)nonFinite, (long long)checked);
 
+  // Device activation arenas (Backend::arenaBytes; 0 on the host backend).
+  std::string arenaJson = "{";
+  for (const Program &p : plan.programs)
+    arenaJson += (arenaJson.size() > 1 ? ", " : "") + jsonString(p.name) + ": " +
+                 std::to_string(backend.arenaBytes(p.name));
+  arenaJson += "}";
+  std::fprintf(stderr, "  device arenas     %s\n\n", arenaJson.c_str());
+
   std::string json =
       "{\"plan\": " + jsonString(planPath) + ", \"backend\": " + jsonString(backend.name()) +
       ", \"device\": " + jsonString(deviceName) + ", \"weights\": " +
@@ -488,6 +498,7 @@ static int runMain(int argc, char **argv) {
       ", \"roofline_ms\": " + num(rooflineMs) + ", \"measured_over_roofline\": " +
       num(overRoofline) + "}, \"bandwidth_gbps\": " + num(bandwidth) +
       ", \"bandwidth_source\": " + jsonString(bandwidthSource) +
+      ", \"device_arena_bytes\": " + arenaJson +
       ", \"logits_finite\": " + (logitsFinite ? "true" : "false") + "}";
   std::printf("%s\n", json.c_str());
   std::fflush(stdout);

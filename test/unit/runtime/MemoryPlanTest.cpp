@@ -138,6 +138,42 @@ TEST(MemoryPlan, OutputsBoundariesWeightsAndStates) {
   EXPECT_EQ(m->stateBytes, 80u);
 }
 
+TEST(MemoryPlan, CapacityPlanCoversEveryStartPosition) {
+  // Device arenas (Backend::bindArena): kCompressed* dims at their largest over
+  // start positions, so one layout serves every decode call.
+  PlanModel plan;
+  plan.model.maxSeqLen = 30;
+  Program p;
+  p.name = "decode";
+  ValueSlot len = slot(ValueKind::Activation, DType::F32, {kCompressedLength, 16}, "kv");
+  len.ratio = 4;
+  ValueSlot tok = slot(ValueKind::Activation, DType::BF16, {kCompressedTokens, 8}, "new");
+  tok.ratio = 4;
+  p.values = {slot(ValueKind::Input, DType::I32, {kTokens}, "ids"), len, tok,
+              slot(ValueKind::Activation, DType::F32, {kTokens, 16}, "logits")};
+  p.inputs = {0};
+  p.outputs = {3};
+  p.launches = {launch({0}, {1, 2}), launch({1, 2}, {3})};
+  Expected<MemoryPlan> cap = planMemory(plan, p, 1, 29, /*capacity=*/true);
+  ASSERT_TRUE(cap) << cap.status().message();
+  EXPECT_EQ(cap->values[1].shape, (std::vector<int64_t>{7, 16})); // 30 / 4
+  EXPECT_EQ(cap->values[2].shape, (std::vector<int64_t>{1, 8}));  // 1 / 4 + 1
+  for (int64_t pos = 1; pos < 30; ++pos) {
+    Expected<MemoryPlan> call = planMemory(plan, p, 1, pos);
+    ASSERT_TRUE(call) << call.status().message();
+    Expected<MemoryPlan> same = planMemory(plan, p, 1, pos, /*capacity=*/true);
+    ASSERT_TRUE(same) << same.status().message();
+    EXPECT_EQ(same->peakBytes, cap->peakBytes) << "position " << pos;
+    for (size_t i = 0; i < p.values.size(); ++i) {
+      EXPECT_LE(call->values[i].bytes, cap->values[i].alignedBytes) << "position " << pos;
+      EXPECT_EQ(same->values[i].offset, cap->values[i].offset) << "position " << pos;
+    }
+  }
+  Expected<MemoryPlan> prefill = planMemory(plan, p, 9, 0, /*capacity=*/true);
+  ASSERT_TRUE(prefill) << prefill.status().message();
+  EXPECT_EQ(prefill->values[2].shape, (std::vector<int64_t>{3, 8})); // 9 / 4 + 1
+}
+
 TEST(MemoryPlan, BadShapesNameProgramAndSlot) {
   PlanModel plan;
   Program p;

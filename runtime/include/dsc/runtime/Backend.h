@@ -9,6 +9,7 @@
 #define DSC_RUNTIME_BACKEND_H
 
 #include "dsc/runtime/Engine.h"
+#include "dsc/runtime/MemoryPlan.h"
 
 #include <cstring>
 #include <memory>
@@ -44,6 +45,13 @@ struct LaunchContext {
 ///     boundaries); the device copy must follow before the next launch;
 ///   - toHost(t): the caller is about to read t on the host (observers,
 ///     outputs, state dumps);
+///   - bindArena(program, plan, values): before beginCall, the device layout
+///     of the call's Input/Activation values (a capacity plan, MemoryPlan.h:
+///     one per token count for the Session's lifetime, so decode's layout is
+///     fixed); a device backend places them at `arena + offset` in one device
+///     arena per Session and program instead of one buffer per value, and
+///     zeroes each value right before its first writing launch (inputs at
+///     the call's start);
 ///   - beginCall(activations): the call's activations were re-sized and zeroed;
 ///   - release(t): t is being destroyed; its device twin must be freed.
 /// Threading: Sessions of one Engine may call a backend from different
@@ -56,6 +64,15 @@ public:
   /// Checks that every kernel of the plan is available.
   virtual Status check(const PlanModel &plan) const = 0;
   virtual Status launch(LaunchContext &context) = 0;
+  /// `values` by slot (null for none); `plan.values[i]` gives slot i's offset
+  /// and device bytes (`alignedBytes`, at least the call's size).
+  virtual Status bindArena(const Program &, const MemoryPlan &,
+                           std::span<HostTensor *const> /*values by slot*/) {
+    return Status::ok();
+  }
+  /// Device arena bytes currently held for `program` (all Sessions); 0 on the
+  /// host backend.
+  virtual uint64_t arenaBytes(const std::string & /*program*/) const { return 0; }
   virtual Status beginCall(std::span<HostTensor *const>) { return Status::ok(); }
   virtual Status toDevice(HostTensor &) { return Status::ok(); }
   virtual Status toHost(HostTensor &) { return Status::ok(); }

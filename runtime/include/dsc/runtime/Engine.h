@@ -34,6 +34,7 @@
 #define DSC_RUNTIME_ENGINE_H
 
 #include "dsc/runtime/HostTensor.h"
+#include "dsc/runtime/MemoryPlan.h"
 #include "dsc/runtime/PlanModel.h"
 #include "dsc/runtime/Status.h"
 
@@ -189,6 +190,11 @@ private:
     HostTensor arena; ///< U8 [capacity]; activations_ are views into it
     SessionMemoryStats stats;
     bool called = false;
+    /// Device-resident backends: the capacity plan of the last device layout
+    /// (Backend::bindArena), reused while the token count and startPos == 0
+    /// stay the same (every decode call shares one).
+    MemoryPlan devicePlan;
+    bool haveDevicePlan = false;
   };
   std::vector<ProgramMemory> memory_; ///< per program
 };

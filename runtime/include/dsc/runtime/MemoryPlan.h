@@ -82,13 +82,23 @@ struct MemoryPlan {
   uint64_t stateBytes = 0;  ///< the plan's state buffers, one sequence
 };
 
+/// Upper bound of kCompressedTokens over start positions for a call of
+/// `tokens` tokens (what device grids and twins are sized by).
+inline int64_t compressedTokensCapacity(int64_t tokens, int64_t ratio) {
+  return ratio > 1 ? tokens / ratio + 1 : tokens;
+}
+
 /// Plans the activations of `program` for a call of `tokens` tokens from
-/// `startPos`. InvalidArgument names "<program>: value slot i ('name'): " for
+/// `startPos`. With `capacity` (device arenas, docs/runtime.md) every
+/// kCompressed* dimension takes its largest value over start positions
+/// (kCompressedTokens: compressedTokensCapacity, kCompressedLength:
+/// max_seq_len / ratio), so one layout serves every call with the same
+/// token count and the same startPos == 0 (kWindowRows). InvalidArgument names "<program>: value slot i ('name'): " for
 /// a bad shape (negative, overflowing, above HostTensor::kMaxBytes) or a
 /// compressed dimension without a positive ratio; also when the arena would
 /// exceed HostTensor::kMaxBytes.
 Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, int64_t tokens,
-                                int64_t startPos);
+                                int64_t startPos, bool capacity = false);
 
 /// Bytes of the plan's weights (tensor bindings) and of one sequence's states.
 Expected<uint64_t> planWeightBytes(const PlanModel &plan);
