@@ -118,6 +118,9 @@ private:
   llvm::DenseMap<Value, int64_t> windowRows_;
   llvm::StringMap<int64_t> tensors_;
   std::map<std::string, int64_t> states_;
+  /// From ds.replay_slice on (CED prefill): launches are replayed
+  /// (Launch::replay) and their token dims are kReplayTokens.
+  bool replay_ = false;
 };
 
 int64_t PlanLowering::tensorIndex(ParameterOp param) {
@@ -191,7 +194,8 @@ bool PlanLowering::lowerLayer(LayerOp layer) {
     if (!lowerOp(&op, id))
       return false;
   }
-  if (layer.getNumResults() >= 2 && layer.getMode() != LayerMode::dspark) {
+  if (layer.getNumResults() >= 2 && layer.getMode() != LayerMode::dspark &&
+      !layer.getCedProjection()) {
     rt::LayerBoundary boundary;
     boundary.layer = id;
     boundary.stream = slots_.at(layer.getResult(0));
@@ -220,8 +224,14 @@ bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
   if (auto nested = llvm::dyn_cast<LayerOp>(op))
     return lowerLayer(nested);
 
+  if (auto slice = llvm::dyn_cast<ReplaySliceOp>(op)) {
+    replay_ = true;
+    plan_.model.cedReplayTokens = int64_t(slice.getTokens());
+  }
+  const int64_t tokens = replay_ ? rt::kReplayTokens : rt::kTokens;
   rt::Launch launch;
   launch.layer = layer;
+  launch.replay = replay_;
   rt::KernelSpec spec;
   spec.name = op->getName().stripDialect().str();
   for (NamedAttribute attr : op->getAttrs())
@@ -294,13 +304,13 @@ bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
       slot.ratio = keys.getRatio();
     } else if (auto topk = llvm::dyn_cast<TopKType>(type)) {
       slot.dtype = rt::DType::I32;
-      slot.shape = {rt::kTokens, topk.getK()};
+      slot.shape = {tokens, topk.getK()};
       slot.ratio = topk.getRatio();
       spec.params.push_back({"k", topk.getK()});
       spec.params.push_back({"ratio", topk.getRatio()});
     } else if (auto candidates = llvm::dyn_cast<CandidatesType>(type)) {
       slot.dtype = rt::DType::U8;
-      slot.shape = {rt::kTokens, rt::kCompressedLength};
+      slot.shape = {tokens, rt::kCompressedLength};
       slot.ratio = candidates.getRatio();
       spec.params.push_back({"blocks", candidates.getBlocks()});
       spec.params.push_back({"block_size", candidates.getBlockSize()});
@@ -313,7 +323,7 @@ bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
       slot.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
       for (int64_t &d : slot.shape)
         if (ShapedType::isDynamic(d))
-          d = rt::kTokens;
+          d = tokens;
       // Latents and scores are sized by compressed entries, not tokens.
       if (auto c = llvm::dyn_cast<CompressorOp>(op)) {
         slot.shape[0] = rt::kCompressedTokens;
@@ -334,10 +344,11 @@ bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
     slots_[result] = index;
     launch.outputs.push_back(index);
     if (auto window = llvm::dyn_cast<WindowType>(type)) {
-      // The QDQ rows attention reads: the chunk in prefill, the ring in decode.
+      // The QDQ rows attention reads: the chunk in prefill, the ring in decode
+      // (a replayed chunk: its own R' rows).
       rt::ValueSlot rows;
       rows.dtype = rt::DType::F32;
-      rows.shape = {rt::kWindowRows, window.getDim()};
+      rows.shape = {replay_ ? rt::kReplayTokens : rt::kWindowRows, window.getDim()};
       rows.ratio = window.getSize();
       rows.name = prefix + "window_rows";
       int64_t rowsIndex = addSlot(std::move(rows));
@@ -357,6 +368,7 @@ bool PlanLowering::lowerFunction(func::FuncOp fn) {
   program_->name = fn.getSymName().str();
   slots_.clear();
   windowRows_.clear();
+  replay_ = false;
   for (BlockArgument arg : fn.getArguments()) {
     auto type = llvm::cast<RankedTensorType>(arg.getType());
     rt::ValueSlot slot;

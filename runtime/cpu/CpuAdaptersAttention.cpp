@@ -77,6 +77,11 @@ Status rope(LaunchContext &c) {
   return Status::ok();
 }
 
+/// The start position the window helpers (windowKvRows, windowIdxWidth) see:
+/// 0 in a chunk call (prefill, CED replay: the window source is the chunk's
+/// own rows), the position in decode.
+int64_t windowPos(const LaunchContext &c) { return c.call.chunk ? 0 : c.call.startPos; }
+
 Status windowKv(LaunchContext &c) {
   Params p{c.kernel, Status::ok()};
   int64_t window = p.i("window");
@@ -88,12 +93,13 @@ Status windowKv(LaunchContext &c) {
   const HostTensor &kv = *c.inputs[0];
   KvRecordPool pool = poolOf(*ring, *c.outputs[0]);
   int64_t dim = kv.shape().back();
-  if (window > ring->capacity || c.outputs[1]->dim(0) < windowKvRows(c.call.startPos, kv.dim(0), window))
+  if (window > ring->capacity || c.outputs[1]->dim(0) < windowKvRows(windowPos(c), kv.dim(0), window))
     return runtime::invalidArgument("window_kv: window " + std::to_string(window) + ", ring of " +
                                     std::to_string(ring->capacity) + " slots, " +
                                     std::to_string(c.outputs[1]->dim(0)) + " window rows");
-  if (c.call.startPos == 0)
-    windowKvPrefill(kv.data<uint16_t>(), kv.dim(0), dim, pool, window, c.outputs[1]->data<float>());
+  if (c.call.chunk)
+    windowKvPrefill(kv.data<uint16_t>(), kv.dim(0), dim, pool, window, c.outputs[1]->data<float>(),
+                    c.call.startPos);
   else
     windowKvDecode(kv.data<uint16_t>(), dim, c.call.startPos, pool, window,
                    c.outputs[1]->data<float>());
@@ -249,7 +255,7 @@ Status indexerTopK(LaunchContext &c) {
     indexMaskCandidates(s.data(), c.inputs[1]->data<uint8_t>(), S, width);
   // Offset by the window rows attention puts first: S in prefill, W in decode.
   int64_t window = c.plan.model.windowSize;
-  int64_t offset = windowKvRows(c.call.startPos, S, window);
+  int64_t offset = windowKvRows(windowPos(c), S, window);
   int64_t used = indexTopKWidth(k, width);
   std::vector<int32_t> idx(S * std::max<int64_t>(used, 1));
   if (used > 0)
@@ -274,7 +280,7 @@ Status sparseAttentionAdapter(LaunchContext &c) {
   int64_t S = q.dim(0), H = q.dim(1), D = q.dim(2);
   int64_t window = c.plan.model.windowSize;
   int64_t windowRows = rows.dim(0);
-  int64_t windowWidth = windowIdxWidth(c.call.startPos, S, window);
+  int64_t windowWidth = windowIdxWidth(windowPos(c), S, window);
 
   int64_t T = 0, k = 0;
   const StateBuffer *kvState = compressed ? c.inputState(2) : nullptr;
@@ -286,10 +292,10 @@ Status sparseAttentionAdapter(LaunchContext &c) {
                                       " compressed entries exceed the KV buffer's capacity " +
                                       std::to_string(kvState->capacity));
   }
-  if (windowRows < windowKvRows(c.call.startPos, S, window) || windowWidth > windowRows)
+  if (windowRows < windowKvRows(windowPos(c), S, window) || windowWidth > windowRows)
     return runtime::invalidArgument("sparse_attention: " + std::to_string(windowRows) +
                                     " window rows, the call reads " +
-                                    std::to_string(windowKvRows(c.call.startPos, S, window)));
+                                    std::to_string(windowKvRows(windowPos(c), S, window)));
   // kv_all = cat(window rows, compressed entries) (spec §9.7).
   std::vector<float> kvAll((windowRows + T) * D);
   std::memcpy(kvAll.data(), rows.data<float>(), windowRows * D * sizeof(float));
@@ -301,7 +307,7 @@ Status sparseAttentionAdapter(LaunchContext &c) {
   // idx = cat(window idx, top-k idx).
   int64_t K = windowWidth + k;
   std::vector<int32_t> windowIdx(S * windowWidth), idx(S * K);
-  if (c.call.startPos == 0)
+  if (c.call.chunk)
     windowIdxPrefill(S, window, windowIdx.data());
   else
     windowIdxDecode(c.call.startPos, window, windowIdx.data());

@@ -12,6 +12,7 @@
 
 #include "dsc/numerics/EngramHash.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace dsc::cpu {
@@ -105,9 +106,29 @@ Status engramHash(LaunchContext &c) {
   return Status::ok();
 }
 
+/// replay_slice (CED): the last R' rows of the stream [S, hc, D] and the
+/// mix [S, hc]; R' is the outputs' row count (kReplayTokens).
+Status replaySlice(LaunchContext &c) {
+  for (size_t i = 0; i < 2; ++i) {
+    const HostTensor &in = *c.inputs[i];
+    HostTensor &out = *c.outputs[i];
+    if (in.dtype() != out.dtype() || in.shape().empty() || out.shape().empty() ||
+        out.dim(0) > in.dim(0) || in.numElements() / std::max<int64_t>(in.dim(0), 1) !=
+                                      out.numElements() / std::max<int64_t>(out.dim(0), 1))
+      return runtime::invalidArgument("replay_slice: output " + std::to_string(i) + " " +
+                                      HostTensor::shapeString(out.shape()) +
+                                      " is not a row suffix of input " +
+                                      HostTensor::shapeString(in.shape()));
+    size_t skip = in.byteSize() - out.byteSize();
+    std::memcpy(out.bytes(), in.bytes() + skip, out.byteSize());
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 void registerBasicAdapters(AdapterTable &table) {
+  table["replay_slice"] = replaySlice;
   table["embed"] = embed;
   table["hc_expand"] = hcExpand;
   table["hc_identity_mix"] = hcIdentityMix;

@@ -122,6 +122,12 @@ public:
   bool deviceResident() const override { return true; }
 
   Status check(const runtime::PlanModel &plan) const override {
+    for (const runtime::Program &program : plan.programs)
+      for (const runtime::Launch &launch : program.launches)
+        if (launch.replay)
+          return runtime::failedPrecondition(
+              "CED plans run on the CPU backend only for now (program '" + program.name +
+              "' has replayed launches; compile with --ced=full)");
     for (const runtime::KernelSpec &kernel : plan.kernels) {
       if (!table_.count(kernel.name))
         return runtime::failedPrecondition("the CUDA backend has no kernel '" + kernel.name + "'");

@@ -232,6 +232,7 @@ Expected<HostTensor> Session::prefill(std::span<const int32_t> ids) {
   call.program = "prefill";
   call.startPos = 0;
   call.tokens = int64_t(ids.size());
+  call.chunk = true;
   return run("prefill", ids, std::move(call));
 }
 
@@ -442,6 +443,15 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
   if (*replayed)
     l = program->launches.size();
   size_t nextBoundary = 0;
+  // CED replayed launches (Launch::replay) run on the last R' = min(R, S)
+  // rows of the prefill, positions S - R' .. S - 1, in chunk mode.
+  CallInfo replayCall = call;
+  if (model.cedReplayTokens > 0) {
+    int64_t rows = std::min(model.cedReplayTokens, call.tokens);
+    replayCall.startPos = call.startPos + call.tokens - rows;
+    replayCall.tokens = rows;
+    replayCall.chunk = true;
+  }
   for (; l < program->launches.size(); ++l) {
     const Launch &launch = program->launches[l];
     for (HostTensor *t : bornAt[l])
@@ -453,7 +463,11 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
       }
     livePeak = std::max(livePeak, liveBytes);
     memory.stats.observedPeakBytes = livePeak;
-    LaunchContext context{plan, *program, launch, plan.kernels[launch.kernel], call, {}, {}, {}, {}};
+    if (launch.replay && (model.cedReplayTokens <= 0 || !call.chunk))
+      return failAt(internalError(programName + " launch " + std::to_string(l) +
+                                  ": a replayed launch outside a CED prefill"));
+    const CallInfo &launchCall = launch.replay ? replayCall : call;
+    LaunchContext context{plan, *program, launch, plan.kernels[launch.kernel], launchCall, {}, {}, {}, {}};
     for (int64_t v : launch.inputs) {
       context.inputs.push_back(resolved[v]);
       context.inputSlots.push_back(&program->values[v]);
@@ -471,7 +485,7 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
         if (Status s = backend.toHost(*out); !s)
           return failAt(s);
     if (observer_)
-      observer_->afterLaunch(call, *program, launch, context.kernel,
+      observer_->afterLaunch(launchCall, *program, launch, context.kernel,
                              std::span<const HostTensor *const>(context.outputs.data(),
                                                                 context.outputs.size()));
     while (nextBoundary < program->boundaries.size() &&

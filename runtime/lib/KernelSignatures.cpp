@@ -26,6 +26,7 @@ std::string symName(int64_t d) {
   case kCompressedTokens: return "kCompressedTokens";
   case kCompressedLength: return "kCompressedLength";
   case kWindowRows: return "kWindowRows";
+  case kReplayTokens: return "kReplayTokens";
   default: return std::to_string(d);
   }
 }
@@ -49,7 +50,7 @@ struct Dim {
   int64_t ratio = 0; ///< the slot's ratio (parameter of kCompressed*, kWindowRows)
   std::string text() const {
     return value >= 0 ? std::to_string(value)
-                      : symName(value) + (value == kTokens ? "" : fmt::format("(ratio {})", ratio));
+                      : symName(value) + (value == kTokens || value == kReplayTokens ? "" : fmt::format("(ratio {})", ratio));
   }
 };
 
@@ -87,7 +88,7 @@ struct Rel {
     const bool fa = a.value > 0, fb = b.value > 0;
     if (fa != fb)
       return; // fixed vs symbolic: depends on the call
-    if (a.value != b.value || (!fa && a.value != kTokens && a.ratio != b.ratio))
+    if (a.value != b.value || (!fa && a.value != kTokens && a.value != kReplayTokens && a.ratio != b.ratio))
       fail(fmt::format("{} is {}, expected {} ({})", a.label, a.text(), b.text(), b.label));
   }
   /// A fixed dimension equal to `want` (skipped if `d` is symbolic).

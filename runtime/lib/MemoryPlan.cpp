@@ -11,10 +11,13 @@
 
 namespace dsc::runtime {
 
-int64_t resolveDim(int64_t dim, int64_t ratio, int64_t startPos, int64_t tokens) {
+int64_t resolveDim(int64_t dim, int64_t ratio, int64_t startPos, int64_t tokens,
+                   int64_t replayTokens) {
   switch (dim) {
   case kTokens:
     return tokens;
+  case kReplayTokens:
+    return replayTokens > 0 ? std::min(replayTokens, tokens) : tokens;
   case kCompressedTokens:
     return (startPos + tokens) / ratio - startPos / ratio;
   case kCompressedLength:
@@ -24,6 +27,10 @@ int64_t resolveDim(int64_t dim, int64_t ratio, int64_t startPos, int64_t tokens)
   default:
     return dim;
   }
+}
+
+int64_t resolveDim(int64_t dim, int64_t ratio, int64_t startPos, int64_t tokens) {
+  return resolveDim(dim, ratio, startPos, tokens, 0);
 }
 
 namespace {
@@ -66,7 +73,7 @@ Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, i
       else if (capacity && d == kCompressedLength)
         d = std::max<int64_t>(plan.model.maxSeqLen, startPos + tokens) / slot.ratio;
       else
-        d = resolveDim(d, slot.ratio, startPos, tokens);
+        d = resolveDim(d, slot.ratio, startPos, tokens, plan.model.cedReplayTokens);
     }
     std::optional<uint64_t> bytes = HostTensor::checkedByteSize(slot.dtype, v.shape);
     if (!bytes || *bytes > HostTensor::kMaxBytes)

@@ -170,6 +170,7 @@ flatbuffers::Offset<fb::ModelFacts> writeFacts(Builder &b, const PlanModelFacts 
   f.add_layer_boundaries(m.layerBoundaries);
   f.add_engram_token_map(map);
   f.add_engram_compressed_vocab_size(m.engramCompressedVocabSize);
+  f.add_ced_replay_tokens(m.cedReplayTokens);
   return f.Finish();
 }
 
@@ -248,7 +249,7 @@ flatbuffers::Offset<fb::Program> writeProgram(Builder &b, const Program &p) {
   for (const Launch &l : p.launches) {
     auto in = longs(b, l.inputs);
     auto out = longs(b, l.outputs);
-    launches.push_back(fb::CreateLaunch(b, l.kernel, in, out, l.layer));
+    launches.push_back(fb::CreateLaunch(b, l.kernel, in, out, l.layer, l.replay));
   }
   auto launchVec = b.CreateVector(launches);
   std::vector<flatbuffers::Offset<fb::LayerBoundary>> boundaries;
@@ -339,6 +340,7 @@ Expected<PlanModel> fromBuffer(const fb::Plan &root) {
     f.layerBoundaries = m->layer_boundaries();
     f.engramTokenMap = readLongs(m->engram_token_map());
     f.engramCompressedVocabSize = m->engram_compressed_vocab_size();
+    f.cedReplayTokens = m->ced_replay_tokens();
   } else {
     return dataLoss(corrupt("the plan has no model facts table"));
   }
@@ -455,6 +457,7 @@ Expected<PlanModel> fromBuffer(const fb::Plan &root) {
       launch.inputs = readLongs(l->inputs());
       launch.outputs = readLongs(l->outputs());
       launch.layer = l->layer();
+      launch.replay = l->replay();
       out.launches.push_back(std::move(launch));
     }
     for (size_t j = 0; j < count(p->boundaries()); ++j) {
@@ -471,7 +474,8 @@ Expected<PlanModel> fromBuffer(const fb::Plan &root) {
 //===----------------------------------------------------------------------===//
 
 bool isSymbolicDim(int64_t d) {
-  return d == kTokens || d == kCompressedTokens || d == kCompressedLength || d == kWindowRows;
+  return d == kTokens || d == kCompressedTokens || d == kCompressedLength || d == kWindowRows ||
+         d == kReplayTokens;
 }
 
 /// Symbolic dimensions whose size needs the value's `ratio` parameter.
@@ -540,7 +544,8 @@ Status checkFacts(const PlanModelFacts &m) {
       {"windowSize", m.windowSize}, {"indexHeadDim", m.indexHeadDim},
       {"indexNHeads", m.indexNHeads}, {"indexTopk", m.indexTopk},
       {"cedSplitLayer", m.cedSplitLayer}, {"maxSeqLen", m.maxSeqLen},
-      {"engramCompressedVocabSize", m.engramCompressedVocabSize}};
+      {"engramCompressedVocabSize", m.engramCompressedVocabSize},
+      {"cedReplayTokens", m.cedReplayTokens}};
   for (const auto &[name, value] : counts)
     if (value < 0)
       return invalidArgument(fmt::format("model: {} is {}, must not be negative", name, value));
@@ -683,9 +688,14 @@ Status checkProgram(const PlanModel &plan, size_t index) {
       if (d <= 0 && !isSymbolicDim(d))
         return invalidArgument(fmt::format(
             "{}shape {} has dimension {}; dimensions are positive or kTokens (-1), "
-            "kCompressedTokens (-2), kCompressedLength (-3), kWindowRows (-4)",
+            "kCompressedTokens (-2), kCompressedLength (-3), kWindowRows (-4), kReplayTokens (-5)",
             at, shapeString(s.shape), d));
       parametrised |= needsRatio(d);
+      if (d == kReplayTokens && plan.model.cedReplayTokens <= 0)
+        return invalidArgument(fmt::format(
+            "{}shape {} has kReplayTokens (-5) but the plan replays nothing "
+            "(model cedReplayTokens is {})",
+            at, shapeString(s.shape), plan.model.cedReplayTokens));
     }
     if (parametrised && s.ratio <= 0)
       return invalidArgument(fmt::format(

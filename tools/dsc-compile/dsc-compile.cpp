@@ -120,8 +120,12 @@ int main(int argc, char **argv) {
   if (cedMode != "full" && cedMode != "bounded" && cedMode != "exact")
     return fail("--ced takes 'full', 'bounded' or 'exact', got '" + cedMode + "'");
   bool writePlan = emit.empty() && !outputPath.empty();
-  if (cedMode != "full" && writePlan)
-    return fail("--ced=" + cedMode + " plans need runtime support that is not built yet; use --ced=full");
+  if (cedMode != "full" && writePlan && layerBoundaries)
+    return fail("--ced=" + cedMode + " plans have no layer boundaries on every token: "
+                "conformance plans (--layer-boundaries) use --ced=full");
+  if (cedMode != "full" && writePlan && gpuArch != "none")
+    return fail("--ced=" + cedMode + " plans run on the CPU backend only for now: "
+                "compile them with --gpu-arch=none");
   if (!tokenizerPath.empty() && !engramMapPath.empty())
     return fail("give either --tokenizer or --engram-map, not both");
   if (!emitEngramMap.empty() && tokenizerPath.empty())

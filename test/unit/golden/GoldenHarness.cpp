@@ -19,6 +19,11 @@
 namespace dsc::test {
 
 CompiledCase compileGoldenPlan(const std::string &caseDir, std::string &error) {
+  return compileCasePlan(caseDir, "full", 0, /*layerBoundaries=*/true, error);
+}
+
+CompiledCase compileCasePlan(const std::string &caseDir, const std::string &cedMode,
+                             int64_t maxSeqLen, bool layerBoundaries, std::string &error) {
   CompiledCase result;
   llvm::Expected<models::ModelSpec> spec = models::importConfigFile(caseDir + "/config.json");
   if (!spec) {
@@ -29,21 +34,22 @@ CompiledCase compileGoldenPlan(const std::string &caseDir, std::string &error) {
   mlir::MLIRContext context;
   context.loadDialect<ds::DSDialect, mlir::func::FuncDialect>();
   models::BuildOptions options;
-  options.allPrefillLogits = true;
+  options.allPrefillLogits = layerBoundaries;
   mlir::OwningOpRef<mlir::ModuleOp> module = models::buildModule(result.spec, context, options);
   if (!module) {
     error = "the module does not verify";
     return result;
   }
   mlir::PassManager pm(&context);
-  ds::buildAnalysisPipeline(pm);
+  ds::buildAnalysisPipeline(pm, cedMode);
   if (mlir::failed(pm.run(*module))) {
     error = "the analysis pipeline failed";
     return result;
   }
   runtime::PlanModelFacts facts = models::planFactsFor(
-      result.spec, result.spec.limits.maxSeqLen.value_or(4096), 1);
-  facts.layerBoundaries = true;
+      result.spec, maxSeqLen > 0 ? maxSeqLen : result.spec.limits.maxSeqLen.value_or(4096), 1);
+  facts.layerBoundaries = layerBoundaries;
+  facts.cedMode = cedMode;
   std::optional<numerics::EngramTokenMap> map =
       numerics::readEngramTokenMap(caseDir + "/engram_token_map.json", &error);
   if (!map)

@@ -29,6 +29,12 @@ struct CompiledCase {
 /// Empty `error` on success.
 CompiledCase compileGoldenPlan(const std::string &caseDir, std::string &error);
 
+/// The same pipeline with a CED mode (full | bounded | exact) and a
+/// max_seq_len (0: the config's); a free-running plan (last-position logits)
+/// unless `layerBoundaries`.
+CompiledCase compileCasePlan(const std::string &caseDir, const std::string &cedMode,
+                             int64_t maxSeqLen, bool layerBoundaries, std::string &error);
+
 /// Relative error ‖a−b‖/‖b‖ over the given rows of [rows, width] arrays
 /// (all rows if `rows` is empty).
 double relativeError(const std::vector<float> &a, const std::vector<float> &b, int64_t width,

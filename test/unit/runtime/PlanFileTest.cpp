@@ -47,6 +47,7 @@ PlanModel makePlan() {
   m.layerBoundaries = true;
   m.engramTokenMap = {0, 1, 2, 3, 3, 4};
   m.engramCompressedVocabSize = 5;
+  m.cedReplayTokens = 16;
 
   plan.tensors = {
       {"embed.weight", DType::BF16, {1024, 256}, TensorKind::Weight, 0, std::nullopt},
@@ -183,6 +184,7 @@ void expectSamePlan(const PlanModel &a, const PlanModel &b) {
   EXPECT_EQ(x.layerBoundaries, y.layerBoundaries);
   EXPECT_EQ(x.engramTokenMap, y.engramTokenMap);
   EXPECT_EQ(x.engramCompressedVocabSize, y.engramCompressedVocabSize);
+  EXPECT_EQ(x.cedReplayTokens, y.cedReplayTokens);
 
   ASSERT_EQ(a.tensors.size(), b.tensors.size());
   for (size_t i = 0; i < a.tensors.size(); ++i) {
@@ -253,6 +255,7 @@ void expectSamePlan(const PlanModel &a, const PlanModel &b) {
       EXPECT_EQ(s.launches[j].inputs, t.launches[j].inputs);
       EXPECT_EQ(s.launches[j].outputs, t.launches[j].outputs);
       EXPECT_EQ(s.launches[j].layer, t.launches[j].layer);
+      EXPECT_EQ(s.launches[j].replay, t.launches[j].replay);
     }
     ASSERT_EQ(s.boundaries.size(), t.boundaries.size());
     for (size_t j = 0; j < s.boundaries.size(); ++j) {
@@ -324,7 +327,11 @@ TEST(PlanFile, HandBuiltPlanIsValid) {
 }
 
 TEST(PlanFile, RoundTripThroughBytes) {
-  const PlanModel plan = makePlan();
+  const PlanModel plan = [] {
+    PlanModel p = makePlan();
+    p.programs[0].launches.back().replay = true; // a CED replayed launch
+    return p;
+  }();
   const std::vector<uint8_t> bytes = serializePlan(plan);
   ASSERT_GE(bytes.size(), 8u);
   EXPECT_EQ(std::string(bytes.begin() + 4, bytes.begin() + 8), "DSCP");
@@ -660,8 +667,15 @@ TEST(VerifyPlan, ValueShapes) {
                                            "dimensions but ratio is 0"));
   plan.programs[0].values[3].ratio = 16;
   EXPECT_TRUE(verifyPlan(plan).isOk()) << verifyPlan(plan).message();
-  plan.programs[0].values[3].shape = {-5, 132};
-  EXPECT_THAT(verifyError(plan), HasSubstr("shape [-5, 132] has dimension -5"));
+  plan.programs[0].values[3].shape = {-6, 132};
+  EXPECT_THAT(verifyError(plan), HasSubstr("shape [-6, 132] has dimension -6"));
+  // kReplayTokens only in a plan that replays (a CED plan).
+  plan.programs[0].values[3].shape = {kReplayTokens, 132};
+  plan.model.cedReplayTokens = 0;
+  EXPECT_THAT(verifyError(plan), HasSubstr("shape [-5, 132] has kReplayTokens (-5) but the plan "
+                                           "replays nothing"));
+  plan.model.cedReplayTokens = 48;
+  EXPECT_TRUE(verifyPlan(plan).isOk()) << verifyPlan(plan).message();
 }
 
 TEST(VerifyPlan, ReadBeforeWrite) {

@@ -18,7 +18,7 @@ int64_t windowKvRows(int64_t startPos, int64_t S, int64_t window) {
 }
 
 void windowKvPrefill(const uint16_t *kv, int64_t S, int64_t headDim, const KvRecordPool &ring,
-                     int64_t window, float *kvOut) {
+                     int64_t window, float *kvOut, int64_t pos0) {
   assert(ring.values() == headDim && ring.capacity >= window);
   std::vector<float> in(static_cast<size_t>(headDim));
   for (int64_t t = 0; t < S; ++t) {
@@ -27,8 +27,8 @@ void windowKvPrefill(const uint16_t *kv, int64_t S, int64_t headDim, const KvRec
     if (t >= S - window) {
       // Seeds the ring: slot pos % W for the last min(S, W) positions; the
       // attention reads the same values decoded back.
-      ring.write(t % window, in.data());
-      ring.read(t % window, kvOut + t * headDim);
+      ring.write((pos0 + t) % window, in.data());
+      ring.read((pos0 + t) % window, kvOut + t * headDim);
     } else {
       qdqThroughRecord(ring.layout.format, in.data(), kvOut + t * headDim);
     }

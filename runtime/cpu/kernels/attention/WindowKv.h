@@ -32,11 +32,13 @@ int64_t windowIdxWidth(int64_t startPos, int64_t S, int64_t window);
 /// (the offset of the compressed part in kv_all).
 int64_t windowKvRows(int64_t startPos, int64_t S, int64_t window);
 
-/// Prefill: kv bf16 [S, headDim] (after kv_norm + RoPE). Writes the ring
-/// records of the last min(S, W) positions (slot pos % W) and the QDQ values
-/// of all S rows to kvOut [S, headDim] (fp32 holding bf16 values).
+/// Prefill / chunk: kv bf16 [S, headDim] (after kv_norm + RoPE) of
+/// positions pos0 .. pos0 + S - 1. Writes the ring records of the last
+/// min(S, W) positions (slot pos % W) and the QDQ values of all S rows to
+/// kvOut [S, headDim] (fp32 holding bf16 values). pos0 > 0: a CED replayed
+/// chunk (the window source is the chunk's own rows).
 void windowKvPrefill(const uint16_t *kv, int64_t S, int64_t headDim, const KvRecordPool &ring,
-                     int64_t window, float *kvOut);
+                     int64_t window, float *kvOut, int64_t pos0 = 0);
 
 /// Decode: kv bf16 [1, headDim] at position pos > 0 into slot pos % W; then
 /// decodes the whole ring into ringOut [W, headDim].

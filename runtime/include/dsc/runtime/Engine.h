@@ -56,6 +56,11 @@ struct CallInfo {
   int64_t startPos = 0;    ///< absolute position of the first token
   int64_t tokens = 0;      ///< tokens of this call
   int64_t decodeStep = -1; ///< i of decode<i>, -1 in prefill
+  /// Prefill-like call: the window source is this call's own KV (rows
+  /// startPos .. startPos + tokens - 1, positions absolute). True in prefill
+  /// and for CED replayed launches (startPos = S - R', tokens = R'); false in
+  /// decode (the window source is the ring).
+  bool chunk = false;
 };
 
 class SessionObserver {
@@ -202,6 +207,10 @@ private:
 /// Resolves a symbolic dimension for a call (kTokens, kCompressed*,
 /// kWindowRows); `param` is the slot's ratio / window.
 int64_t resolveDim(int64_t dim, int64_t param, int64_t startPos, int64_t tokens);
+/// The same; kReplayTokens is min(replayTokens, tokens) (tokens when
+/// replayTokens is 0: a plan without replay).
+int64_t resolveDim(int64_t dim, int64_t param, int64_t startPos, int64_t tokens,
+                   int64_t replayTokens);
 
 } // namespace dsc::runtime
 

@@ -59,6 +59,10 @@ inline constexpr uint64_t kArenaAlignment = 64;
 /// kWindowRows); `param` is the slot's ratio / window. (Declared in Engine.h
 /// too.)
 int64_t resolveDim(int64_t dim, int64_t param, int64_t startPos, int64_t tokens);
+/// The same; kReplayTokens is min(replayTokens, tokens) (tokens when
+/// replayTokens is 0: a plan without replay).
+int64_t resolveDim(int64_t dim, int64_t param, int64_t startPos, int64_t tokens,
+                   int64_t replayTokens);
 
 /// One value slot of the program.
 struct ValueMemory {

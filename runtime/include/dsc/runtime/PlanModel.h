@@ -50,6 +50,10 @@ inline constexpr int64_t kCompressedLength = -3;
 /// The window rows attention reads: S in prefill (the chunk's own KV), the
 /// ring size W in decode. W is the value's `param`.
 inline constexpr int64_t kWindowRows = -4;
+/// A CED plan's replayed rows in prefill: R' = min(R, S), R =
+/// PlanModelFacts::cedReplayTokens (docs/passes.md, ds-ced-split). Only
+/// launches with Launch::replay use it.
+inline constexpr int64_t kReplayTokens = -5;
 
 /// Model facts the runtime needs (a subset of the compiler's ModelSpec).
 struct PlanModelFacts {
@@ -60,6 +64,9 @@ struct PlanModelFacts {
   int64_t cedSplitLayer = 0;
   int64_t maxSeqLen = 0, maxBatch = 1;
   std::string cedMode = "full"; ///< prefill CED mode: full | bounded | exact
+  /// R of a CED plan: prefill replays the last min(R, S) rows from layer
+  /// cedSplitLayer on (launches with Launch::replay); 0 = no replay.
+  int64_t cedReplayTokens = 0;
   bool layerBoundaries = false; ///< conformance plan (dsc-compile --layer-boundaries)
   /// Engram token map (token id -> compressed id); empty without Engram.
   std::vector<int64_t> engramTokenMap;
@@ -157,6 +164,10 @@ struct Launch {
   int64_t kernel = 0; ///< index into PlanModel::kernels
   std::vector<int64_t> inputs, outputs; ///< indices into Program::values
   int64_t layer = -1; ///< layer the launch belongs to (-1: outside layers)
+  /// A CED replayed launch: runs on the last R' = min(R, S) rows of prefill
+  /// (positions S - R' .. S - 1) in chunk mode; its token dims are
+  /// kReplayTokens.
+  bool replay = false;
 };
 
 /// Marks the block boundary after layer `layer`: `stream` and `mix` are the
