@@ -73,6 +73,41 @@ private:
   }
 };
 
+/// The constants of an engram_hash launch, checked against the plan's token
+/// map (shared by the CPU and CUDA adapters).
+struct EngramHashParams {
+  std::vector<int64_t> layers, multipliers, primes, offsets;
+  int64_t maxNgram = 0, heads = 0;
+  int64_t padId = 0; ///< the pad token's compressed id
+};
+inline runtime::Expected<EngramHashParams>
+readEngramHashParams(const runtime::KernelSpec &kernel, const runtime::PlanModelFacts &model) {
+  Params p{kernel, Status::ok()};
+  EngramHashParams e;
+  e.layers = p.ints("layers");
+  e.multipliers = p.ints("multipliers");
+  e.primes = p.ints("primes");
+  e.offsets = p.ints("offsets");
+  e.maxNgram = p.i("max_ngram");
+  e.heads = p.i("heads");
+  int64_t padToken = p.i("pad_id");
+  if (!p.error)
+    return p.error;
+  const std::vector<int64_t> &map = model.engramTokenMap;
+  if (map.empty())
+    return runtime::failedPrecondition("engram_hash: the plan carries no Engram token map");
+  if (padToken < 0 || padToken >= int64_t(map.size()))
+    return runtime::invalidArgument("engram_hash: pad token " + std::to_string(padToken) +
+                                    " is outside the token map");
+  int64_t nLayers = int64_t(e.layers.size()), cols = (e.maxNgram - 1) * e.heads;
+  if (e.maxNgram < 1 || e.heads < 1 || int64_t(e.multipliers.size()) != nLayers * e.maxNgram ||
+      int64_t(e.primes.size()) != nLayers * cols || int64_t(e.offsets.size()) != nLayers * cols)
+    return runtime::invalidArgument("engram_hash: multipliers/primes/offsets do not match "
+                                    "layers x max_ngram x heads");
+  e.padId = map[padToken];
+  return e;
+}
+
 /// Registers the adapters of each group.
 void registerBasicAdapters(AdapterTable &table);     // embed, hc_*, concat, engram_hash, ...
 void registerDenseAdapters(AdapterTable &table);     // linear, norms, MoE, Engram gate, head

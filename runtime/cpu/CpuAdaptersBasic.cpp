@@ -69,18 +69,13 @@ Status concat(LaunchContext &c) {
 }
 
 Status engramHash(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  std::vector<int64_t> layers = p.ints("layers"), mult = p.ints("multipliers"),
-                       primes = p.ints("primes"), offsets = p.ints("offsets");
-  int64_t maxNgram = p.i("max_ngram"), heads = p.i("heads"), padToken = p.i("pad_id");
-  if (!p.error)
-    return p.error;
+  runtime::Expected<EngramHashParams> params = readEngramHashParams(c.kernel, c.plan.model);
+  if (!params)
+    return params.status();
   const std::vector<int64_t> &map = c.plan.model.engramTokenMap;
-  if (map.empty())
-    return runtime::failedPrecondition("engram_hash: the plan carries no Engram token map");
-  if (padToken < 0 || padToken >= int64_t(map.size()))
-    return runtime::invalidArgument("engram_hash: pad token " + std::to_string(padToken) +
-                                    " is outside the token map");
+  const std::vector<int64_t> &layers = params->layers, &mult = params->multipliers,
+                             &primes = params->primes, &offsets = params->offsets;
+  int64_t maxNgram = params->maxNgram, heads = params->heads;
   const HostTensor &ids = *c.inputs[0];
   HostTensor &history = *c.outputs[0];
   HostTensor &hashes = *c.outputs[1];
@@ -95,7 +90,7 @@ Status engramHash(LaunchContext &c) {
                                       " outside the Engram token map");
     cache[start + t] = map[id];
   }
-  int64_t padId = map[padToken];
+  int64_t padId = params->padId;
   int64_t cols = (maxNgram - 1) * heads, nLayers = int64_t(layers.size());
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t l = 0; l < nLayers; ++l)

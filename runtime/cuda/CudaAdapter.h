@@ -43,6 +43,24 @@ struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };
 
+/// Threads per block of the element-wise kernels.
+inline constexpr unsigned kBlock = 256;
+/// Blocks for n elements at kBlock threads (capped at 2^20; kernels loop).
+inline Dim3 gridFor(long long n) {
+  long long b = (n + kBlock - 1) / kBlock;
+  return Dim3{unsigned(b < 0 ? 0 : b > (1 << 20) ? (1 << 20) : b), 1, 1};
+}
+/// One block per row (capped at 2^20; kernels loop over further rows).
+inline Dim3 gridRows(long long rows) {
+  return Dim3{unsigned(rows < 0 ? 0 : rows > (1 << 20) ? (1 << 20) : rows), 1, 1};
+}
+inline Dim3 block1(unsigned n = kBlock) { return Dim3{n, 1, 1}; }
+
+/// cuLaunchKernel's argument array: pointers to the kernel's parameters.
+template <typename... T> std::vector<void *> args(T &...a) {
+  return {const_cast<void *>(static_cast<const void *>(&a))...};
+}
+
 class CudaLaunchContext {
 public:
   const runtime::PlanModel &plan;

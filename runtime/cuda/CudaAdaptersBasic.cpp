@@ -16,18 +16,7 @@ namespace {
 
 using runtime::Expected;
 
-constexpr unsigned kBlock = 256;
 
-/// Blocks for n elements at kBlock threads (capped; kernels loop).
-Dim3 gridFor(long long n) {
-  long long b = (n + kBlock - 1) / kBlock;
-  return Dim3{unsigned(std::min<long long>(std::max<long long>(b, 0), 1 << 20)), 1, 1};
-}
-Dim3 block1(unsigned n = kBlock) { return Dim3{n, 1, 1}; }
-
-template <typename... T> std::vector<void *> args(T &...a) {
-  return {const_cast<void *>(static_cast<const void *>(&a))...};
-}
 
 /// A host vector as a cached device constant of this kernel specialisation.
 template <typename T>
@@ -85,23 +74,14 @@ Status concat(CudaLaunchContext &c) {
 }
 
 Status engramHash(CudaLaunchContext &c) {
-  cpu::Params p{c.kernel, Status::ok()};
-  std::vector<int64_t> layers = p.ints("layers"), mult = p.ints("multipliers"),
-                       primes = p.ints("primes"), offsets = p.ints("offsets");
-  int64_t maxNgram = p.i("max_ngram"), heads = p.i("heads"), padToken = p.i("pad_id");
-  if (!p.error)
-    return p.error;
+  Expected<cpu::EngramHashParams> params = cpu::readEngramHashParams(c.kernel, c.plan.model);
+  if (!params)
+    return params.status();
   const std::vector<int64_t> &map = c.plan.model.engramTokenMap;
-  if (map.empty())
-    return runtime::failedPrecondition("engram_hash: the plan carries no Engram token map");
-  if (padToken < 0 || padToken >= int64_t(map.size()))
-    return runtime::invalidArgument("engram_hash: pad token " + std::to_string(padToken) +
-                                    " is outside the token map");
-  const long long nLayers = (long long)layers.size(), cols = (maxNgram - 1) * heads;
-  if (maxNgram < 1 || int64_t(mult.size()) != nLayers * maxNgram ||
-      int64_t(primes.size()) != nLayers * cols || int64_t(offsets.size()) != nLayers * cols)
-    return runtime::invalidArgument("engram_hash: multipliers/primes/offsets do not match "
-                                    "layers x max_ngram x heads");
+  const std::vector<int64_t> &mult = params->multipliers, &primes = params->primes,
+                             &offsets = params->offsets;
+  const long long maxNgram = params->maxNgram, heads = params->heads;
+  const long long nLayers = (long long)params->layers.size();
   const CudaTensor &ids = *c.inputs[0];
   CudaTensor &history = *c.outputs[0];
   CudaTensor &hashes = *c.outputs[1];
@@ -125,7 +105,7 @@ Status engramHash(CudaLaunchContext &c) {
       return e->status();
   CUdeviceptr ip = ids.ptr, mp = *mapDev, hp = history.ptr, mu = *multDev, pr = *primesDev,
               of = *offsetsDev, out = hashes.ptr, cs = c.callState;
-  long long mapSize = (long long)map.size(), padId = map[size_t(padToken)];
+  long long mapSize = (long long)map.size(), padId = params->padId;
   if (Status s = c.launchEntry("dsc_engram_hash_map", gridFor(S), block1(), 0,
                                args(ip, mp, mapSize, hp, cs, S));
       !s)

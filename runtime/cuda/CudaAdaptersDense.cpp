@@ -19,21 +19,7 @@ namespace {
 
 using runtime::Expected;
 
-constexpr unsigned kBlock = 256;
 
-Dim3 gridFor(long long n) {
-  long long b = (n + kBlock - 1) / kBlock;
-  return Dim3{unsigned(std::min<long long>(std::max<long long>(b, 0), 1 << 20)), 1, 1};
-}
-/// One block per row (kernels loop over rows beyond the cap).
-Dim3 gridRows(long long rows) {
-  return Dim3{unsigned(std::min<long long>(std::max<long long>(rows, 0), 1 << 20)), 1, 1};
-}
-Dim3 block1(unsigned n = kBlock) { return Dim3{n, 1, 1}; }
-
-template <typename... T> std::vector<void *> args(T &...a) {
-  return {const_cast<void *>(static_cast<const void *>(&a))...};
-}
 
 long long rowsOf(const CudaTensor &t) {
   return t.shape.empty() || t.shape.back() == 0 ? 0 : t.numElements() / t.shape.back();
