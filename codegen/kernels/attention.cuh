@@ -100,6 +100,31 @@ __device__ __forceinline__ void ropeSlice(float *vals, int c0, int n, int headDi
   }
 }
 
+/// One tile of compressed-entry rows into their records (compress_kv,
+/// index_keys write step): thread i takes tile i % tiles of row i / tiles of
+/// the call's emitted rows (bf16 [n, width]), rotates its RoPE channels at the
+/// entry's position (j0 + row) * ratio and quantises it into record j0 + row.
+__device__ __forceinline__ void ropeQuantizeTile(const unsigned short *rows, long long width,
+                                                 long long ratio, long long ropeDim,
+                                                 const float *invFreq, const KvPageLayout &l,
+                                                 unsigned char *pool, const long long *callState,
+                                                 long long i) {
+  const int tile = l.format.valuesPerTile;
+  const long long n = DSC_CALL_COMPRESSED_TOKENS(callState, ratio);
+  const long long j0 = DSC_CALL_START(callState) / ratio;
+  const long long tiles = width / tile;
+  if (i >= n * tiles)
+    return;
+  const long long r = i / tiles;
+  const int b = static_cast<int>(i % tiles);
+  float vals[kMaxTile];
+  for (int k = 0; k < tile; ++k)
+    vals[k] = bf16ToFloat(rows[r * width + b * tile + k]);
+  ropeSlice(vals, b * tile, tile, static_cast<int>(width), static_cast<int>(ropeDim), invFreq,
+            (j0 + r) * ratio, false);
+  writeTile(l, pool, j0 + r, b, vals);
+}
+
 /// dotF64 (dense/DenseUtil.h) of two bf16 rows widened to fp32: reduce.cuh's
 /// dsc_dense_d64::dotF64 (four interleaved double partial sums of exact
 /// products, combined as (s0 + s1) + (s2 + s3)).

@@ -15,18 +15,6 @@ DSC_KERNEL void dsc_compress_kv(const unsigned short *latents, const long long *
                                 const float *invFreq, unsigned char *pool, int values, int tile,
                                 int valueType, int scaleType, int tokensPerPage, int order) {
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
-  const long long n = DSC_CALL_COMPRESSED_TOKENS(callState, ratio);
-  const long long j0 = DSC_CALL_START(callState) / ratio;
-  const long long tiles = headDim / tile;
-  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n * tiles)
-    return;
-  const long long r = i / tiles;
-  const int b = static_cast<int>(i % tiles);
-  float vals[kMaxTile];
-  for (int k = 0; k < tile; ++k)
-    vals[k] = bf16ToFloat(latents[r * headDim + b * tile + k]);
-  ropeSlice(vals, b * tile, tile, static_cast<int>(headDim), static_cast<int>(ropeDim), invFreq,
-            (j0 + r) * ratio, false);
-  writeTile(l, pool, j0 + r, b, vals);
+  ropeQuantizeTile(latents, headDim, ratio, ropeDim, invFreq, l, pool, callState,
+                   (long long)blockIdx.x * blockDim.x + threadIdx.x);
 }

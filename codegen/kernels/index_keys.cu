@@ -40,18 +40,6 @@ DSC_KERNEL void dsc_index_keys_write(const unsigned short *k, const long long *c
                                      int tile, int valueType, int scaleType, int tokensPerPage,
                                      int order) {
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
-  const long long n = DSC_CALL_COMPRESSED_TOKENS(callState, ratio);
-  const long long j0 = DSC_CALL_START(callState) / ratio;
-  const long long tiles = dk / tile;
-  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n * tiles)
-    return;
-  const long long r = i / tiles;
-  const int b = static_cast<int>(i % tiles);
-  float vals[kMaxTile];
-  for (int q = 0; q < tile; ++q)
-    vals[q] = bf16ToFloat(k[r * dk + b * tile + q]);
-  ropeSlice(vals, b * tile, tile, static_cast<int>(dk), static_cast<int>(ropeDim), invFreq,
-            (j0 + r) * ratio, false);
-  writeTile(l, pool, j0 + r, b, vals);
+  ropeQuantizeTile(k, dk, ratio, ropeDim, invFreq, l, pool, callState,
+                   (long long)blockIdx.x * blockDim.x + threadIdx.x);
 }
