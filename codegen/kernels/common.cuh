@@ -36,13 +36,18 @@
 
 #define DSC_KERNEL extern "C" __global__
 
-// The call state (runtime/cuda/CudaAdapter.h): a device long long[2] =
-// {start position p, tokens S} written before each call / graph replay.
+// The call state (runtime/cuda/CudaAdapter.h): a device long long[3] =
+// {start position p, tokens S, chunk} written before each call / graph
+// replay. chunk (CallInfo::chunk) is 1 for a prefill-like call (prefill, and
+// the CED replayed launches at p = S_prompt - R' > 0, which read their own
+// call state buffer): the window source is the call's own rows; 0 in decode.
+// Kernels choose prefill vs decode paths from chunk, never from p == 0.
 // Position-dependent kernels take `const long long *callState` and derive
 // everything from it; their grids are sized by capacity and threads beyond
 // the live range exit.
 #define DSC_CALL_START(cs) ((cs)[0])
 #define DSC_CALL_TOKENS(cs) ((cs)[1])
+#define DSC_CALL_CHUNK(cs) ((cs)[2] != 0)
 /// kCompressedLength: entries visible after the call, floor((p + S) / r).
 #define DSC_CALL_COMPRESSED_LENGTH(cs, r) (((cs)[0] + (cs)[1]) / (r))
 /// kCompressedTokens: entries the call emits, floor((p + S) / r) - floor(p / r).

@@ -22,10 +22,11 @@
 #define DSC_SPARSE_BLOCK 64
 
 __device__ __forceinline__ long long sparseEntry(long long s, long long e, long long startPos,
-                                                 long long window, long long windowWidth,
-                                                 const int *topk, long long k) {
+                                                 bool chunk, long long window,
+                                                 long long windowWidth, const int *topk,
+                                                 long long k) {
   if (e < windowWidth) {
-    if (startPos == 0) {
+    if (chunk) { // the chunk's own rows, local index s (prefill, CED replay)
       const long long first = s - window + 1 > 0 ? s - window + 1 : 0;
       const long long j = first + e;
       return j > s ? -1 : j;
@@ -46,6 +47,7 @@ DSC_KERNEL void dsc_sparse_attention(const unsigned short *q, long long S, long 
                                      unsigned short *o) {
   // p and T = (p + S) / ratio (0 without a compressed source) from the call state.
   const long long startPos = DSC_CALL_START(callState);
+  const bool chunk = DSC_CALL_CHUNK(callState);
   const long long T = ratio > 0 ? DSC_CALL_COMPRESSED_LENGTH(callState, ratio) : 0;
   extern __shared__ float shm[];
   float *qf = shm;
@@ -70,7 +72,7 @@ DSC_KERNEL void dsc_sparse_attention(const unsigned short *q, long long S, long 
   for (long long b0 = 0; b0 < K; b0 += DSC_SPARSE_BLOCK) {
     const long long n = K - b0 < DSC_SPARSE_BLOCK ? K - b0 : DSC_SPARSE_BLOCK;
     if (threadIdx.x < n) {
-      long long j = sparseEntry(s, b0 + threadIdx.x, startPos, window, windowWidth, topk, k);
+      long long j = sparseEntry(s, b0 + threadIdx.x, startPos, chunk, window, windowWidth, topk, k);
       if (j >= nKv)
         j = -1;
       jl[threadIdx.x] = j;

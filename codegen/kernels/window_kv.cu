@@ -6,8 +6,9 @@
 //     is quantised exactly as encodeKvRecord does; rows t >= writeFrom go to
 //     ring slot (pos0 + t) % window; if `rows` is not null the QDQ values
 //     (decoded record, rounded to bf16) go to rows f32 [S, Dh].
-//     pos0 = p (call state). Prefill: pos0 = 0, writeFrom = S - window, rows = the output.
-//     Decode: pos0 = p, S = 1, writeFrom = 0, rows = null.
+//     pos0 = p (call state). Chunk (prefill, CED replay at p = S_prompt - R'):
+//     writeFrom = S - window, rows = the output (the chunk's own rows), ring
+//     slots (p + t) % window. Decode: S = 1, writeFrom = 0, rows = null.
 //   dsc_window_kv_ring: one thread per (slot, channel): rows[s, c] = decoded
 //     ring record s (decode: all W slots).
 //===----------------------------------------------------------------------===//

@@ -166,7 +166,7 @@ Status windowKv(CudaLaunchContext &c) {
     return pool.status();
   CUdeviceptr kvp = kv.ptr, ring = c.outputs[0]->ptr, rows = c.outputs[1]->ptr, cs = c.callState;
   int64_t tiles = dim / pool->tile;
-  if (c.call.startPos == 0) { // prefill (the phase, not the position: decode has p > 0)
+  if (c.call.chunk) { // prefill or a CED replay chunk (ring slots (p + t) % window)
     int64_t writeFrom = S - window;
     std::vector<void *> args{&kvp, &S, &dim, &cs, &window, &writeFrom, &ring};
     pool->push(args);
@@ -207,7 +207,10 @@ Status compressor(CudaLaunchContext &c) {
   CudaTensor &state = *c.outputs[0], &latents = *c.outputs[1];
   int64_t S = x.dim(0), dim = x.dim(1), d = wkv.dim(0);
   int64_t start = c.call.startPos;
-  if (ratio < 1 || ratio > 16 || (ratio > 1 && !gated) || (start != 0 && S != 1))
+  // Prefill at p = 0 or decode (CED replays no compressor: the projection
+  // layer runs it on every prompt token).
+  if (ratio < 1 || ratio > 16 || (ratio > 1 && !gated) || (start != 0 && S != 1) ||
+      (c.call.chunk != (start == 0)))
     return runtime::internalError("compressor: unsupported ratio/gate/call shape");
   int64_t n = latentCount(ratio, start, S);
   if (n != latents.dim(0))
@@ -401,7 +404,7 @@ Status indexerTopK(CudaLaunchContext &c) {
   const CudaTensor &scores = *c.inputs[0];
   int64_t S = scores.dim(0), width = scores.dim(1);
   int64_t window = c.plan.model.windowSize;
-  int64_t offset = c.call.startPos == 0 ? S : window; // windowKvRows
+  int64_t offset = c.call.chunk ? S : window; // windowKvRows (chunk: its own rows)
   DSC_TRY(checkWidth(c, "indexer_topk", width, ratio));
   const int64_t widthCap = c.compressedLengthCapacity(ratio);
   Scratch s;
@@ -429,11 +432,12 @@ Status sparseAttention(CudaLaunchContext &c) {
   int64_t window = c.plan.model.windowSize;
   int64_t R = rows.dim(0);
   int64_t start = c.call.startPos;
-  int64_t windowWidth = start == 0 ? std::min(S, window) : window;
-  if (R < (start == 0 ? S : window) || windowWidth > R)
+  const bool chunk = c.call.chunk; // prefill-like: the window rows are the call's own
+  int64_t windowWidth = chunk ? std::min(S, window) : window;
+  if (R < (chunk ? S : window) || windowWidth > R)
     return runtime::invalidArgument("sparse_attention: " + std::to_string(R) +
                                     " window rows, the call reads " +
-                                    std::to_string(start == 0 ? S : window));
+                                    std::to_string(chunk ? S : window));
   int64_t T = 0, k = 0, ratio = 0;
   PoolArgs pool;
   CUdeviceptr kvp = 0, topk = 0;

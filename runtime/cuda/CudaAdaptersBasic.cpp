@@ -115,9 +115,36 @@ Status engramHash(CudaLaunchContext &c) {
                        args(hp, cs, S, padId, mu, pr, of, mn, hd, nl, out));
 }
 
+/// replay_slice (CED): the last R' rows of the stream [S, hc, D] and the mix
+/// [S, hc]; R' is the outputs' row count (kReplayTokens).
+Status replaySlice(CudaLaunchContext &c) {
+  if (c.inputs.size() != 2 || c.outputs.size() != 2)
+    return runtime::internalError("replay_slice: takes stream and mix");
+  for (size_t i = 0; i < 2; ++i) {
+    const CudaTensor &in = *c.inputs[i];
+    CudaTensor &out = *c.outputs[i];
+    if (in.dtype != out.dtype || in.shape.empty() || out.shape.empty() || out.dim(0) > in.dim(0) ||
+        in.numElements() / std::max<int64_t>(in.dim(0), 1) !=
+            out.numElements() / std::max<int64_t>(out.dim(0), 1))
+      return runtime::invalidArgument("replay_slice: output " + std::to_string(i) +
+                                      " is not a row suffix of input " + std::to_string(i));
+    const long long elem = (long long)runtime::dtypeSize(in.dtype);
+    long long bytes = out.numElements() * elem;
+    if (bytes <= 0)
+      continue;
+    CUdeviceptr src = in.ptr + CUdeviceptr(in.numElements() * elem - bytes), dst = out.ptr;
+    if (Status s = c.launchEntry("dsc_replay_slice", gridFor(bytes), block1(), 0,
+                                 args(src, dst, bytes));
+        !s)
+      return s;
+  }
+  return Status::ok();
+}
+
 } // namespace
 
 void registerCudaBasicAdapters(CudaAdapterTable &table) {
+  table["replay_slice"] = replaySlice;
   table["embed"] = embed;
   table["hc_expand"] = hcExpand;
   table["hc_identity_mix"] = hcIdentityMix;

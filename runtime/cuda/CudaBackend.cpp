@@ -20,8 +20,11 @@
 // toHost/toDevice synchronise it. Activation zeroing is deferred to the
 // launches, so it can be part of a captured graph.
 // Each Session (keyed by its token-input tensor) has a device call state
-// {startPos, tokens} written before every call (beginLaunches); kernels read
-// p from it. Slots with a kCompressed* dim get device twins sized for the
+// {startPos, tokens, chunk} written before every call (beginLaunches); kernels
+// read p and the prefill-like flag from it. A CED plan's replayed launches
+// (Launch::replay, CallInfo {S - R', R', chunk}) read a second call state of
+// the session, written before the first replayed launch of a call (prefill is
+// never captured, so the choice is per launch). Slots with a kCompressed* dim get device twins sized for the
 // plan's capacity (in the arena: the capacity plan), scratch is persistent per
 // launch site and constants are uploaded once, so the decode program's device
 // addresses are fixed. With no
@@ -122,12 +125,6 @@ public:
   bool deviceResident() const override { return true; }
 
   Status check(const runtime::PlanModel &plan) const override {
-    for (const runtime::Program &program : plan.programs)
-      for (const runtime::Launch &launch : program.launches)
-        if (launch.replay)
-          return runtime::failedPrecondition(
-              "CED plans run on the CPU backend only for now (program '" + program.name +
-              "' has replayed launches; compile with --ced=full)");
     for (const runtime::KernelSpec &kernel : plan.kernels) {
       if (!table_.count(kernel.name))
         return runtime::failedPrecondition("the CUDA backend has no kernel '" + kernel.name + "'");
@@ -276,6 +273,8 @@ public:
           return p.status();
     session.hostState[0] = call.startPos;
     session.hostState[1] = call.tokens;
+    session.hostState[2] = call.chunk ? 1 : 0;
+    session.replayWritten = false;
     if (Status s = d_.check(d_.cuMemcpyHtoDAsync(session.callState, session.hostState,
                                                  sizeof(session.hostState), stream_),
                             "cuMemcpyHtoDAsync(call state)");
@@ -418,8 +417,11 @@ public:
       return runtime::failedPrecondition("the CUDA backend has no kernel '" + c.kernel.name + "'");
     Context context(*this, c);
     Status status = flushZeroing();
-    if (auto a = activeCalls_.find(&c.call); a != activeCalls_.end()) {
+    if (auto a = activeCalls_.find(c.programCall ? c.programCall : &c.call);
+        a != activeCalls_.end()) {
       context.callState = a->second.callState;
+      if (c.launch.replay && status) // CED: the replayed launches' own call state
+        status = replayCallState(*a->second.session, c.call, context.callState);
       // Arena values born at this launch: zeroed right before it.
       size_t index = size_t(&c.launch - c.program.launches.data());
       const SessionState &session = *a->second.session;
@@ -531,7 +533,11 @@ private:
   /// Per Session and program (keyed by the program's token-input tensor).
   struct SessionState {
     CUdeviceptr callState = 0;
-    long long hostState[2] = {0, 0}; ///< {startPos, tokens}
+    long long hostState[3] = {0, 0, 0}; ///< {startPos, tokens, chunk}
+    /// CED replayed launches: {S - R', R', 1}, written once per call.
+    CUdeviceptr replayState = 0;
+    long long replayHost[3] = {0, 0, 0};
+    bool replayWritten = false;
     CUgraphExec exec = nullptr;
     uint64_t generation = 0;
     int decodeCalls = 0; ///< 0: eager, 1: capture, then replay
@@ -553,6 +559,8 @@ private:
       logOnce(d_.cuGraphExecDestroy(s.exec), "cuGraphExecDestroy");
     if (s.callState)
       logOnce(d_.cuMemFree(s.callState), "cuMemFree");
+    if (s.replayState)
+      logOnce(d_.cuMemFree(s.replayState), "cuMemFree");
     for (const HostTensor *t : s.views)
       if (auto it = buffers_.find(t); it != buffers_.end() && it->second.view) {
         pending_.erase(std::remove(pending_.begin(), pending_.end(), t), pending_.end());
@@ -630,15 +638,41 @@ private:
     return std::max(t.byteSize(), n * runtime::dtypeSize(t.dtype()));
   }
 
+  /// The call state of a CED replayed launch (CallInfo {S - R', R', chunk}):
+  /// the session's second buffer, written at the first replayed launch of a
+  /// call (or when the values change). Prefill only: never inside a capture.
+  Status replayCallState(SessionState &session, const runtime::CallInfo &call, CUdeviceptr &out) {
+    if (capturing_)
+      return runtime::internalError("a CED replayed launch during CUDA graph capture");
+    if (!session.replayState)
+      if (Status s = d_.check(d_.cuMemAlloc(&session.replayState, sizeof(session.replayHost)),
+                              "cuMemAlloc(replay call state)");
+          !s)
+        return s;
+    long long want[3] = {call.startPos, call.tokens, call.chunk ? 1 : 0};
+    out = session.replayState;
+    if (session.replayWritten && std::equal(want, want + 3, session.replayHost))
+      return Status::ok();
+    std::copy(want, want + 3, session.replayHost);
+    session.replayWritten = true;
+    return d_.check(d_.cuMemcpyHtoDAsync(session.replayState, session.replayHost,
+                                         sizeof(session.replayHost), stream_),
+                    "cuMemcpyHtoDAsync(replay call state)");
+  }
+
   /// A call state for launches outside beginLaunches/endLaunches.
   Status fallbackCallState(const runtime::CallInfo &call, CUdeviceptr &out) {
     if (!fallbackState_)
-      if (Status s = d_.check(d_.cuMemAlloc(&fallbackState_, 16), "cuMemAlloc(call state)"); !s)
+      if (Status s = d_.check(d_.cuMemAlloc(&fallbackState_, sizeof(fallbackHost_)),
+                              "cuMemAlloc(call state)");
+          !s)
         return s;
     fallbackHost_[0] = call.startPos;
     fallbackHost_[1] = call.tokens;
+    fallbackHost_[2] = call.chunk ? 1 : 0;
     out = fallbackState_;
-    return d_.check(d_.cuMemcpyHtoDAsync(fallbackState_, fallbackHost_, 16, stream_),
+    return d_.check(d_.cuMemcpyHtoDAsync(fallbackState_, fallbackHost_, sizeof(fallbackHost_),
+                                         stream_),
                     "cuMemcpyHtoDAsync(call state)");
   }
 
@@ -749,7 +783,7 @@ private:
   std::map<std::pair<const runtime::Launch *, int>, DeviceBuffer> scratch_;
   std::map<std::pair<int64_t, std::string>, DeviceBuffer> constants_;
   CUdeviceptr fallbackState_ = 0;
-  long long fallbackHost_[2] = {0, 0};
+  long long fallbackHost_[3] = {0, 0, 0};
   mutable std::mutex mutex_; ///< guards buffers_, modules_, functions_ and logged_
   std::unordered_map<const HostTensor *, DeviceBuffer> buffers_;
   std::map<int64_t, CUmodule> modules_;

@@ -467,7 +467,7 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
       return failAt(internalError(programName + " launch " + std::to_string(l) +
                                   ": a replayed launch outside a CED prefill"));
     const CallInfo &launchCall = launch.replay ? replayCall : call;
-    LaunchContext context{plan, *program, launch, plan.kernels[launch.kernel], launchCall, {}, {}, {}, {}};
+    LaunchContext context{plan, *program, launch, plan.kernels[launch.kernel], launchCall, {}, {}, {}, {}, &call};
     for (int64_t v : launch.inputs) {
       context.inputs.push_back(resolved[v]);
       context.inputSlots.push_back(&program->values[v]);

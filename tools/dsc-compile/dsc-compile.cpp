@@ -50,8 +50,8 @@ static cl::opt<std::string> outputPath(
     cl::value_desc("file"), cl::init(""), cl::cat(category));
 static cl::opt<std::string> cedMode(
     "ced", cl::desc("Prefill CED mode: full (every layer on every prompt token), bounded or "
-                    "exact (decoder on the last W or (L/2)·W prompt rows; --emit=mlir and "
-                    "--report only so far)"),
+                    "exact (decoder on the last W or (L/2)·W prompt rows; CPU and CUDA "
+                    "backends)"),
     cl::init("full"), cl::cat(category));
 static cl::opt<std::string> gpuArch(
     "gpu-arch",
@@ -123,9 +123,6 @@ int main(int argc, char **argv) {
   if (cedMode != "full" && writePlan && layerBoundaries)
     return fail("--ced=" + cedMode + " plans have no layer boundaries on every token: "
                 "conformance plans (--layer-boundaries) use --ced=full");
-  if (cedMode != "full" && writePlan && gpuArch != "none")
-    return fail("--ced=" + cedMode + " plans run on the CPU backend only for now: "
-                "compile them with --gpu-arch=none");
   if (!tokenizerPath.empty() && !engramMapPath.empty())
     return fail("give either --tokenizer or --engram-map, not both");
   if (!emitEngramMap.empty() && tokenizerPath.empty())

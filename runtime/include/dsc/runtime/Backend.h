@@ -26,6 +26,9 @@ struct LaunchContext {
   const CallInfo &call;
   std::vector<HostTensor *> inputs, outputs; ///< in Launch order
   std::vector<const ValueSlot *> inputSlots, outputSlots;
+  /// The program call this launch belongs to (the CallInfo given to
+  /// beginLaunches); `call` differs from it for CED replayed launches.
+  const CallInfo *programCall = nullptr;
 
   /// The state buffer behind input/output i, or null.
   const StateBuffer *inputState(size_t i) const {

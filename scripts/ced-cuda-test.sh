@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# CED plans on the CUDA backend: the tiny6 --ced=exact plan must give the same
+# logits bytes as the --ced=full plan on cuda (cmp), as it does on the CPU
+# (test/unit/golden/CedReplayTest.cpp). Free-running CUDA and CPU runs are not
+# compared: random-weight models amplify last-ulp differences (golden/README.md),
+# which is why the golden gates force block boundaries. Teacher-forced dsc-run,
+# prompts of 100 and 200 tokens (R = 48 replayed rows), ids: tiny6
+# expected.safetensors input_ids extended deterministically to 240;
+# --max-seq-len 256. Exit 77 (skipped) without a GPU. DSC_CED_PLANS=DIR takes
+# {exact,full}.dscp from DIR (the device machine has no dsc-compile).
+# usage: ced-cuda-test.sh BUILD_BIN SHARED
+set -u
+BIN=$1; SHARED=${DSC_SHARED_DIR:-$2}
+HERE=$(cd "$(dirname "$0")" && pwd)
+T=$(mktemp -d); trap 'rm -rf $T' EXIT
+G=$SHARED/golden/tiny6
+PY=${PYTHON:-/usr/bin/python3}
+$PY "$HERE/../test/tools/dsc-run/Inputs/golden_ids.py" $G/expected.safetensors $T/ids0 || exit 1
+$PY -c "
+ids = [int(x) for x in open('$T/ids0').read().split()]
+n = len(ids)
+while len(ids) < 240:
+    ids.append((ids[len(ids) - n] * 7 + len(ids)) % 1024)
+open('$T/ids', 'w').write(' '.join(map(str, ids)) + '\n')" || exit 1
+C="$BIN/dsc-compile $G/config.json --engram-map $G/engram_token_map.json --max-seq-len 256"
+if [ -n "${DSC_CED_PLANS:-}" ]; then # plans compiled elsewhere (docs/device.md)
+  cp $DSC_CED_PLANS/{exact,full}.dscp $T/ || exit 1
+else
+  $C --ced=exact -o $T/exact.dscp || exit 1
+  $C --ced=full -o $T/full.dscp || exit 1
+fi
+run() { # PLAN BACKEND PREFILL OUT
+  "$BIN/dsc-run" $1 --backend $2 --weights $G/model.safetensors --input-ids $T/ids \
+    --prefill-len $3 --logits-out $4 >/dev/null
+}
+for P in 100 200; do
+  run $T/exact.dscp cuda $P $T/exact-$P.npy; rc=$?; [ $rc -ne 0 ] && exit $rc
+  run $T/full.dscp cuda $P $T/full-$P.npy || exit 1
+  cmp $T/full-$P.npy $T/exact-$P.npy || { echo "prompt $P: cuda exact != cuda full"; exit 1; }
+  echo "prompt $P: cuda exact == cuda full (bytes)"
+done
+echo PASS
