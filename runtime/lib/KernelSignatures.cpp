@@ -599,6 +599,15 @@ REL(engramGateRel)
     r.eq(r.O(0, a), r.I(0, a));
 END
 
+/// replay_slice (CED): the outputs are a row suffix of the inputs (rows are
+/// kTokens in, kReplayTokens out; the trailing dims must agree).
+REL(replaySliceRel)
+  r.eq(r.O(0, 1), r.I(0, 1));
+  r.eq(r.O(0, 2), r.I(0, 2));
+  r.eq(r.O(1, 1), r.I(1, 1));
+  r.eq(r.I(1, 1), r.I(0, 1));
+END
+
 REL(copyMeanRel)
   r.eq(r.O(0, 0), r.I(0, 0));
   r.eq(r.O(0, 1), r.I(0, 2));
@@ -738,6 +747,8 @@ std::vector<KernelSignature> buildTable() {
       {{op("stream", bf, 3), op("kv", bf, 2), op("q_weight", bf, 2), op("k_weight", bf, 2)}},
       {op("stream", bf, 3)}, engramGateRel);
   add("copy_mean", {{op("stream", bf, 3)}}, {op("out", bf, 2)}, copyMeanRel);
+  add("replay_slice", {{op("stream", bf, 3), op("mix", f32, 2)}},
+      {op("stream", bf, 3), op("mix", f32, 2)}, replaySliceRel);
   add("concat", {{op("tensor", {D::BF16, D::F32}, 1, 4)}}, {op("out", {D::BF16, D::F32}, 1, 4)},
       concatRel, /*variadic=*/true);
   add("head", {{op("x", bf, 2), op("weight", bf, 2)}}, {op("logits", f32, 2)}, headRel);
