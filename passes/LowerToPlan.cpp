@@ -109,6 +109,7 @@ private:
   }
   bool lowerOp(Operation *op, int64_t layer);
   bool lowerLayer(LayerOp layer);
+  bool lowerFused(FusedOp fused, int64_t layer);
 
   rt::PlanModel &plan_;
   std::string &error_;
@@ -121,6 +122,8 @@ private:
   /// From ds.replay_slice on (CED prefill): launches are replayed
   /// (Launch::replay) and their token dims are kReplayTokens.
   bool replay_ = false;
+  /// The Program::fusions entry launches join while a ds.fused is lowered.
+  int64_t fusion_ = -1;
 };
 
 int64_t PlanLowering::tensorIndex(ParameterOp param) {
@@ -191,6 +194,11 @@ bool PlanLowering::lowerLayer(LayerOp layer) {
         slots_[result] = slots_.at(yielded);
       continue;
     }
+    if (auto fused = llvm::dyn_cast<FusedOp>(op)) {
+      if (!lowerFused(fused, id))
+        return false;
+      continue;
+    }
     if (!lowerOp(&op, id))
       return false;
   }
@@ -205,6 +213,28 @@ bool PlanLowering::lowerLayer(LayerOp layer) {
     program_->values[boundary.stream].name = "layers." + std::to_string(id) + ".out";
     program_->values[boundary.mix].name = "layers." + std::to_string(id) + ".pre_mix";
   }
+  return true;
+}
+
+/// The body's ops become consecutive launches of one Program::fusions entry.
+bool PlanLowering::lowerFused(FusedOp fused, int64_t layer) {
+  program_->fusions.push_back({fused.getKernel().str(), layer});
+  fusion_ = int64_t(program_->fusions.size()) - 1;
+  for (Operation &op : fused.getBody().front()) {
+    if (auto yield = llvm::dyn_cast<FusedYieldOp>(op)) {
+      for (auto [result, yielded] : llvm::zip(fused.getResults(), yield.getValues())) {
+        slots_[result] = slots_.at(yielded);
+        if (auto it = windowRows_.find(yielded); it != windowRows_.end())
+          windowRows_[result] = it->second;
+      }
+      continue;
+    }
+    if (!lowerOp(&op, layer)) {
+      fusion_ = -1;
+      return false;
+    }
+  }
+  fusion_ = -1;
   return true;
 }
 
@@ -232,6 +262,7 @@ bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
   rt::Launch launch;
   launch.layer = layer;
   launch.replay = replay_;
+  launch.fusion = fusion_;
   rt::KernelSpec spec;
   spec.name = op->getName().stripDialect().str();
   for (NamedAttribute attr : op->getAttrs())

@@ -1,11 +1,17 @@
 //===- Passes.cpp - The dsc pass pipeline ----------------------------------===//
 #include "passes/Passes.h"
 
-void dsc::ds::buildAnalysisPipeline(mlir::OpPassManager &pm, llvm::StringRef cedMode) {
+void dsc::ds::buildAnalysisPipeline(mlir::OpPassManager &pm, llvm::StringRef cedMode,
+                                    llvm::ArrayRef<std::string> fuseKernels) {
   pm.addPass(createVerifySchedule());
   pm.addPass(createPlanKv());
   if (cedMode != "full") {
     pm.addPass(createCedSplit(CedSplitOptions{cedMode.str()}));
     pm.addPass(createVerifySchedule());
+  }
+  if (!fuseKernels.empty()) {
+    FuseKernelsOptions options;
+    options.kernels = llvm::to_vector(fuseKernels);
+    pm.addPass(createFuseKernels(options));
   }
 }

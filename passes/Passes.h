@@ -17,8 +17,10 @@ namespace dsc::ds {
 #include "passes/Passes.h.inc"
 
 /// The analysis pipeline dsc-compile runs on a freshly built module. A CED
-/// mode other than "full" adds ds-ced-split (and re-verifies the schedule).
-void buildAnalysisPipeline(mlir::OpPassManager &pm, llvm::StringRef cedMode = "full");
+/// mode other than "full" adds ds-ced-split (and re-verifies the schedule);
+/// a non-empty `fuseKernels` (group names or "all") adds ds-fuse-kernels.
+void buildAnalysisPipeline(mlir::OpPassManager &pm, llvm::StringRef cedMode = "full",
+                           llvm::ArrayRef<std::string> fuseKernels = {});
 } // namespace dsc::ds
 
 #endif // DSC_PASSES_PASSES_H

@@ -1,8 +1,9 @@
 //===- Passes.td - dsc passes over the ds dialect --------------------------===//
 //
 // Pipeline order (see Passes.cpp and docs/passes.md): verify the schedule,
-// plan the KV state, then (for --ced=bounded|exact) split prefill for CED.
-// Later passes (fusion, memory planning, lowering) join here.
+// plan the KV state, then (for --ced=bounded|exact) split prefill for CED,
+// then group ops into fused kernels. Lowering to the plan (LowerToPlan.cpp)
+// and memory planning (runtime/lib/MemoryPlan.cpp) follow.
 //===----------------------------------------------------------------------===//
 #ifndef DSC_PASSES_TD
 #define DSC_PASSES_TD
@@ -63,6 +64,28 @@ def CedSplit : Pass<"ds-ced-split", "::mlir::ModuleOp"> {
     Option<"mode", "mode", "std::string", /*default=*/"\"exact\"",
            "CED prefill mode: full (unchanged), bounded (replay W rows) or "
            "exact (replay (L/2)·W rows, bit-identical)">,
+  ];
+}
+
+def FuseKernels : Pass<"ds-fuse-kernels", "::mlir::ModuleOp"> {
+  let summary = "Group the ops of each layer into fused kernels (one launch each)";
+  let description = [{
+    Wraps dataflow groups of each `ds.layer` into `ds.fused` ops, each one
+    kernel launch after lowering: `mhc_entry` ([hc_post] + hc_mixes + hc_pre
+    + rms_norm [+ the DSpark capture's copy_mean]), `attention_projections` (Q chain and window KV chain with
+    the ring write), `compressor` (compressor + compress_kv + index_keys),
+    `indexer` (queries, head weights, scores, candidates, top-k), `attention`
+    (sparse attention + inverse RoPE), `moe` (gate + experts), `engram`
+    (lookup + projection + gate). Groups stay inside a layer, so layer
+    boundaries and CED replay marks are kept; values do not change, only
+    how ops are grouped into launches. A Reuse layer of the released config
+    drops from 21 launches to 7. `kernels` limits the groups formed (default:
+    all).
+  }];
+  let options = [
+    ListOption<"kernels", "kernels", "std::string",
+               "Groups to form: all (default) or any of mhc_entry, "
+               "attention_projections, compressor, indexer, attention, moe, engram">,
   ];
 }
 

@@ -249,14 +249,18 @@ flatbuffers::Offset<fb::Program> writeProgram(Builder &b, const Program &p) {
   for (const Launch &l : p.launches) {
     auto in = longs(b, l.inputs);
     auto out = longs(b, l.outputs);
-    launches.push_back(fb::CreateLaunch(b, l.kernel, in, out, l.layer, l.replay));
+    launches.push_back(fb::CreateLaunch(b, l.kernel, in, out, l.layer, l.replay, l.fusion));
   }
   auto launchVec = b.CreateVector(launches);
   std::vector<flatbuffers::Offset<fb::LayerBoundary>> boundaries;
   for (const LayerBoundary &lb : p.boundaries)
     boundaries.push_back(fb::CreateLayerBoundary(b, lb.layer, lb.stream, lb.mix, lb.afterLaunch));
   auto boundaryVec = b.CreateVector(boundaries);
-  return fb::CreateProgram(b, name, valueVec, inputs, outputs, launchVec, boundaryVec);
+  std::vector<flatbuffers::Offset<fb::Fusion>> fusions;
+  for (const Fusion &f : p.fusions)
+    fusions.push_back(fb::CreateFusion(b, b.CreateString(f.kernel), f.layer));
+  auto fusionVec = b.CreateVector(fusions);
+  return fb::CreateProgram(b, name, valueVec, inputs, outputs, launchVec, boundaryVec, fusionVec);
 }
 
 //===----------------------------------------------------------------------===//
@@ -458,7 +462,12 @@ Expected<PlanModel> fromBuffer(const fb::Plan &root) {
       launch.outputs = readLongs(l->outputs());
       launch.layer = l->layer();
       launch.replay = l->replay();
+      launch.fusion = l->fusion();
       out.launches.push_back(std::move(launch));
+    }
+    for (size_t j = 0; j < count(p->fusions()); ++j) {
+      const fb::Fusion *f = p->fusions()->Get(static_cast<flatbuffers::uoffset_t>(j));
+      out.fusions.push_back({f->kernel()->str(), f->layer()});
     }
     for (size_t j = 0; j < count(p->boundaries()); ++j) {
       const fb::LayerBoundary *b = p->boundaries()->Get(static_cast<flatbuffers::uoffset_t>(j));
@@ -728,6 +737,43 @@ Status checkProgram(const PlanModel &plan, size_t index) {
         !isProgramInput[static_cast<size_t>(v)])
       return invalidArgument(fmt::format(
           "{}{} is an Input value but not among the program inputs", where, valueName(v)));
+
+  // Fusions: named, each one run of consecutive launches of its layer with
+  // one replay mark (an empty fusion is allowed but counts no launch).
+  const int64_t nFusions = static_cast<int64_t>(p.fusions.size());
+  for (size_t fi = 0; fi < p.fusions.size(); ++fi)
+    if (p.fusions[fi].kernel.empty())
+      return invalidArgument(fmt::format("{}fusion {}: the kernel name is empty", where, fi));
+  std::vector<int64_t> fusionEnd(p.fusions.size(), -1); // last launch seen
+  for (size_t li = 0; li < p.launches.size(); ++li) {
+    const Launch &l = p.launches[li];
+    if (l.fusion < 0) {
+      if (l.fusion != -1)
+        return invalidArgument(fmt::format("{}launch {}: fusion {} is invalid (-1: none)", where,
+                                           li, l.fusion));
+      continue;
+    }
+    if (l.fusion >= nFusions)
+      return invalidArgument(fmt::format(
+          "{}launch {}: fusion {} is out of range (the program has {} fusions)", where, li,
+          l.fusion, nFusions));
+    const Fusion &f = p.fusions[static_cast<size_t>(l.fusion)];
+    int64_t &end = fusionEnd[static_cast<size_t>(l.fusion)];
+    if (end >= 0 && end != static_cast<int64_t>(li) - 1)
+      return invalidArgument(fmt::format(
+          "{}launch {}: fusion {} ('{}') resumes after launch {}; its launches must be "
+          "consecutive",
+          where, li, l.fusion, f.kernel, end));
+    if (l.layer != f.layer)
+      return invalidArgument(fmt::format("{}launch {}: layer {} differs from fusion {} ('{}') "
+                                         "of layer {}",
+                                         where, li, l.layer, l.fusion, f.kernel, f.layer));
+    if (end >= 0 && p.launches[static_cast<size_t>(end)].replay != l.replay)
+      return invalidArgument(fmt::format(
+          "{}launch {}: fusion {} ('{}') mixes replayed and full-prompt launches", where, li,
+          l.fusion, f.kernel));
+    end = static_cast<int64_t>(li);
+  }
 
   // Launches, in order: reads only of available values.
   std::vector<char> written(p.values.size(), 0);

@@ -1600,3 +1600,81 @@ func.func @projected_keys_other_layer(%x: tensor<?x64xbf16>, %wkv: tensor<64x64x
   }
   return
 }
+
+// -----
+
+// A fused kernel groups at least two ops.
+func.func @fused_one_op(%x: tensor<?x64xbf16>, %w: tensor<64xbf16>, %s: tensor<?x2x64xbf16>, %m: tensor<?x2xf32>) {
+  %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x2x64xbf16>, tensor<?x2xf32> {
+    // expected-error @+1 {{'ds.fused' op fused kernel 'norm' holds 1 op; a fusion groups at least two}}
+    %n = ds.fused "norm" -> tensor<?x64xbf16> {
+      %y = ds.rms_norm %x, %w {eps = 1.0e-6 : f64} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+      ds.fused_yield %y : tensor<?x64xbf16>
+    }
+    ds.yield %s, %m : tensor<?x2x64xbf16>, tensor<?x2xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_bad_name(%x: tensor<?x64xbf16>, %w: tensor<64xbf16>, %s: tensor<?x2x64xbf16>, %m: tensor<?x2xf32>) {
+  %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x2x64xbf16>, tensor<?x2xf32> {
+    // expected-error @+1 {{'ds.fused' op kernel name 'Norm Twice' must be lower_snake_case (letters, digits, '_')}}
+    %n = ds.fused "Norm Twice" -> tensor<?x64xbf16> {
+      %y = ds.rms_norm %x, %w {eps = 1.0e-6 : f64} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+      %z = ds.rms_norm %y, %w {eps = 1.0e-6 : f64} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+      ds.fused_yield %z : tensor<?x64xbf16>
+    }
+    ds.yield %s, %m : tensor<?x2x64xbf16>, tensor<?x2xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @fused_yield_type(%x: tensor<?x64xbf16>, %w: tensor<64xbf16>, %s: tensor<?x2x64xbf16>, %m: tensor<?x2xf32>) {
+  %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x2x64xbf16>, tensor<?x2xf32> {
+    %n = ds.fused "norm_twice" -> tensor<?x64xf32> {
+      %y = ds.rms_norm %x, %w {eps = 1.0e-6 : f64} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+      %z = ds.rms_norm %y, %w {eps = 1.0e-6 : f64} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+      // expected-error @+1 {{'ds.fused_yield' op value 0 has type 'tensor<?x64xbf16>' but result 0 is 'tensor<?x64xf32>'}}
+      ds.fused_yield %z : tensor<?x64xbf16>
+    }
+    ds.yield %s, %m : tensor<?x2x64xbf16>, tensor<?x2xf32>
+  }
+  return
+}
+
+// -----
+
+// Weights stay ds.weight ops of the layer.
+module {
+  ds.parameter @w weight : tensor<64xbf16>
+  func.func @fused_weight(%x: tensor<?x64xbf16>, %s: tensor<?x2x64xbf16>, %m: tensor<?x2xf32>) {
+    %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x2x64xbf16>, tensor<?x2xf32> {
+      %n = ds.fused "norm_twice" -> tensor<?x64xbf16> {
+        // expected-error @+1 {{'ds.weight' op cannot sit in the fused kernel 'norm_twice' (weights stay in the layer, groups do not nest)}}
+        %w = ds.weight @w : tensor<64xbf16>
+        %y = ds.rms_norm %x, %w {eps = 1.0e-6 : f64} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+        %z = ds.rms_norm %y, %w {eps = 1.0e-6 : f64} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+        ds.fused_yield %z : tensor<?x64xbf16>
+      }
+      ds.yield %s, %m : tensor<?x2x64xbf16>, tensor<?x2xf32>
+    }
+    return
+  }
+}
+
+// -----
+
+// A fused kernel lives in a layer.
+func.func @fused_outside_layer(%x: tensor<?x64xbf16>, %w: tensor<64xbf16>) {
+  // expected-error @+1 {{'ds.fused' op expects parent op 'ds.layer'}}
+  %n = ds.fused "norm_twice" -> tensor<?x64xbf16> {
+    %y = ds.rms_norm %x, %w {eps = 1.0e-6 : f64} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+    %z = ds.rms_norm %y, %w {eps = 1.0e-6 : f64} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+    ds.fused_yield %z : tensor<?x64xbf16>
+  }
+  return
+}

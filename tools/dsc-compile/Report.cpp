@@ -119,6 +119,13 @@ json::Value dsc::tools::reportToJson(const Report &report) {
     counts["total"] = total;
     launches[program] = std::move(counts);
   }
+  json::Object fusedKernels;
+  for (const auto &[program, perKernel] : report.fusedKernels) {
+    json::Object counts;
+    for (const auto &[kernel, n] : perKernel)
+      counts[kernel] = n;
+    fusedKernels[program] = std::move(counts);
+  }
   json::Array kernels;
   for (const KernelUsage &k : report.kernels) {
     json::Value entries = nullptr;
@@ -171,6 +178,7 @@ json::Value dsc::tools::reportToJson(const Report &report) {
       {"ced", std::move(ced)},
       {"activated_prefill_by_mode", std::move(byMode)},
       {"launches", std::move(launches)},
+      {"fused_kernels", std::move(fusedKernels)},
       {"kernels", std::move(kernels)},
       {"distinct_kernels", report.distinctKernels},
       {"model",
@@ -251,7 +259,7 @@ void dsc::tools::printReportText(const Report &report, llvm::raw_ostream &os) {
         reuseMax = std::max(reuseMax, n);
     }
     os << "launches (" << program << "): " << total << " per call, " << reuseMax
-       << " per Reuse layer (unfused)\n";
+       << " per Reuse layer (" << (report.fused ? "fused" : "unfused") << ")\n";
   }
   if (!report.kernels.empty()) {
     os << "\nkernels: " << report.kernels.size() << " distinct\n";

@@ -55,7 +55,8 @@ struct KernelEntryUsage {
 /// One distinct kernel name of the plan.
 struct KernelUsage {
   std::string name;
-  int64_t launches = 0;        ///< launches of it in all programs
+  int64_t launches = 0;        ///< steps of it in all programs (own launches or
+                               ///< steps of fused kernels)
   int64_t specialisations = 0; ///< KernelSpecs of the plan with this name
   /// From the compiled template, which the specialisations share (nullopt:
   /// not compiled, e.g. --gpu-arch=none): ptxas -v per entry, cubin size.
@@ -71,6 +72,9 @@ struct Report {
   /// Kernel launches per program and layer (-1: outside any layer), from the
   /// lowered plan.
   std::map<std::string, std::map<int64_t, int64_t>> launches;
+  /// Fused kernel launches per program and template (ds-fuse-kernels).
+  std::map<std::string, std::map<std::string, int64_t>> fusedKernels;
+  bool fused = false; ///< the plan was compiled with fusion
   /// The prefill CED split of the compiled module (passes/CedSummary.h) and
   /// the activated parameters per prompt token of every mode.
   std::optional<ds::CedSummary> ced;

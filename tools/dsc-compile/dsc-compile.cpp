@@ -78,6 +78,12 @@ static cl::opt<std::string> emitEngramMap(
     "emit-engram-map", cl::desc("Write the Engram token map computed from --tokenizer"),
     cl::value_desc("file"), cl::cat(category));
 
+static cl::list<std::string> fuseKernels(
+    "fuse",
+    cl::desc("Fused kernel groups (ds-fuse-kernels): all (default), none, or a comma list of "
+             "mhc_entry, attention_projections, compressor, indexer, attention, moe, engram"),
+    cl::CommaSeparated, cl::cat(category));
+
 static int fail(const Twine &message) {
   WithColor::error(errs(), "dsc-compile") << message << "\n";
   return 1;
@@ -123,6 +129,15 @@ int main(int argc, char **argv) {
   if (cedMode != "full" && writePlan && layerBoundaries)
     return fail("--ced=" + cedMode + " plans have no layer boundaries on every token: "
                 "conformance plans (--layer-boundaries) use --ced=full");
+  // --fuse: default all; none alone disables fusion.
+  std::vector<std::string> fuseGroups(fuseKernels.begin(), fuseKernels.end());
+  if (fuseGroups.empty())
+    fuseGroups = {"all"};
+  if (llvm::is_contained(fuseGroups, "none")) {
+    if (fuseGroups.size() > 1)
+      return fail("--fuse=none cannot be combined with other groups");
+    fuseGroups.clear();
+  }
   if (!tokenizerPath.empty() && !engramMapPath.empty())
     return fail("give either --tokenizer or --engram-map, not both");
   if (!emitEngramMap.empty() && tokenizerPath.empty())
@@ -172,7 +187,7 @@ int main(int argc, char **argv) {
     return fail("internal error: the built module does not verify");
 
   mlir::PassManager pm(&context);
-  dsc::ds::buildAnalysisPipeline(pm, cedMode);
+  dsc::ds::buildAnalysisPipeline(pm, cedMode, fuseGroups);
   if (mlir::failed(pm.run(*module)))
     return fail("the model's schedule does not verify (see above)");
 
@@ -258,9 +273,13 @@ int main(int argc, char **argv) {
     r.kv = dsc::ds::computeKvPlan(*module);
     r.params = dsc::tools::countParameters(*module, *spec);
     r.options = options;
-    for (const dsc::runtime::Program &program : plan.programs)
-      for (const dsc::runtime::Launch &launch : program.launches)
-        ++r.launches[program.name][launch.layer];
+    for (const dsc::runtime::Program &program : plan.programs) {
+      r.launches[program.name] = dsc::runtime::launchesByLayer(program);
+      auto &perKernel = r.fusedKernels[program.name];
+      for (const dsc::runtime::Fusion &fusion : program.fusions)
+        ++perKernel[fusion.kernel];
+    }
+    r.fused = !fuseGroups.empty();
     r.distinctKernels = int64_t(plan.kernels.size());
     r.ced = dsc::ds::summarizeCed(*module);
     // The unchunked prefill's N² transients can exceed any arena at long

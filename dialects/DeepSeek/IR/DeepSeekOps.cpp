@@ -138,6 +138,36 @@ LogicalResult YieldOp::verify() {
   return success();
 }
 
+LogicalResult FusedOp::verifyRegions() {
+  StringRef kernel = getKernel();
+  if (kernel.empty() || !llvm::all_of(kernel, [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+      }))
+    return emitOpError() << "kernel name '" << kernel
+                         << "' must be lower_snake_case (letters, digits, '_')";
+  Block &body = getBody().front();
+  int64_t ops = 0;
+  for (Operation &op : body.without_terminator()) {
+    if (llvm::isa<LayerOp, FusedOp, WeightOp>(op))
+      return op.emitOpError() << "cannot sit in the fused kernel '" << kernel
+                              << "' (weights stay in the layer, groups do not nest)";
+    ++ops;
+  }
+  if (ops < 2)
+    return emitOpError() << "fused kernel '" << kernel << "' holds " << ops
+                         << " op; a fusion groups at least two";
+  auto yield = llvm::cast<FusedYieldOp>(body.getTerminator());
+  if (yield.getNumOperands() != getNumResults())
+    return yield.emitOpError() << "yields " << yield.getNumOperands()
+                               << " values but the fused kernel '" << kernel << "' has "
+                               << getNumResults() << " results";
+  for (auto [i, pair] : llvm::enumerate(llvm::zip(yield.getOperandTypes(), getResultTypes())))
+    if (std::get<0>(pair) != std::get<1>(pair))
+      return yield.emitOpError() << "value " << i << " has type " << std::get<0>(pair)
+                                 << " but result " << i << " is " << std::get<1>(pair);
+  return success();
+}
+
 LogicalResult ReplaySliceOp::verify() {
   if (getTokens() < 1)
     return emitOpError() << "replays at least one token, got tokens = " << getTokens();

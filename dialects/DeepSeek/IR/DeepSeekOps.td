@@ -108,6 +108,40 @@ def DS_YieldOp : DS_Op<"yield", [Pure, Terminator, ReturnLike,
   let hasVerifier = 1;
 }
 
+def DS_FusedOp : DS_Op<"fused", [
+    SingleBlockImplicitTerminator<"::dsc::ds::FusedYieldOp">,
+    HasParent<"::dsc::ds::LayerOp">]> {
+  let summary = "A fused kernel: the ops of its body run as one kernel launch";
+  let description = [{
+    Written by `ds-fuse-kernels` (docs/passes.md). `kernel` names the fused
+    kernel template the group specialises (e.g. "mhc_entry",
+    "attention_projections"); the body holds the ops it computes, in
+    dataflow order, and `ds.fused_yield` returns the values used after the
+    group. Values from the enclosing layer are read directly (the region is
+    not isolated); weights stay `ds.weight` ops of the layer. Lowering
+    (passes/LowerToPlan.cpp) emits the body's ops as the steps of one plan
+    launch (`Program::fusions`), so a launch count is a property of the
+    plan: one per `ds.fused` plus one per op outside them.
+
+    Invariants (verifier): the body holds at least two ops besides the
+    terminator and no `ds.layer`, `ds.fused` or `ds.weight`; the yielded
+    types are the results' types; `kernel` is a lower_snake_case name.
+  }];
+  let arguments = (ins StrAttr:$kernel);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$kernel (`->` type($results)^)? attr-dict-with-keyword $body";
+  let hasRegionVerifier = 1;
+}
+
+def DS_FusedYieldOp : DS_Op<"fused_yield", [Pure, Terminator, ReturnLike,
+                                            HasParent<"::dsc::ds::FusedOp">]> {
+  let summary = "Results of a ds.fused group";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, ::mlir::ValueRange()); }]>];
+}
+
 def DS_ReplaySliceOp : DS_Op<"replay_slice", [Pure]> {
   let summary = "The last R' = min(R, S) rows of the stream and mix (CED replay)";
   let description = [{

@@ -192,8 +192,10 @@ LogicalResult LayerOp::verifyRegions() {
       }
       return WalkResult::advance();
     }
+    // A fused group forwards what its body ops produced (checked there).
     for (Value result : op->getResults())
-      if (isShared(result.getType()) && failed(verifyProducer(*this, op, result.getType())))
+      if (!llvm::isa<FusedOp>(op) && isShared(result.getType()) &&
+          failed(verifyProducer(*this, op, result.getType())))
         return WalkResult::interrupt();
     for (Value operand : op->getOperands()) {
       if (!isShared(operand.getType()))

@@ -260,7 +260,7 @@ TEST(KernelSignatures, CompressorStateSlot) {
         if (v.name == "layers.1.compressor_state")
           v.shape = {2, 2, 1};
   });
-  EXPECT_THAT(m, HasSubstr("value 115 'layers.1.compressor_state': is F32 [2, 2, 1], expected F32 "
+  EXPECT_THAT(m, HasSubstr("value 117 'layers.1.compressor_state': is F32 [2, 2, 1], expected F32 "
                            "[2, 2, 128]"));
 }
 

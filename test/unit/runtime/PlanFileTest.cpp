@@ -134,11 +134,12 @@ PlanModel makePlan() {
   prefill.outputs = {7};
   prefill.launches = {
       {0, {0, 1}, {2}, -1},
-      {1, {2, 3, 9}, {4, 3}, 0},
-      {2, {4, 8}, {5, 6}, 0},
+      {1, {2, 3, 9}, {4, 3}, 0, false, /*fusion*/ 0},
+      {2, {4, 8}, {5, 6}, 0, false, /*fusion*/ 0},
       {3, {4, 5, 6, 10}, {7, 10}, -1},
   };
   prefill.boundaries = {{0, 4, 5, 2}};
+  prefill.fusions = {{"test_fused", 0}};
 
   Program decode;
   decode.name = "decode";
@@ -256,6 +257,12 @@ void expectSamePlan(const PlanModel &a, const PlanModel &b) {
       EXPECT_EQ(s.launches[j].outputs, t.launches[j].outputs);
       EXPECT_EQ(s.launches[j].layer, t.launches[j].layer);
       EXPECT_EQ(s.launches[j].replay, t.launches[j].replay);
+      EXPECT_EQ(s.launches[j].fusion, t.launches[j].fusion);
+    }
+    ASSERT_EQ(s.fusions.size(), t.fusions.size());
+    for (size_t j = 0; j < s.fusions.size(); ++j) {
+      EXPECT_EQ(s.fusions[j].kernel, t.fusions[j].kernel);
+      EXPECT_EQ(s.fusions[j].layer, t.fusions[j].layer);
     }
     ASSERT_EQ(s.boundaries.size(), t.boundaries.size());
     for (size_t j = 0; j < s.boundaries.size(); ++j) {
@@ -509,7 +516,7 @@ TEST(PlanFile, RejectsWrongVersion) {
   PlanModel plan = makePlan();
   plan.version = 7;
   EXPECT_EQ(parseError(serializePlan(plan), StatusCode::FailedPrecondition),
-            "test.dscp: plan schema version 7, this runtime reads 1");
+            "test.dscp: plan schema version 7, this runtime reads 2");
 }
 
 TEST(PlanFile, ParseRunsTheSemanticVerifier) {
@@ -580,8 +587,8 @@ TEST(VerifyPlan, DuplicateKernelsAreAllowed) {
 
 TEST(VerifyPlan, Version) {
   PlanModel plan = makePlan();
-  plan.version = 2;
-  EXPECT_EQ(verifyError(plan), "plan schema version 2, this runtime reads 1");
+  plan.version = 1; // before fusions (Launch::fusion, Program::fusions)
+  EXPECT_EQ(verifyError(plan), "plan schema version 1, this runtime reads 2");
 }
 
 TEST(VerifyPlan, ModelFacts) {
@@ -877,6 +884,41 @@ TEST(VerifyPlan, KernelParameters) {
   plan = makePlan();
   plan.kernels[3].name.clear();
   EXPECT_EQ(verifyError(plan), "kernel 3 has an empty name");
+}
+
+TEST(LaunchesByLayer, FusionCountsOnce) {
+  PlanModel plan = makePlan();
+  // prefill: launch 0 (layer -1), launches 1-2 fused (layer 0), launch 3.
+  EXPECT_EQ(launchesByLayer(plan.programs[0]), (std::map<int64_t, int64_t>{{-1, 2}, {0, 1}}));
+  plan.programs[0].launches[2].fusion = -1;
+  EXPECT_EQ(launchesByLayer(plan.programs[0]), (std::map<int64_t, int64_t>{{-1, 2}, {0, 2}}));
+}
+
+TEST(VerifyPlan, Fusions) {
+  PlanModel plan = makePlan();
+  plan.programs[0].launches[2].fusion = 1;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 2: fusion 1 is out of range (the "
+                               "program has 1 fusions)");
+  plan = makePlan();
+  plan.programs[0].launches[1].fusion = -3;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 1: fusion -3 is invalid (-1: none)");
+  plan = makePlan();
+  plan.programs[0].fusions[0].kernel.clear();
+  EXPECT_EQ(verifyError(plan), "program 'prefill': fusion 0: the kernel name is empty");
+  plan = makePlan();
+  plan.programs[0].fusions[0].layer = 1;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 1: layer 0 differs from fusion 0 "
+                               "('test_fused') of layer 1");
+  plan = makePlan();
+  plan.programs[0].launches[2].replay = true;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 2: fusion 0 ('test_fused') mixes "
+                               "replayed and full-prompt launches");
+  // Launch 3 (layer -1) rejoining fusion 0 after launch 2 left it.
+  plan = makePlan();
+  plan.programs[0].launches[2].fusion = -1;
+  plan.programs[0].launches[3].fusion = 0;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 3: fusion 0 ('test_fused') resumes "
+                               "after launch 1; its launches must be consecutive");
 }
 
 TEST(VerifyPlan, LaunchLayer) {

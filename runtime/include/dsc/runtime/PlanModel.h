@@ -19,7 +19,11 @@
 // of the call (S in prefill, 1 in decode); kCompressedTokens / kCompressedLength
 // follow from it, the call's start position and the value's ratio.
 //
+// Fusions: Program::launches are kernel steps; consecutive steps naming the
+// same Program::fusions entry form one fused kernel launch (launchesByLayer).
+//
 // Invariants (checked by verifyPlan in PlanFile.h): every index is in range;
+// a fusion's steps are consecutive, of its layer, with one replay mark;
 // a weight value names a tensor, a state value a state; launches only read
 // values that are inputs, weights, states or written by an earlier launch;
 // layer boundary marks name values written by that layer.
@@ -30,6 +34,7 @@
 #include "dsc/runtime/Safetensors.h" // DType
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <variant>
@@ -38,7 +43,7 @@
 namespace dsc::runtime {
 
 /// Plan file format version; bumped on any incompatible schema change.
-inline constexpr uint32_t kPlanSchemaVersion = 1;
+inline constexpr uint32_t kPlanSchemaVersion = 2;
 /// A dimension equal to the call's token count.
 inline constexpr int64_t kTokens = -1;
 /// A dimension equal to the compressed entries a call emits at the value's
@@ -168,6 +173,19 @@ struct Launch {
   /// (positions S - R' .. S - 1) in chunk mode; its token dims are
   /// kReplayTokens.
   bool replay = false;
+  /// Index into Program::fusions: the fused kernel this launch is a step of
+  /// (-1: a kernel launch of its own).
+  int64_t fusion = -1;
+};
+
+/// A fused kernel (ds-fuse-kernels, docs/passes.md): the launches naming it
+/// are consecutive, of one layer and one replay mark, and form one kernel
+/// launch of the template `kernel` (e.g. "mhc_entry"); each of them is a
+/// step computing one op. A backend runs a fused kernel natively or, as
+/// both backends do today, by running its steps in order (same values).
+struct Fusion {
+  std::string kernel;
+  int64_t layer = -1;
 };
 
 /// Marks the block boundary after layer `layer`: `stream` and `mix` are the
@@ -182,9 +200,24 @@ struct Program {
   std::string name; ///< "prefill", "decode", "dspark_prefill", "dspark_draft"
   std::vector<ValueSlot> values;
   std::vector<int64_t> inputs, outputs; ///< indices into values
-  std::vector<Launch> launches;
+  std::vector<Launch> launches; ///< kernel steps in order (see Fusion)
   std::vector<LayerBoundary> boundaries;
+  std::vector<Fusion> fusions;
 };
+
+/// Kernel launches of a program by layer (-1: outside layers): one per
+/// fusion, plus one per launch outside fusions. What the report's `launches`
+/// prints and test/passes/fuse-kernels-released.test pins.
+inline std::map<int64_t, int64_t> launchesByLayer(const Program &program) {
+  std::map<int64_t, int64_t> counts;
+  int64_t previousFusion = -1;
+  for (const Launch &launch : program.launches) {
+    if (launch.fusion < 0 || launch.fusion != previousFusion)
+      ++counts[launch.layer];
+    previousFusion = launch.fusion;
+  }
+  return counts;
+}
 
 struct PlanModel {
   uint32_t version = kPlanSchemaVersion;

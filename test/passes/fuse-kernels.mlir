@@ -1,0 +1,129 @@
+// RUN: dsc-opt %s --split-input-file --ds-fuse-kernels | FileCheck %s
+// RUN: dsc-opt %s --split-input-file --ds-fuse-kernels=kernels=moe | FileCheck %s --check-prefix=ONLY-MOE
+
+// ds-fuse-kernels: dataflow groups of a layer become ds.fused ops (one
+// kernel launch each after lowering). Widths are tiny6's (dim 256, hc 4).
+
+// The attention entry: mixes of the incoming stream, pre-collapse with the
+// carried mix, attention norm. The stream comes from outside the layer, so
+// no hc_post joins. The mixes' post/comb are used later: they escape.
+// CHECK-LABEL: func.func @mhc_entry
+// CHECK: %[[F:.*]]:4 = ds.fused "mhc_entry" -> tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<?x256xbf16> {
+// CHECK-NEXT: ds.hc_mixes
+// CHECK-NEXT: ds.hc_pre
+// CHECK-NEXT: ds.rms_norm
+// CHECK-NEXT: ds.fused_yield
+// CHECK-NEXT: }
+// CHECK-NEXT: ds.hc_post %{{.*}}, %arg0, %[[F]]#1, %[[F]]#2
+// ONLY-MOE-LABEL: func.func @mhc_entry
+// ONLY-MOE-NOT: ds.fused
+func.func @mhc_entry(%h: tensor<?x4x256xbf16>, %mix: tensor<?x4xf32>, %fn: tensor<24x1024xf32>,
+                     %scale: tensor<3xf32>, %base: tensor<24xf32>, %w: tensor<256xbf16>) {
+  %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x4x256xbf16>, tensor<?x4xf32> {
+    %pre, %post, %comb = ds.hc_mixes %h, %fn, %scale, %base {eps = 1.0e-06 : f64, norm_eps = 1.0e-20 : f64, sinkhorn_iters = 20 : i64} : (tensor<?x4x256xbf16>, tensor<24x1024xf32>, tensor<3xf32>, tensor<24xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+    %x = ds.hc_pre %h, %mix : (tensor<?x4x256xbf16>, tensor<?x4xf32>) -> tensor<?x256xbf16>
+    %n = ds.rms_norm %x, %w {eps = 1.0e-20 : f64} : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
+    %o = ds.hc_post %n, %h, %post, %comb : (tensor<?x256xbf16>, tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x256xbf16>
+    ds.yield %o, %pre : tensor<?x4x256xbf16>, tensor<?x4xf32>
+  }
+  return
+}
+
+// -----
+
+// The FFN entry: the attention output folded in by hc_post, whose stream the
+// mixes and the pre-collapse read, joins the group. The new stream escapes
+// (the layer's final hc_post reads it as the residual).
+// CHECK-LABEL: func.func @mhc_entry_with_post
+// CHECK: %[[F:.*]]:5 = ds.fused "mhc_entry" -> tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<?x256xbf16> {
+// CHECK-NEXT: ds.hc_post
+// CHECK-NEXT: ds.hc_mixes
+// CHECK-NEXT: ds.hc_pre
+// CHECK-NEXT: ds.rms_norm
+// CHECK-NEXT: ds.fused_yield
+// CHECK: ds.hc_post %[[F]]#4, %[[F]]#0, %[[F]]#2, %[[F]]#3
+// CHECK: ds.yield %{{.*}}, %[[F]]#1
+func.func @mhc_entry_with_post(%attn: tensor<?x256xbf16>, %h: tensor<?x4x256xbf16>, %mix: tensor<?x4xf32>,
+                               %post0: tensor<?x4xf32>, %comb0: tensor<?x4x4xf32>, %fn: tensor<24x1024xf32>,
+                               %scale: tensor<3xf32>, %base: tensor<24xf32>, %w: tensor<256xbf16>) {
+  %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x4x256xbf16>, tensor<?x4xf32> {
+    %s = ds.hc_post %attn, %h, %post0, %comb0 : (tensor<?x256xbf16>, tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x256xbf16>
+    %pre, %post, %comb = ds.hc_mixes %s, %fn, %scale, %base {eps = 1.0e-06 : f64, norm_eps = 1.0e-20 : f64, sinkhorn_iters = 20 : i64} : (tensor<?x4x256xbf16>, tensor<24x1024xf32>, tensor<3xf32>, tensor<24xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+    %x = ds.hc_pre %s, %mix : (tensor<?x4x256xbf16>, tensor<?x4xf32>) -> tensor<?x256xbf16>
+    %n = ds.rms_norm %x, %w {eps = 1.0e-20 : f64} : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
+    %o = ds.hc_post %n, %s, %post, %comb : (tensor<?x256xbf16>, tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x256xbf16>
+    ds.yield %o, %pre : tensor<?x4x256xbf16>, tensor<?x4xf32>
+  }
+  return
+}
+
+// -----
+
+// Not fused: an op outside the group (the hc_post between hc_pre and the
+// norm) reads the pre-collapse, so moving the members down to the norm
+// would leave it reading a value defined later. The pass leaves the ops.
+// CHECK-LABEL: func.func @mhc_entry_blocked
+// CHECK-NOT: ds.fused
+// CHECK: return
+func.func @mhc_entry_blocked(%h: tensor<?x4x256xbf16>, %mix: tensor<?x4xf32>, %fn: tensor<24x1024xf32>,
+                             %scale: tensor<3xf32>, %base: tensor<24xf32>, %w: tensor<256xbf16>) {
+  %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x4x256xbf16>, tensor<?x4xf32> {
+    %pre, %post, %comb = ds.hc_mixes %h, %fn, %scale, %base {eps = 1.0e-06 : f64, norm_eps = 1.0e-20 : f64, sinkhorn_iters = 20 : i64} : (tensor<?x4x256xbf16>, tensor<24x1024xf32>, tensor<3xf32>, tensor<24xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+    %x = ds.hc_pre %h, %mix : (tensor<?x4x256xbf16>, tensor<?x4xf32>) -> tensor<?x256xbf16>
+    %y = ds.hc_post %x, %h, %post, %comb : (tensor<?x256xbf16>, tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x256xbf16>
+    %n = ds.rms_norm %x, %w {eps = 1.0e-20 : f64} : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
+    %o = ds.hc_post %n, %y, %post, %comb : (tensor<?x256xbf16>, tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x256xbf16>
+    ds.yield %o, %pre : tensor<?x4x256xbf16>, tensor<?x4xf32>
+  }
+  return
+}
+
+// -----
+
+// Attention: sparse attention (here SWA only) and the inverse RoPE; only the
+// rotated output escapes.
+// CHECK-LABEL: func.func @attention
+// CHECK: %[[W:.*]] = ds.window_kv
+// CHECK-NEXT: %[[F:.*]] = ds.fused "attention" -> tensor<?x8x128xbf16> {
+// CHECK-NEXT: ds.sparse_attention %arg0, %[[W]], %arg2
+// CHECK-NEXT: ds.rope
+// CHECK-SAME: inverse
+// CHECK-NEXT: ds.fused_yield
+// CHECK: ds.grouped_output %[[F]]
+func.func @attention(%q: tensor<?x8x128xbf16>, %kv: tensor<?x128xbf16>, %sink: tensor<8xf32>,
+                     %woa: tensor<256x256xbf16>, %wob: tensor<256x256xf8E4M3FN>, %wobs: tensor<8x8xf8E8M0FNU>,
+                     %h: tensor<?x4x256xbf16>, %mix: tensor<?x4xf32>) {
+  %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x4x256xbf16>, tensor<?x4xf32> {
+    %w = ds.window_kv %kv : tensor<?x128xbf16> -> !ds.window<size = 16, dim = 128>
+    %a = ds.sparse_attention %q, %w, %sink {scale = 0.088388347648318433 : f64} : tensor<?x8x128xbf16>, !ds.window<size = 16, dim = 128>, tensor<8xf32> -> tensor<?x8x128xbf16>
+    %r = ds.rope %a {inverse, rope = #ds.rope<dim = 32, theta = 1.0e4 : f64>} : (tensor<?x8x128xbf16>) -> tensor<?x8x128xbf16>
+    %o = ds.grouped_output %r, %woa, %wob, %wobs {groups = 4 : i64} : (tensor<?x8x128xbf16>, tensor<256x256xbf16>, tensor<256x256xf8E4M3FN>, tensor<8x8xf8E8M0FNU>) -> tensor<?x256xbf16>
+    ds.yield %h, %mix : tensor<?x4x256xbf16>, tensor<?x4xf32>
+  }
+  return
+}
+
+// -----
+
+// MoE: the gate's routing never leaves the kernel (nothing escapes here: the
+// layer does not use the output).
+// CHECK-LABEL: func.func @moe
+// CHECK: ds.fused "moe" {
+// CHECK-NEXT: %{{.*}}, %{{.*}} = ds.moe_gate
+// CHECK-NEXT: ds.moe_experts
+// CHECK-NEXT: {{^ *}}}{{$}}
+// ONLY-MOE-LABEL: func.func @moe
+// ONLY-MOE: ds.fused "moe"
+func.func @moe(%x: tensor<?x256xbf16>, %gw: tensor<8x256xbf16>, %gb: tensor<8xf32>,
+               %w1: tensor<8x128x128xi8>, %w1s: tensor<8x128x8xf8E8M0FNU>, %w3: tensor<8x128x128xi8>, %w3s: tensor<8x128x8xf8E8M0FNU>,
+               %w2: tensor<8x256x64xi8>, %w2s: tensor<8x256x4xf8E8M0FNU>,
+               %sw1: tensor<128x256xf8E4M3FN>, %sw1s: tensor<4x8xf8E8M0FNU>, %sw3: tensor<128x256xf8E4M3FN>, %sw3s: tensor<4x8xf8E8M0FNU>,
+               %sw2: tensor<256x128xf8E4M3FN>, %sw2s: tensor<8x4xf8E8M0FNU>,
+               %h: tensor<?x4x256xbf16>, %mix: tensor<?x4xf32>) {
+  %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x4x256xbf16>, tensor<?x4xf32> {
+    %rw, %ids = ds.moe_gate %x, %gw, %gb {normalize = true, route_scale = 1.5 : f64, temperature = 1.0 : f64, topk = 2 : i64} : (tensor<?x256xbf16>, tensor<8x256xbf16>, tensor<8xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>)
+    %y = ds.moe_experts %x, %rw, %ids, %w1, %w1s, %w3, %w3s, %w2, %w2s, %sw1, %sw1s, %sw3, %sw3s, %sw2, %sw2s {swiglu_limit = 10.0 : f64} : (tensor<?x256xbf16>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<8x128x128xi8>, tensor<8x128x8xf8E8M0FNU>, tensor<8x128x128xi8>, tensor<8x128x8xf8E8M0FNU>, tensor<8x256x64xi8>, tensor<8x256x4xf8E8M0FNU>, tensor<128x256xf8E4M3FN>, tensor<4x8xf8E8M0FNU>, tensor<128x256xf8E4M3FN>, tensor<4x8xf8E8M0FNU>, tensor<256x128xf8E4M3FN>, tensor<8x4xf8E8M0FNU>) -> tensor<?x256xbf16>
+    ds.yield %h, %mix : tensor<?x4x256xbf16>, tensor<?x4xf32>
+  }
+  return
+}
