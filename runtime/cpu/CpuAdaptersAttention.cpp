@@ -93,13 +93,22 @@ Status windowKv(LaunchContext &c) {
   const HostTensor &kv = *c.inputs[0];
   KvRecordPool pool = poolOf(*ring, *c.outputs[0]);
   int64_t dim = kv.shape().back();
-  if (window > ring->capacity || c.outputs[1]->dim(0) < windowKvRows(windowPos(c), kv.dim(0), window))
+  const int64_t ringRows = c.call.ringRows;
+  if (window > ring->capacity ||
+      c.outputs[1]->dim(0) < windowKvRows(windowPos(c), kv.dim(0), window, ringRows) ||
+      ringRows < 0 || ringRows >= window || ringRows > c.call.startPos)
     return runtime::invalidArgument("window_kv: window " + std::to_string(window) + ", ring of " +
                                     std::to_string(ring->capacity) + " slots, " +
-                                    std::to_string(c.outputs[1]->dim(0)) + " window rows");
-  if (c.call.chunk)
-    windowKvPrefill(kv.data<uint16_t>(), kv.dim(0), dim, pool, window, c.outputs[1]->data<float>(),
+                                    std::to_string(c.outputs[1]->dim(0)) + " window rows, " +
+                                    std::to_string(ringRows) + " ring rows before position " +
+                                    std::to_string(c.call.startPos));
+  if (c.call.chunk) {
+    // A continuation chunk reads the ring's last rows before overwriting them.
+    float *rows = c.outputs[1]->data<float>();
+    windowRingPrefix(pool, window, c.call.startPos, ringRows, rows);
+    windowKvPrefill(kv.data<uint16_t>(), kv.dim(0), dim, pool, window, rows + ringRows * dim,
                     c.call.startPos);
+  }
   else
     windowKvDecode(kv.data<uint16_t>(), dim, c.call.startPos, pool, window,
                    c.outputs[1]->data<float>());
@@ -255,7 +264,7 @@ Status indexerTopK(LaunchContext &c) {
     indexMaskCandidates(s.data(), c.inputs[1]->data<uint8_t>(), S, width);
   // Offset by the window rows attention puts first: S in prefill, W in decode.
   int64_t window = c.plan.model.windowSize;
-  int64_t offset = windowKvRows(windowPos(c), S, window);
+  int64_t offset = windowKvRows(windowPos(c), S, window, c.call.ringRows);
   int64_t used = indexTopKWidth(k, width);
   std::vector<int32_t> idx(S * std::max<int64_t>(used, 1));
   if (used > 0)
@@ -280,7 +289,8 @@ Status sparseAttentionAdapter(LaunchContext &c) {
   int64_t S = q.dim(0), H = q.dim(1), D = q.dim(2);
   int64_t window = c.plan.model.windowSize;
   int64_t windowRows = rows.dim(0);
-  int64_t windowWidth = windowIdxWidth(windowPos(c), S, window);
+  int64_t ringRows = c.call.ringRows;
+  int64_t windowWidth = windowIdxWidth(windowPos(c), S, window, ringRows);
 
   int64_t T = 0, k = 0;
   const StateBuffer *kvState = compressed ? c.inputState(2) : nullptr;
@@ -292,10 +302,10 @@ Status sparseAttentionAdapter(LaunchContext &c) {
                                       " compressed entries exceed the KV buffer's capacity " +
                                       std::to_string(kvState->capacity));
   }
-  if (windowRows < windowKvRows(windowPos(c), S, window) || windowWidth > windowRows)
+  if (windowRows < windowKvRows(windowPos(c), S, window, ringRows) || windowWidth > windowRows)
     return runtime::invalidArgument("sparse_attention: " + std::to_string(windowRows) +
                                     " window rows, the call reads " +
-                                    std::to_string(windowKvRows(windowPos(c), S, window)));
+                                    std::to_string(windowKvRows(windowPos(c), S, window, ringRows)));
   // kv_all = cat(window rows, compressed entries) (spec §9.7).
   std::vector<float> kvAll((windowRows + T) * D);
   std::memcpy(kvAll.data(), rows.data<float>(), windowRows * D * sizeof(float));
@@ -308,7 +318,7 @@ Status sparseAttentionAdapter(LaunchContext &c) {
   int64_t K = windowWidth + k;
   std::vector<int32_t> windowIdx(S * windowWidth), idx(S * K);
   if (c.call.chunk)
-    windowIdxPrefill(S, window, windowIdx.data());
+    windowIdxPrefill(S, window, windowIdx.data(), ringRows);
   else
     windowIdxDecode(c.call.startPos, window, windowIdx.data());
   for (int64_t r = 0; r < S; ++r) {

@@ -252,6 +252,13 @@ public:
   Expected<bool> beginLaunches(const runtime::PlanModel &plan, const runtime::CallInfo &call,
                                const runtime::Program &program,
                                std::span<HostTensor *const> values, bool graphable) override {
+    // Continuation chunks of a chunked prefill (window prefix from the ring,
+    // compressor groups across calls) have CPU kernels only so far.
+    if (call.ringRows > 0 || (call.chunk && call.startPos > 0 && program.name == "prefill"))
+      return runtime::failedPrecondition(
+          "prefill: a prompt of more than " + std::to_string(plan.model.prefillChunk) +
+          " tokens runs in chunks, which the CUDA backend does not run yet (CPU backend only); "
+          "compile with a larger --prefill-chunk or --prefill-chunk 0");
     std::lock_guard<std::mutex> lock(mutex_);
     if (Status s = makeCurrentStatus(); !s)
       return s;

@@ -227,13 +227,32 @@ Expected<HostTensor> Session::prefill(std::span<const int32_t> ids) {
   if (position_ != 0)
     return failedPrecondition("prefill starts a sequence: call reset() first (position is " +
                               std::to_string(position_) + ")");
-  CallInfo call;
-  call.phase = "prefill";
-  call.program = "prefill";
-  call.startPos = 0;
-  call.tokens = int64_t(ids.size());
-  call.chunk = true;
-  return run("prefill", ids, std::move(call));
+  const PlanModelFacts &model = engine_.plan().model;
+  if (int64_t(ids.size()) > model.maxSeqLen)
+    return invalidArgument("prefill: position " + std::to_string(ids.size()) +
+                           " exceeds the plan's max_seq_len " + std::to_string(model.maxSeqLen));
+  // Chunked prefill (PlanModelFacts::prefillChunk): each chunk continues the
+  // states of the one before; a continuation chunk's window also reads the
+  // ring's last rows; only the last chunk runs a CED plan's replayed
+  // launches (it holds >= 2R' rows) and its logits are the result.
+  const std::vector<PrefillChunk> chunks = prefillChunks(int64_t(ids.size()), model.prefillChunk);
+  Expected<HostTensor> logits = failedPrecondition("prefill: no chunk ran");
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const PrefillChunk &chunk = chunks[i];
+    CallInfo call;
+    call.phase = "prefill";
+    call.program = "prefill";
+    call.startPos = chunk.startPos;
+    call.tokens = chunk.tokens;
+    call.chunk = true;
+    call.ringRows = std::min(std::max<int64_t>(model.windowSize - 1, 0), chunk.startPos);
+    const bool last = i + 1 == chunks.size();
+    logits = run("prefill", ids.subspan(size_t(chunk.startPos), size_t(chunk.tokens)),
+                 std::move(call), /*runReplay=*/last);
+    if (!logits)
+      return logits.status();
+  }
+  return logits;
 }
 
 Expected<HostTensor> Session::decode(int32_t id) {
@@ -252,7 +271,7 @@ Expected<HostTensor> Session::decode(int32_t id) {
 }
 
 Expected<HostTensor> Session::run(const std::string &programName, std::span<const int32_t> ids,
-                                  CallInfo call) {
+                                  CallInfo call, bool runReplay) {
   const PlanModel &plan = engine_.plan();
   const Program *program = plan.program(programName);
   if (!program)
@@ -451,9 +470,14 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
     replayCall.startPos = call.startPos + call.tokens - rows;
     replayCall.tokens = rows;
     replayCall.chunk = true;
+    replayCall.ringRows = 0; // the replay's window starts at its first row
   }
   for (; l < program->launches.size(); ++l) {
     const Launch &launch = program->launches[l];
+    // An earlier chunk of a chunked CED prefill: the replay is the last
+    // chunk's (its slots stay zero and unread).
+    if (launch.replay && !runReplay)
+      continue;
     for (HostTensor *t : bornAt[l])
       std::memset(t->bytes(), 0, t->byteSize());
     for (int64_t v : launch.outputs)

@@ -23,7 +23,9 @@ int64_t resolveDim(int64_t dim, int64_t ratio, int64_t startPos, int64_t tokens,
   case kCompressedLength:
     return (startPos + tokens) / ratio;
   case kWindowRows:
-    return startPos == 0 ? tokens : ratio;
+    // A prefill chunk reads min(W-1, startPos) ring rows before its own
+    // (chunks have >= W tokens); decode (one token past 0) the ring's W.
+    return startPos == 0 || tokens > 1 ? tokens + std::min(ratio - 1, startPos) : ratio;
   default:
     return dim;
   }
@@ -257,6 +259,21 @@ Expected<uint64_t> planStateBytes(const PlanModel &plan) {
   return total;
 }
 
+std::vector<PrefillChunk> prefillChunks(int64_t promptTokens, int64_t chunk) {
+  if (chunk <= 0 || promptTokens <= chunk)
+    return {{0, promptTokens}};
+  const int64_t n = (promptTokens + chunk - 1) / chunk;
+  std::vector<PrefillChunk> chunks;
+  chunks.reserve(size_t(n));
+  for (int64_t i = 0; i < n; ++i) {
+    // floor(i·S/n) without overflow for any S below 2^62 / n.
+    const int64_t begin = i * (promptTokens / n) + (i * (promptTokens % n)) / n;
+    const int64_t end = (i + 1) * (promptTokens / n) + ((i + 1) * (promptTokens % n)) / n;
+    chunks.push_back({begin, end - begin});
+  }
+  return chunks;
+}
+
 Expected<PlanMemorySummary> summarizePlanMemory(const PlanModel &plan, int64_t prefillTokens,
                                                 int64_t decodePosition) {
   PlanMemorySummary summary;
@@ -271,18 +288,27 @@ Expected<PlanMemorySummary> summarizePlanMemory(const PlanModel &plan, int64_t p
   int64_t maxLen = std::max<int64_t>(plan.model.maxSeqLen, 1);
   int64_t s = prefillTokens > 0 ? prefillTokens : maxLen;
   int64_t pos = decodePosition >= 0 ? decodePosition : std::max<int64_t>(maxLen - 1, 1);
-  struct Phase {
-    const char *phase, *program;
-    int64_t tokens, start;
-  };
-  for (const Phase &ph : {Phase{"prefill", "prefill", s, 0}, Phase{"decode", "decode", 1, pos}}) {
-    const Program *program = plan.program(ph.program);
-    if (!program)
-      continue;
-    Expected<MemoryPlan> m = planMemory(plan, *program, ph.tokens, ph.start);
+  if (const Program *prefill = plan.program("prefill")) {
+    PhaseMemory phase{"prefill", "prefill", 0, 0, 0, 0, s, 0};
+    for (const PrefillChunk &chunk : prefillChunks(s, plan.model.prefillChunk)) {
+      Expected<MemoryPlan> m = planMemory(plan, *prefill, chunk.tokens, chunk.startPos);
+      if (!m)
+        return m.status();
+      ++phase.chunks;
+      if (m->peakBytes >= phase.peakBytes) {
+        phase.tokens = chunk.tokens;
+        phase.startPos = chunk.startPos;
+        phase.peakBytes = m->peakBytes;
+        phase.sumBytes = m->sumBytes;
+      }
+    }
+    summary.phases.push_back(phase);
+  }
+  if (const Program *decode = plan.program("decode")) {
+    Expected<MemoryPlan> m = planMemory(plan, *decode, 1, pos);
     if (!m)
       return m.status();
-    summary.phases.push_back({ph.phase, ph.program, ph.tokens, ph.start, m->peakBytes, m->sumBytes});
+    summary.phases.push_back({"decode", "decode", 1, pos, m->peakBytes, m->sumBytes, 1, 1});
   }
   return summary;
 }

@@ -171,6 +171,7 @@ flatbuffers::Offset<fb::ModelFacts> writeFacts(Builder &b, const PlanModelFacts 
   f.add_engram_token_map(map);
   f.add_engram_compressed_vocab_size(m.engramCompressedVocabSize);
   f.add_ced_replay_tokens(m.cedReplayTokens);
+  f.add_prefill_chunk(m.prefillChunk);
   return f.Finish();
 }
 
@@ -345,6 +346,7 @@ Expected<PlanModel> fromBuffer(const fb::Plan &root) {
     f.engramTokenMap = readLongs(m->engram_token_map());
     f.engramCompressedVocabSize = m->engram_compressed_vocab_size();
     f.cedReplayTokens = m->ced_replay_tokens();
+    f.prefillChunk = m->prefill_chunk();
   } else {
     return dataLoss(corrupt("the plan has no model facts table"));
   }
@@ -554,10 +556,30 @@ Status checkFacts(const PlanModelFacts &m) {
       {"indexNHeads", m.indexNHeads}, {"indexTopk", m.indexTopk},
       {"cedSplitLayer", m.cedSplitLayer}, {"maxSeqLen", m.maxSeqLen},
       {"engramCompressedVocabSize", m.engramCompressedVocabSize},
-      {"cedReplayTokens", m.cedReplayTokens}};
+      {"cedReplayTokens", m.cedReplayTokens}, {"prefillChunk", m.prefillChunk}};
   for (const auto &[name, value] : counts)
     if (value < 0)
       return invalidArgument(fmt::format("model: {} is {}, must not be negative", name, value));
+  // Chunked prefill (docs/runtime.md): chunks of more than C/2 tokens must
+  // cover a window (continuation chunks read W-1 ring rows plus >= W rows of
+  // their own) and, in a CED plan, the replayed rows (only the last chunk
+  // replays).
+  if (m.prefillChunk > 0) {
+    if (m.prefillChunk < 2 * m.windowSize)
+      return invalidArgument(fmt::format(
+          "model: prefillChunk is {}, expected 0 (no chunking) or at least 2 x windowSize = {}",
+          m.prefillChunk, 2 * m.windowSize));
+    if (m.prefillChunk < 2 * m.cedReplayTokens)
+      return invalidArgument(fmt::format(
+          "model: prefillChunk is {}, expected at least 2 x cedReplayTokens = {} (the last chunk "
+          "holds the CED replay)",
+          m.prefillChunk, 2 * m.cedReplayTokens));
+    if (m.layerBoundaries)
+      return invalidArgument(fmt::format(
+          "model: prefillChunk is {} in a conformance plan (layerBoundaries), expected 0: "
+          "boundary dumps cover the whole prompt",
+          m.prefillChunk));
+  }
   if (m.maxBatch < 1)
     return invalidArgument(fmt::format("model: maxBatch is {}, must be at least 1", m.maxBatch));
   if (m.cedMode != "full" && m.cedMode != "bounded" && m.cedMode != "exact")

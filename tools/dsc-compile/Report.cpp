@@ -163,7 +163,13 @@ json::Value dsc::tools::reportToJson(const Report &report) {
     for (const runtime::PhaseMemory &phase : report.memory->phases) {
       peak[phase.phase] = int64_t(phase.peakBytes);
       sum[phase.phase] = int64_t(phase.sumBytes);
-      tokens[phase.phase] = json::Object{{"tokens", phase.tokens}, {"start", phase.startPos}};
+      json::Object call{{"tokens", phase.tokens}, {"start", phase.startPos}};
+      if (phase.phase == "prefill") {
+        call["prompt_tokens"] = phase.promptTokens;
+        call["chunks"] = phase.chunks;
+        call["prefill_chunk"] = report.prefillChunk;
+      }
+      tokens[phase.phase] = std::move(call);
     }
     memory["weights_bytes"] = int64_t(report.memory->weightBytes);
     memory["state_bytes"] = int64_t(report.memory->stateBytes);
@@ -284,10 +290,14 @@ void dsc::tools::printReportText(const Report &report, llvm::raw_ostream &os) {
     auto gib = [](uint64_t b) { return llvm::format("%.3f GiB", double(b) / double(1ull << 30)); };
     os << "memory: weights " << gib(report.memory->weightBytes) << ", state per sequence "
        << gib(report.memory->stateBytes) << "\n";
-    for (const runtime::PhaseMemory &phase : report.memory->phases)
-      os << "  " << phase.program << " (" << phase.tokens << " tokens at " << phase.startPos
-         << "): activation peak " << gib(phase.peakBytes) << " (" << gib(phase.sumBytes)
+    for (const runtime::PhaseMemory &phase : report.memory->phases) {
+      os << "  " << phase.program << " (" << phase.tokens << " tokens at " << phase.startPos;
+      if (phase.phase == "prefill")
+        os << "; the largest of " << phase.chunks << " chunk" << (phase.chunks == 1 ? "" : "s")
+           << " of a " << phase.promptTokens << "-token prompt";
+      os << "): activation peak " << gib(phase.peakBytes) << " (" << gib(phase.sumBytes)
          << " without reuse)\n";
+    }
   }
   const ParameterCounts &p = report.params;
   os << "\nparameters: backbone " << billions(p.backboneTotal) << ", Engram "

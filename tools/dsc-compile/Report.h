@@ -81,6 +81,7 @@ struct Report {
   /// Activation arena peaks per phase at the plan's limits (runtime/MemoryPlan.h).
   std::optional<runtime::PlanMemorySummary> memory;
   std::string memoryError; ///< why no memory plan exists at these limits
+  int64_t prefillChunk = 0; ///< the plan's PlanModelFacts::prefillChunk
   std::map<std::string, double> activatedPrefillByMode;
   int64_t distinctKernels = 0;
   /// One per distinct kernel name, sorted by name.

@@ -78,6 +78,14 @@ static cl::opt<std::string> emitEngramMap(
     "emit-engram-map", cl::desc("Write the Engram token map computed from --tokenizer"),
     cl::value_desc("file"), cl::cat(category));
 
+/// Default prefill chunk (tokens per prefill call): what vLLM and SGLang
+/// schedule per step by default; long prompts then plan C x S transients.
+static constexpr int64_t kDefaultPrefillChunk = 8192;
+static cl::opt<int64_t> prefillChunk(
+    "prefill-chunk",
+    cl::desc("Longest prefill call: longer prompts run in chunks of near-equal size (default "
+             "8192, at least 2 x window and 2 x CED replay rows; 0: one call)"),
+    cl::init(0), cl::cat(category));
 static cl::list<std::string> fuseKernels(
     "fuse",
     cl::desc("Fused kernel groups (ds-fuse-kernels): all (default), none, or a comma list of "
@@ -217,6 +225,26 @@ int main(int argc, char **argv) {
     std::string error;
     if (!dsc::ds::lowerModuleToPlan(*module, facts, plan, error))
       return fail("lowering to a plan failed: " + error);
+    // Chunked prefill: chunks must hold a window and a CED replay twice
+    // over (PlanModel.h); the default is kDefaultPrefillChunk, raised to
+    // those minimums, and 0 (one call) for conformance plans.
+    dsc::runtime::PlanModelFacts &m = plan.model;
+    const int64_t minimum = std::max<int64_t>(2 * m.windowSize, 2 * m.cedReplayTokens);
+    if (prefillChunk.getNumOccurrences() == 0) {
+      m.prefillChunk = layerBoundaries ? 0 : std::max(kDefaultPrefillChunk, minimum);
+    } else {
+      if (prefillChunk < 0 || (prefillChunk > 0 && prefillChunk < minimum))
+        return fail("--prefill-chunk is " + std::to_string(int64_t(prefillChunk)) +
+                    ", expected 0 (one call) or at least " + std::to_string(minimum) +
+                    " (2 x window " + std::to_string(m.windowSize) +
+                    (m.cedReplayTokens > 0 ? ", 2 x CED replay rows " + std::to_string(m.cedReplayTokens)
+                                           : std::string()) +
+                    ")");
+      if (prefillChunk > 0 && layerBoundaries)
+        return fail("--prefill-chunk cannot be combined with --layer-boundaries (boundary dumps "
+                    "cover the whole prompt)");
+      m.prefillChunk = prefillChunk;
+    }
   }
   // The plan's kernels, compiled for -o and for the report's `kernels`
   // resources (through the content-keyed cache: a warm report run costs
@@ -281,6 +309,7 @@ int main(int argc, char **argv) {
     }
     r.fused = !fuseGroups.empty();
     r.distinctKernels = int64_t(plan.kernels.size());
+    r.prefillChunk = plan.model.prefillChunk;
     r.ced = dsc::ds::summarizeCed(*module);
     // The unchunked prefill's N² transients can exceed any arena at long
     // limits: the report says so instead of failing.

@@ -41,7 +41,7 @@ CompiledCase compileCasePlan(const std::string &caseDir, const std::string &cedM
     return result;
   }
   mlir::PassManager pm(&context);
-  ds::buildAnalysisPipeline(pm, cedMode);
+  ds::buildAnalysisPipeline(pm, cedMode, {"all"}); // dsc-compile's default fusion
   if (mlir::failed(pm.run(*module))) {
     error = "the analysis pipeline failed";
     return result;

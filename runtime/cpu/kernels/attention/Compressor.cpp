@@ -21,9 +21,7 @@ void CompressorState::reset(int64_t r, int64_t d) {
 int64_t compressorLatentCount(int64_t ratio, int64_t startPos, int64_t S) {
   if (ratio <= 1)
     return S;
-  if (startPos == 0)
-    return S / ratio;
-  return (startPos + 1) % ratio == 0 ? 1 : 0;
+  return (startPos + S) / ratio - startPos / ratio;
 }
 
 namespace {
@@ -53,7 +51,7 @@ void poolGroup(const float *kv, const float *score, int64_t r, int64_t d, float 
 int64_t compressorForward(const CompressorWeights &w, const uint16_t *x, int64_t S,
                           int64_t startPos, CompressorState *state, uint16_t *latents) {
   const int64_t r = w.ratio, d = w.headDim;
-  assert(r >= 1 && (startPos == 0 || S == 1));
+  assert(r >= 1 && startPos >= 0);
   if (r == 1) {
     std::vector<uint16_t> lin(static_cast<size_t>(S * d));
     linearBf16(x, S, w.dim, w.wkv, d, lin.data());
@@ -68,27 +66,34 @@ int64_t compressorForward(const CompressorWeights &w, const uint16_t *x, int64_t
   linearF32(xf.data(), S, w.dim, w.wkv, d, kv.data());
   linearF32(xf.data(), S, w.dim, w.wgate, d, score.data());
 
+  // Token p belongs to group p / r, slot p % r. A group that starts and
+  // ends inside this call is pooled from the call's rows and leaves the
+  // state alone (the reference's prefill); a token of a group that started
+  // in an earlier call or ends in a later one goes to its state slot, and a
+  // group finished from the state is pooled there (the reference's decode).
+  // The pooled fp32 values are the same either way, so prefill, decode and
+  // prefill chunks of any split produce identical latents and states.
   const int64_t n = compressorLatentCount(r, startPos, S);
   std::vector<float> pooled(static_cast<size_t>(n * d));
-  if (startPos == 0) {
-    const int64_t cutoff = n * r;
-    for (int64_t j = 0; j < n; ++j)
-      poolGroup(kv.data() + j * r * d, score.data() + j * r * d, r, d, pooled.data() + j * d);
-    for (int64_t i = 0; i < S - cutoff; ++i)
-      for (int64_t c = 0; c < d; ++c) {
-        state->kv[static_cast<size_t>(i * d + c)] = kv[static_cast<size_t>((cutoff + i) * d + c)];
-        state->score[static_cast<size_t>(i * d + c)] =
-            score[static_cast<size_t>((cutoff + i) * d + c)];
-      }
-  } else {
-    const int64_t slot = startPos % r;
-    for (int64_t c = 0; c < d; ++c) {
-      state->kv[static_cast<size_t>(slot * d + c)] = kv[static_cast<size_t>(c)];
-      state->score[static_cast<size_t>(slot * d + c)] = score[static_cast<size_t>(c)];
+  int64_t emitted = 0;
+  const int64_t end = startPos + S;
+  for (int64_t p = startPos; p < end; ++p) {
+    const int64_t slot = p % r, groupStart = p - slot, groupEnd = groupStart + r;
+    const int64_t t = p - startPos;
+    if (groupStart >= startPos && groupEnd <= end) {
+      if (slot == r - 1)
+        poolGroup(kv.data() + (t - slot) * d, score.data() + (t - slot) * d, r, d,
+                  pooled.data() + (emitted++) * d);
+      continue;
     }
-    if (n == 1)
-      poolGroup(state->kv.data(), state->score.data(), r, d, pooled.data());
+    for (int64_t c = 0; c < d; ++c) {
+      state->kv[static_cast<size_t>(slot * d + c)] = kv[static_cast<size_t>(t * d + c)];
+      state->score[static_cast<size_t>(slot * d + c)] = score[static_cast<size_t>(t * d + c)];
+    }
+    if (slot == r - 1)
+      poolGroup(state->kv.data(), state->score.data(), r, d, pooled.data() + (emitted++) * d);
   }
+  assert(emitted == n);
   if (n == 0)
     return 0;
   std::vector<uint16_t> pooledBf16(static_cast<size_t>(n * d));

@@ -9,9 +9,9 @@
 //     m = max, e = exp(s - m), sum = ((0 + e0) + e1) + ..., w = e / sum (true
 //     division, torch's non-last-dim softmax); pooled = sum_r kv_r * w_r in
 //     fp32 (index order); bf16 cast, THEN RMSNorm (compressor.norm) -> bf16.
-//     Prefill with S % r != 0 keeps the trailing tokens in state slots
-//     0..S%r-1; decode writes slot p % r and emits one latent when
-//     (p+1) % r == 0, pooled from the whole state.
+//     Any call (prefill, a prefill chunk, decode) writes token p to state
+//     slot p % r and emits one latent when (p+1) % r == 0, pooled from the
+//     whole group; the slots of an unfinished group stay for the next call.
 //   - ratio 1: latent = RMSNorm(bf16 linear(x, wkv)) (linearBf16), one per
 //     token, no gate, no state.
 //   - latent j stands for position j*r; the latents returned here are
@@ -52,8 +52,8 @@ struct CompressorWeights {
   float eps = 1e-20f;
 };
 
-/// Latents emitted by a call: S / r in prefill, 0 or 1 in decode (r > 1),
-/// S for r == 1. The first is group startPos / r.
+/// Latents emitted by a call: (startPos + S) / r - startPos / r (S / r in
+/// prefill, 0 or 1 in decode), S for r == 1. The first is group startPos / r.
 int64_t compressorLatentCount(int64_t ratio, int64_t startPos, int64_t S);
 
 /// x: bf16 [S, dim] (attn_norm output). Writes compressorLatentCount(...)

@@ -9,12 +9,20 @@
 
 namespace dsc::cpu {
 
-int64_t windowIdxWidth(int64_t startPos, int64_t S, int64_t window) {
-  return startPos == 0 ? std::min(S, window) : window;
+int64_t windowIdxWidth(int64_t startPos, int64_t S, int64_t window, int64_t ringRows) {
+  return startPos == 0 || S > 1 ? std::min(ringRows + S, window) : window;
 }
 
-int64_t windowKvRows(int64_t startPos, int64_t S, int64_t window) {
-  return startPos == 0 ? S : window;
+int64_t windowKvRows(int64_t startPos, int64_t S, int64_t window, int64_t ringRows) {
+  return startPos == 0 || S > 1 ? ringRows + S : window;
+}
+
+void windowRingPrefix(const KvRecordPool &ring, int64_t window, int64_t pos0, int64_t ringRows,
+                      float *rowsOut) {
+  assert(ringRows < window && ringRows <= pos0);
+  const int64_t headDim = ring.values();
+  for (int64_t i = 0; i < ringRows; ++i)
+    ring.read((pos0 - ringRows + i) % window, rowsOut + i * headDim);
 }
 
 void windowKvPrefill(const uint16_t *kv, int64_t S, int64_t headDim, const KvRecordPool &ring,
@@ -46,13 +54,14 @@ void windowKvDecode(const uint16_t *kv, int64_t headDim, int64_t pos, const KvRe
     ring.read(s, ringOut + s * headDim);
 }
 
-void windowIdxPrefill(int64_t S, int64_t window, int32_t *idx) {
-  const int64_t width = std::min(S, window);
+void windowIdxPrefill(int64_t S, int64_t window, int32_t *idx, int64_t ringRows) {
+  const int64_t width = std::min(ringRows + S, window);
   for (int64_t t = 0; t < S; ++t) {
-    const int64_t first = std::max<int64_t>(t - window + 1, 0);
+    const int64_t row = ringRows + t; // the query's own row
+    const int64_t first = std::max<int64_t>(row - window + 1, 0);
     for (int64_t k = 0; k < width; ++k) {
       const int64_t j = first + k;
-      idx[t * width + k] = j > t ? -1 : static_cast<int32_t>(j);
+      idx[t * width + k] = j > row ? -1 : static_cast<int32_t>(j);
     }
   }
 }

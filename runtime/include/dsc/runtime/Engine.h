@@ -61,6 +61,11 @@ struct CallInfo {
   /// and for CED replayed launches (startPos = S - R', tokens = R'); false in
   /// decode (the window source is the ring).
   bool chunk = false;
+  /// A continuation chunk of a chunked prefill (PlanModelFacts::prefillChunk):
+  /// the window also reads the min(W-1, startPos) positions before the chunk
+  /// from the ring, ahead of the chunk's own rows (docs/runtime.md). 0 for a
+  /// first chunk, a CED replay and decode.
+  int64_t ringRows = 0;
 };
 
 class SessionObserver {
@@ -157,8 +162,9 @@ public:
   explicit Session(Engine &engine);
   ~Session();
 
-  /// Runs `prefill` on the prompt from position 0; returns the program's
-  /// logits output (f32 [1, vocab], or [S, vocab] in conformance plans).
+  /// Runs `prefill` on the prompt from position 0, in chunks when the plan
+  /// says so (PlanModelFacts::prefillChunk); returns the program's logits
+  /// output (f32 [1, vocab], or [S, vocab] in conformance plans).
   Expected<HostTensor> prefill(std::span<const int32_t> ids);
   /// Runs `decode` on one token at the next position.
   Expected<HostTensor> decode(int32_t id);
@@ -180,8 +186,10 @@ public:
   const SessionMemoryStats *memoryStats(const std::string &program) const;
 
 private:
+  /// One call of `programName`; `runReplay` false skips CED replayed
+  /// launches (the earlier chunks of a chunked prefill).
   Expected<HostTensor> run(const std::string &programName, std::span<const int32_t> ids,
-                           CallInfo call);
+                           CallInfo call, bool runReplay = true);
 
   Engine &engine_;
   SessionObserver *observer_ = nullptr;

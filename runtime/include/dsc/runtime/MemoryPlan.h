@@ -34,11 +34,11 @@
 // lower bound no placement can beat); sumBytes = the sum of aligned bytes
 // (what one allocation per slot costs).
 //
-// Not planned yet: chunked prefill (S is the whole prompt here) and the tiled
-// indexer; today's unchunked prefill holds the indexer's and attention's
-// S x S scores as activations, so the prefill peak grows as S^2
-// (docs/runtime.md, "Memory planning"). Transient scratch a backend allocates
-// inside a launch (CUDA scratch buffers) is not counted.
+// A prefill call is one chunk (prefillChunks): its indexer scores are
+// [tokens, kCompressedLength], so a chunked prefill's peak grows with C·S,
+// not S² (docs/runtime.md, "Memory planning"); summarizePlanMemory takes
+// the largest chunk peak. Transient scratch a backend allocates inside a
+// launch (CUDA scratch buffers) is not counted.
 //===----------------------------------------------------------------------===//
 #ifndef DSC_RUNTIME_MEMORYPLAN_H
 #define DSC_RUNTIME_MEMORYPLAN_H
@@ -63,6 +63,16 @@ int64_t resolveDim(int64_t dim, int64_t param, int64_t startPos, int64_t tokens)
 /// replayTokens is 0: a plan without replay).
 int64_t resolveDim(int64_t dim, int64_t param, int64_t startPos, int64_t tokens,
                    int64_t replayTokens);
+
+/// One call of a chunked prefill: tokens [startPos, startPos + tokens).
+struct PrefillChunk {
+  int64_t startPos = 0, tokens = 0;
+};
+/// The calls a prompt of `promptTokens` runs as with chunk size `chunk`
+/// (PlanModelFacts::prefillChunk): one call when chunk <= 0 or the prompt
+/// fits, else n = ceil(S/C) chunks of near-equal size (chunk i starts at
+/// floor(i·S/n)), each at most C and at least C/2 tokens.
+std::vector<PrefillChunk> prefillChunks(int64_t promptTokens, int64_t chunk);
 
 /// One value slot of the program.
 struct ValueMemory {
@@ -114,14 +124,16 @@ struct PhaseMemory {
   std::string program; ///< plan program
   int64_t tokens = 0, startPos = 0;
   uint64_t peakBytes = 0, sumBytes = 0;
+  int64_t promptTokens = 0, chunks = 1; ///< prefill: the prompt and its calls
 };
 struct PlanMemorySummary {
   uint64_t weightBytes = 0, stateBytes = 0;
   std::vector<PhaseMemory> phases; ///< those of the plan's programs that exist
 };
-/// prefill: `prefillTokens` from position 0 (<= 0: model.maxSeqLen);
-/// decode: 1 token at `decodePosition` (< 0: model.maxSeqLen - 1, the
-/// largest compressed lengths).
+/// prefill: a prompt of `prefillTokens` (<= 0: model.maxSeqLen) in the plan's
+/// chunks (the largest peak over its calls; `tokens`/`startPos` name that
+/// call, `chunks` counts them); decode: 1 token at `decodePosition` (< 0:
+/// model.maxSeqLen - 1, the largest compressed lengths).
 Expected<PlanMemorySummary> summarizePlanMemory(const PlanModel &plan, int64_t prefillTokens,
                                                 int64_t decodePosition = -1);
 

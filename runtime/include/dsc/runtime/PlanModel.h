@@ -73,6 +73,13 @@ struct PlanModelFacts {
   /// cedSplitLayer on (launches with Launch::replay); 0 = no replay.
   int64_t cedReplayTokens = 0;
   bool layerBoundaries = false; ///< conformance plan (dsc-compile --layer-boundaries)
+  /// Chunked prefill (dsc-compile --prefill-chunk): a prompt longer than C
+  /// runs as ceil(S/C) calls of near-equal size, each at least C/2
+  /// (prefillChunks in MemoryPlan.h), each continuing the states of the one
+  /// before; 0: one call. C >= 2·windowSize (a continuation chunk covers a
+  /// window) and >= 2·cedReplayTokens (the last chunk holds the replay),
+  /// checked by verifyPlan.
+  int64_t prefillChunk = 0;
   /// Engram token map (token id -> compressed id); empty without Engram.
   std::vector<int64_t> engramTokenMap;
   int64_t engramCompressedVocabSize = 0;
