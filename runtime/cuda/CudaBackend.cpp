@@ -249,16 +249,19 @@ public:
     return Status::ok();
   }
 
+  /// Continuation chunks need CUDA kernels for the ring prefix and straddling
+  /// compressor groups (not written yet): long prompts run as one call.
+  bool runsPrefillChunks() const override { return false; }
+
   Expected<bool> beginLaunches(const runtime::PlanModel &plan, const runtime::CallInfo &call,
                                const runtime::Program &program,
                                std::span<HostTensor *const> values, bool graphable) override {
     // Continuation chunks of a chunked prefill (window prefix from the ring,
-    // compressor groups across calls) have CPU kernels only so far.
+    // compressor groups across calls) have CPU kernels only so far; the
+    // Session runs prompts as one call here (runsPrefillChunks).
     if (call.ringRows > 0 || (call.chunk && call.startPos > 0 && program.name == "prefill"))
-      return runtime::failedPrecondition(
-          "prefill: a prompt of more than " + std::to_string(plan.model.prefillChunk) +
-          " tokens runs in chunks, which the CUDA backend does not run yet (CPU backend only); "
-          "compile with a larger --prefill-chunk or --prefill-chunk 0");
+      return runtime::internalError("prefill: a continuation chunk reached the CUDA backend, "
+                                    "which runs prompts as one call");
     std::lock_guard<std::mutex> lock(mutex_);
     if (Status s = makeCurrentStatus(); !s)
       return s;

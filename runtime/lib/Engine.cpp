@@ -235,7 +235,9 @@ Expected<HostTensor> Session::prefill(std::span<const int32_t> ids) {
   // states of the one before; a continuation chunk's window also reads the
   // ring's last rows; only the last chunk runs a CED plan's replayed
   // launches (it holds >= 2R' rows) and its logits are the result.
-  const std::vector<PrefillChunk> chunks = prefillChunks(int64_t(ids.size()), model.prefillChunk);
+  const std::vector<PrefillChunk> chunks =
+      prefillChunks(int64_t(ids.size()),
+                    engine_.backend().runsPrefillChunks() ? model.prefillChunk : 0);
   Expected<HostTensor> logits = failedPrecondition("prefill: no chunk ran");
   for (size_t i = 0; i < chunks.size(); ++i) {
     const PrefillChunk &chunk = chunks[i];

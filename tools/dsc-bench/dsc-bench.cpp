@@ -437,7 +437,12 @@ static int runMain(int argc, char **argv) {
   double stepBytes = bytes.weights + kvBytes;
   double rooflineMs = bandwidth > 0 ? stepBytes / (bandwidth * 1e9) * 1e3 : NAN;
   const Program *decodeProgram = plan.program("decode");
-  int64_t launches = decodeProgram ? int64_t(decodeProgram->launches.size()) : 0;
+  // Kernel launches of the plan (a fused kernel counts once) and the steps
+  // the backends run today (a fused kernel's steps one by one).
+  int64_t launches = 0, steps = decodeProgram ? int64_t(decodeProgram->launches.size()) : 0;
+  if (decodeProgram)
+    for (auto [layer, n] : launchesByLayer(*decodeProgram))
+      launches += n;
 
   std::vector<double> sorted = stepMs;
   std::sort(sorted.begin(), sorted.end());
@@ -460,7 +465,7 @@ static int runMain(int argc, char **argv) {
                "  weights           %s (ready in %.2f s)\n"
                "  prefill           %lld tokens in %.3f ms = %.1f tokens/s\n"
                "  decode            %lld steps: mean %.3f ms, p50 %.3f ms, min %.3f ms (%.1f tokens/s)\n"
-               "  launches / step   %lld (plan launches)\n"
+               "  launches / step   %lld (plan kernel launches; %lld steps run)\n"
                "  bytes / step      %s (weights %s + KV %s, mean over steps)\n"
                "  bandwidth         %.1f GB/s (%s)\n"
                "  roofline / step   %.4f ms; measured / roofline = %.2f\n"
@@ -471,7 +476,7 @@ static int runMain(int argc, char **argv) {
                loadSeconds, (long long)prefillLen, 1e3 * prefillSeconds,
                prefillSeconds > 0 ? double(prefillLen) / prefillSeconds : 0.0,
                (long long)decodeSteps, meanMs, p50Ms, minMs, meanMs > 0 ? 1e3 / meanMs : 0.0,
-               (long long)launches, humanBytes(stepBytes).c_str(), humanBytes(bytes.weights).c_str(),
+               (long long)launches, (long long)steps, humanBytes(stepBytes).c_str(), humanBytes(bytes.weights).c_str(),
                humanBytes(kvBytes).c_str(), bandwidth, bandwidthSource.c_str(), rooflineMs,
                overRoofline, logitsFinite ? "yes" : "NO", (long long)nonFinite, (long long)checked);
 
@@ -492,7 +497,8 @@ static int runMain(int argc, char **argv) {
       ", \"tokens_per_s\": " + num(prefillSeconds > 0 ? double(prefillLen) / prefillSeconds : NAN) +
       "}, \"decode\": {\"steps\": " + std::to_string(decodeSteps) + ", \"mean_ms\": " + num(meanMs) +
       ", \"p50_ms\": " + num(p50Ms) + ", \"min_ms\": " + num(minMs) +
-      ", \"launches_per_step\": " + std::to_string(launches) + ", \"bytes_per_step\": " +
+      ", \"launches_per_step\": " + std::to_string(launches) +
+      ", \"steps_per_step\": " + std::to_string(steps) + ", \"bytes_per_step\": " +
       num(stepBytes) + ", \"weight_bytes_per_step\": " + num(bytes.weights) +
       ", \"kv_bytes_per_step\": " + num(kvBytes) + ", \"topk\": " + std::to_string(bytes.topk) +
       ", \"roofline_ms\": " + num(rooflineMs) + ", \"measured_over_roofline\": " +

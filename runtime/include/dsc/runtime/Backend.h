@@ -85,6 +85,10 @@ public:
   virtual void release(const HostTensor &) {}
   /// Whether tensors live elsewhere than the host (observers then cost copies).
   virtual bool deviceResident() const { return false; }
+  /// Whether the kernels run continuation chunks of a chunked prefill
+  /// (CallInfo::ringRows, compressor groups across calls). Without, the
+  /// Session runs a long prompt as one prefill call, as an unchunked plan.
+  virtual bool runsPrefillChunks() const { return true; }
   /// Writes `bytes` bytes at byte `offset` of t's backing store: the host
   /// storage here, the device twin in a device backend (where t may be a
   /// described tensor without host storage). Streams weights in bounded chunks
