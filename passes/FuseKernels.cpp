@@ -19,7 +19,9 @@
 //                          source's state writes);
 //   indexer                index_queries + the head-weight linear +
 //                          indexer_score [+ candidate_blocks] + indexer_topk
-//                          (the [S, T] scores never leave the kernel);
+//                          (the [S, T] scores never leave the kernel), row
+//                          tiled: tile_rows = indexer-tile-rows (128), so
+//                          the scores exist one [128, T] tile at a time;
 //   attention              sparse_attention + inverse RoPE;
 //   moe                    moe_gate + moe_experts;
 //   engram                 engram_lookup + its projection + engram_gate.
@@ -64,7 +66,8 @@ template <typename OpT> OpT producedIn(Value v, Block &block) {
 
 class LayerFuser {
 public:
-  LayerFuser(Block &block, const llvm::StringSet<> &enabled) : block_(block), enabled_(enabled) {}
+  LayerFuser(Block &block, const llvm::StringSet<> &enabled, int64_t indexerTileRows)
+      : block_(block), enabled_(enabled), indexerTileRows_(indexerTileRows) {}
 
   void run() {
     // Collected first, wrapped after: matching sees the unfused block.
@@ -213,7 +216,8 @@ private:
     OpBuilder builder(last);
     builder.setInsertionPointAfter(last);
     auto fused = builder.create<FusedOp>(last->getLoc(), ValueRange(escaping).getTypes(),
-                                         builder.getStringAttr(kernel));
+                                         builder.getStringAttr(kernel),
+                                         builder.getI64IntegerAttr(kernel == "indexer" ? indexerTileRows_ : 0));
     Block *body = builder.createBlock(&fused.getBody());
     builder.setInsertionPointToEnd(body);
     auto yield = builder.create<FusedYieldOp>(last->getLoc(), escaping);
@@ -227,6 +231,7 @@ private:
 
   Block &block_;
   const llvm::StringSet<> &enabled_;
+  int64_t indexerTileRows_;
   llvm::SmallPtrSet<Operation *, 32> taken_;
 };
 
@@ -253,8 +258,13 @@ struct FuseKernelsPass : public dsc::ds::impl::FuseKernelsBase<FuseKernelsPass> 
     if (enabled.contains("attention_projections")) {
       enabled.insert("window_kv_projection");
     }
+    if (indexerTileRows < 0) {
+      getOperation().emitError() << "ds-fuse-kernels: indexer-tile-rows is " << indexerTileRows
+                                 << ", expected >= 0 (0: untiled)";
+      return signalPassFailure();
+    }
     getOperation().walk([&](LayerOp layer) {
-      LayerFuser(layer.getBody().front(), enabled).run();
+      LayerFuser(layer.getBody().front(), enabled, indexerTileRows).run();
     });
   }
 };

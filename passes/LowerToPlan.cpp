@@ -218,7 +218,7 @@ bool PlanLowering::lowerLayer(LayerOp layer) {
 
 /// The body's ops become consecutive launches of one Program::fusions entry.
 bool PlanLowering::lowerFused(FusedOp fused, int64_t layer) {
-  program_->fusions.push_back({fused.getKernel().str(), layer});
+  program_->fusions.push_back({fused.getKernel().str(), layer, int64_t(fused.getTileRows())});
   fusion_ = int64_t(program_->fusions.size()) - 1;
   for (Operation &op : fused.getBody().front()) {
     if (auto yield = llvm::dyn_cast<FusedYieldOp>(op)) {

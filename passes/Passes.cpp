@@ -2,7 +2,8 @@
 #include "passes/Passes.h"
 
 void dsc::ds::buildAnalysisPipeline(mlir::OpPassManager &pm, llvm::StringRef cedMode,
-                                    llvm::ArrayRef<std::string> fuseKernels) {
+                                    llvm::ArrayRef<std::string> fuseKernels,
+                                    int64_t indexerTileRows) {
   pm.addPass(createVerifySchedule());
   pm.addPass(createPlanKv());
   if (cedMode != "full") {
@@ -12,6 +13,7 @@ void dsc::ds::buildAnalysisPipeline(mlir::OpPassManager &pm, llvm::StringRef ced
   if (!fuseKernels.empty()) {
     FuseKernelsOptions options;
     options.kernels = llvm::to_vector(fuseKernels);
+    options.indexerTileRows = indexerTileRows;
     pm.addPass(createFuseKernels(options));
   }
 }

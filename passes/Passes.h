@@ -18,9 +18,11 @@ namespace dsc::ds {
 
 /// The analysis pipeline dsc-compile runs on a freshly built module. A CED
 /// mode other than "full" adds ds-ced-split (and re-verifies the schedule);
-/// a non-empty `fuseKernels` (group names or "all") adds ds-fuse-kernels.
+/// a non-empty `fuseKernels` (group names or "all") adds ds-fuse-kernels
+/// with `indexerTileRows` rows per indexer tile.
 void buildAnalysisPipeline(mlir::OpPassManager &pm, llvm::StringRef cedMode = "full",
-                           llvm::ArrayRef<std::string> fuseKernels = {});
+                           llvm::ArrayRef<std::string> fuseKernels = {},
+                           int64_t indexerTileRows = 128);
 } // namespace dsc::ds
 
 #endif // DSC_PASSES_PASSES_H

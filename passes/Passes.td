@@ -74,7 +74,9 @@ def FuseKernels : Pass<"ds-fuse-kernels", "::mlir::ModuleOp"> {
     kernel launch after lowering: `mhc_entry` ([hc_post] + hc_mixes + hc_pre
     + rms_norm [+ the DSpark capture's copy_mean]), `attention_projections` (Q chain and window KV chain with
     the ring write), `compressor` (compressor + compress_kv + index_keys),
-    `indexer` (queries, head weights, scores, candidates, top-k), `attention`
+    `indexer` (queries, head weights, scores, candidates, top-k; row-tiled,
+    `tile_rows` = `indexer-tile-rows`, so its [S, T] scores exist one tile
+    at a time), `attention`
     (sparse attention + inverse RoPE), `moe` (gate + experts), `engram`
     (lookup + projection + gate). Groups stay inside a layer, so layer
     boundaries and CED replay marks are kept; values do not change, only
@@ -86,6 +88,8 @@ def FuseKernels : Pass<"ds-fuse-kernels", "::mlir::ModuleOp"> {
     ListOption<"kernels", "kernels", "std::string",
                "Groups to form: all (default) or any of mhc_entry, "
                "attention_projections, compressor, indexer, attention, moe, engram">,
+    Option<"indexerTileRows", "indexer-tile-rows", "int64_t", /*default=*/"128",
+           "Token rows per tile of the row-tiled indexer kernel (0: untiled)">,
   ];
 }
 

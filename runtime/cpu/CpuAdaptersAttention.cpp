@@ -264,7 +264,8 @@ Status indexerTopK(LaunchContext &c) {
     indexMaskCandidates(s.data(), c.inputs[1]->data<uint8_t>(), S, width);
   // Offset by the window rows attention puts first: S in prefill, W in decode.
   int64_t window = c.plan.model.windowSize;
-  int64_t offset = windowKvRows(windowPos(c), S, window, c.call.ringRows);
+  int64_t offset = c.call.windowRows >= 0 ? c.call.windowRows // a row tile: the call's
+                                          : windowKvRows(windowPos(c), S, window, c.call.ringRows);
   int64_t used = indexTopKWidth(k, width);
   std::vector<int32_t> idx(S * std::max<int64_t>(used, 1));
   if (used > 0)

@@ -252,6 +252,9 @@ public:
   /// Continuation chunks need CUDA kernels for the ring prefix and straddling
   /// compressor groups (not written yet): long prompts run as one call.
   bool runsPrefillChunks() const override { return false; }
+  /// Device twins are keyed by host tensor: row views made per tile have
+  /// none, so row-tiled fusions run whole here (untiled memory plan).
+  bool runsRowTiles() const override { return false; }
 
   Expected<bool> beginLaunches(const runtime::PlanModel &plan, const runtime::CallInfo &call,
                                const runtime::Program &program,

@@ -19,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 
 namespace dsc::runtime {
@@ -313,7 +314,9 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
   Backend &backend = engine_.backend();
   bool syncForObserver = observer_ && backend.deviceResident();
   // Size and place every activation of this call (validates every shape).
-  Expected<MemoryPlan> memoryPlan = planMemory(plan, *program, call.tokens, call.startPos);
+  const bool rowTiles = backend.runsRowTiles();
+  Expected<MemoryPlan> memoryPlan =
+      planMemory(plan, *program, call.tokens, call.startPos, /*capacity=*/false, rowTiles);
   if (!memoryPlan)
     return memoryPlan.status();
   const bool useArena = engine_.options().arena;
@@ -392,6 +395,13 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
     for (const LayerBoundary &b : program->boundaries)
       for (int64_t v : {b.stream, b.mix})
         lastUse[v] = std::max(lastUse[v], b.afterLaunch);
+  if (rowTiles) // a row-tiled fusion's steps rerun per tile: live to its end
+    for (const auto &[first, last] : rowTiledRanges(*program))
+      for (int64_t k = first; k <= last; ++k)
+        for (const std::vector<int64_t> *vs : {&program->launches[size_t(k)].inputs,
+                                               &program->launches[size_t(k)].outputs})
+          for (int64_t v : *vs)
+            lastUse[v] = std::max(lastUse[v], last);
   for (int64_t v : program->outputs)
     lastUse[v] = int64_t(program->launches.size());
   uint64_t liveBytes = 0, livePeak = 0;
@@ -474,25 +484,123 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
     replayCall.chunk = true;
     replayCall.ringRows = 0; // the replay's window starts at its first row
   }
-  for (; l < program->launches.size(); ++l) {
-    const Launch &launch = program->launches[l];
-    // An earlier chunk of a chunked CED prefill: the replay is the last
-    // chunk's (its slots stay zero and unread).
-    if (launch.replay && !runReplay)
-      continue;
-    for (HostTensor *t : bornAt[l])
+  // Row-tiled fusions (Fusion::tileRows, the indexer) run all their steps
+  // on one tile of rows at a time when the backend runs row tiles; their
+  // internal values hold one tile (planMemory with rowTiles).
+  const std::vector<int64_t> tiles =
+      rowTiles ? rowTiledValues(*program) : std::vector<int64_t>(program->values.size(), 0);
+  size_t tiledEnd = 0; // launches before it already ran in row tiles
+  // Values freed after launch k: those whose last use is k.
+  std::vector<std::vector<int64_t>> dieAt(program->launches.size());
+  for (size_t v = 0; v < program->values.size(); ++v)
+    if (lastUse[v] >= 0 && size_t(lastUse[v]) < program->launches.size())
+      dieAt[size_t(lastUse[v])].push_back(int64_t(v));
+  auto retireAt = [&](size_t k) {
+    for (int64_t v : dieAt[k])
+      if (isActivation(v) && allocated[v] == 1) {
+        allocated[v] = 2;
+        liveBytes -= resolved[v]->byteSize();
+      }
+  };
+  auto bornAndAllocate = [&](size_t k) {
+    for (HostTensor *t : bornAt[k])
       std::memset(t->bytes(), 0, t->byteSize());
-    for (int64_t v : launch.outputs)
+    for (int64_t v : program->launches[k].outputs)
       if (isActivation(v) && !allocated[v]) {
         allocated[v] = 1;
         liveBytes += resolved[v]->byteSize();
       }
     livePeak = std::max(livePeak, liveBytes);
     memory.stats.observedPeakBytes = livePeak;
+  };
+  auto launchError = [&](size_t k, const Status &status) {
+    const Launch &at = program->launches[k];
+    return status.withContext(programName + " launch " + std::to_string(k) + " (" +
+                              plan.kernels[at.kernel].name + ", layer " +
+                              std::to_string(at.layer) + "): ");
+  };
+  // Runs launches [first, end) of a row-tiled fusion, tile by tile.
+  auto runRowTiles = [&](size_t first, size_t end, const CallInfo &base) -> Status {
+    const int64_t tileRows = program->fusions[size_t(program->launches[first].fusion)].tileRows;
+    for (int64_t r0 = 0; r0 < base.tokens; r0 += tileRows) {
+      const int64_t rows = std::min(tileRows, base.tokens - r0);
+      CallInfo tile = base;
+      tile.startPos = base.startPos + r0;
+      tile.tokens = rows;
+      tile.windowRows = base.chunk ? base.ringRows + base.tokens : model.windowSize;
+      std::deque<HostTensor> views; // stable addresses for the contexts
+      auto operand = [&](int64_t v) -> Expected<HostTensor *> {
+        const ValueSlot &slot = program->values[v];
+        HostTensor *whole = resolved[v];
+        if (!isActivation(v) || slot.shape.empty() ||
+            (slot.shape[0] != kTokens && slot.shape[0] != kReplayTokens))
+          return whole;
+        const int64_t from = tiles[v] > 0 ? 0 : r0; // an internal value holds one tile
+        std::vector<int64_t> shape = whole->shape();
+        if (shape.empty() || from + rows > shape[0])
+          return internalError("row tile [" + std::to_string(r0) + ", " +
+                               std::to_string(r0 + rows) + ") outside value '" + slot.name + "'");
+        const size_t rowBytes = shape[0] > 0 ? whole->byteSize() / size_t(shape[0]) : 0;
+        shape[0] = rows;
+        HostTensor &view = views.emplace_back();
+        if (Status st = view.viewChecked(whole->dtype(), shape,
+                                         whole->bytes() + size_t(from) * rowBytes,
+                                         whole->byteSize() - size_t(from) * rowBytes,
+                                         /*alignment=*/dtypeSize(whole->dtype()));
+            !st)
+          return st;
+        return &view;
+      };
+      for (size_t k = first; k < end; ++k) {
+        const Launch &step = program->launches[k];
+        LaunchContext context{plan, *program, step, plan.kernels[step.kernel], tile, {}, {}, {}, {}, &call};
+        for (int64_t v : step.inputs) {
+          Expected<HostTensor *> t = operand(v);
+          if (!t)
+            return launchError(k, t.status());
+          context.inputs.push_back(*t);
+          context.inputSlots.push_back(&program->values[v]);
+        }
+        for (int64_t v : step.outputs) {
+          Expected<HostTensor *> t = operand(v);
+          if (!t)
+            return launchError(k, t.status());
+          if (tiles[v] > 0) // a fresh tile of an internal value
+            std::memset((*t)->bytes(), 0, (*t)->byteSize());
+          context.outputs.push_back(*t);
+          context.outputSlots.push_back(&program->values[v]);
+        }
+        if (Status status = backend.launch(context); !status)
+          return launchError(k, status);
+      }
+    }
+    return Status::ok();
+  };
+  for (; l < program->launches.size(); ++l) {
+    const Launch &launch = program->launches[l];
+    // An earlier chunk of a chunked CED prefill: the replay is the last
+    // chunk's (its slots stay zero and unread).
+    if (launch.replay && !runReplay) {
+      retireAt(l);
+      continue;
+    }
     if (launch.replay && (model.cedReplayTokens <= 0 || !call.chunk))
       return failAt(internalError(programName + " launch " + std::to_string(l) +
                                   ": a replayed launch outside a CED prefill"));
     const CallInfo &launchCall = launch.replay ? replayCall : call;
+    if (l >= tiledEnd && launch.fusion >= 0 && size_t(launch.fusion) < program->fusions.size() &&
+        program->fusions[size_t(launch.fusion)].tileRows > 0 && rowTiles) {
+      size_t end = l;
+      while (end < program->launches.size() && program->launches[end].fusion == launch.fusion)
+        ++end;
+      for (size_t k = l; k < end; ++k)
+        bornAndAllocate(k);
+      if (Status status = runRowTiles(l, end, launchCall); !status)
+        return failAt(status);
+      tiledEnd = end;
+    } else if (l >= tiledEnd) {
+      bornAndAllocate(l);
+    }
     LaunchContext context{plan, *program, launch, plan.kernels[launch.kernel], launchCall, {}, {}, {}, {}, &call};
     for (int64_t v : launch.inputs) {
       context.inputs.push_back(resolved[v]);
@@ -502,10 +610,9 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
       context.outputs.push_back(resolved[v]);
       context.outputSlots.push_back(&program->values[v]);
     }
-    if (Status status = backend.launch(context); !status)
-      return failAt(status.withContext(programName + " launch " + std::to_string(l) + " (" +
-                                       context.kernel.name + ", layer " +
-                                       std::to_string(launch.layer) + "): "));
+    if (l >= tiledEnd)
+      if (Status status = backend.launch(context); !status)
+        return failAt(launchError(l, status));
     if (syncForObserver)
       for (HostTensor *out : context.outputs)
         if (Status s = backend.toHost(*out); !s)
@@ -529,22 +636,7 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
         }
       }
     }
-    auto retire = [&](int64_t v) {
-      if (isActivation(v) && allocated[v] == 1 && lastUse[v] <= int64_t(l)) {
-        allocated[v] = 2;
-        liveBytes -= resolved[v]->byteSize();
-      }
-    };
-    for (int64_t v : launch.inputs)
-      retire(v);
-    for (int64_t v : launch.outputs)
-      retire(v);
-    if (boundariesObserved)
-      for (const LayerBoundary &b : program->boundaries)
-        if (b.afterLaunch == int64_t(l)) {
-          retire(b.stream);
-          retire(b.mix);
-        }
+    retireAt(l);
   }
   if (Status s = backend.endLaunches(call, *program); !s)
     return failAt(s);

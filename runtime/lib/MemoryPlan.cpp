@@ -47,8 +47,63 @@ bool conflicts(const ValueMemory &a, const ValueMemory &b) {
 
 } // namespace
 
+std::vector<std::pair<int64_t, int64_t>> rowTiledRanges(const Program &program) {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (size_t l = 0; l < program.launches.size(); ++l) {
+    const int64_t f = program.launches[l].fusion;
+    if (f < 0 || size_t(f) >= program.fusions.size() || program.fusions[size_t(f)].tileRows <= 0)
+      continue;
+    if (!ranges.empty() && ranges.back().second == int64_t(l) - 1 &&
+        program.launches[l - 1].fusion == f)
+      ranges.back().second = int64_t(l);
+    else
+      ranges.push_back({int64_t(l), int64_t(l)});
+  }
+  return ranges;
+}
+
+std::vector<int64_t> rowTiledValues(const Program &program) {
+  const size_t n = program.values.size();
+  std::vector<int64_t> tile(n, 0);
+  // -1: not yet seen; -2: touched outside one tiled fusion; else the fusion.
+  std::vector<int64_t> owner(n, -1);
+  auto touch = [&](int64_t v, const Launch &launch) {
+    if (v < 0 || size_t(v) >= n)
+      return;
+    const bool tiled = launch.fusion >= 0 && size_t(launch.fusion) < program.fusions.size() &&
+                       program.fusions[size_t(launch.fusion)].tileRows > 0;
+    int64_t &o = owner[size_t(v)];
+    if (!tiled || (o >= 0 && o != launch.fusion))
+      o = -2;
+    else if (o == -1)
+      o = launch.fusion;
+  };
+  for (const Launch &launch : program.launches) {
+    for (int64_t v : launch.inputs)
+      touch(v, launch);
+    for (int64_t v : launch.outputs)
+      touch(v, launch);
+  }
+  for (int64_t v : program.outputs)
+    if (v >= 0 && size_t(v) < n)
+      owner[size_t(v)] = -2;
+  for (const LayerBoundary &b : program.boundaries)
+    for (int64_t v : {b.stream, b.mix})
+      if (v >= 0 && size_t(v) < n)
+        owner[size_t(v)] = -2;
+  for (size_t v = 0; v < n; ++v) {
+    const ValueSlot &slot = program.values[v];
+    if (owner[v] >= 0 && slot.kind == ValueKind::Activation && !slot.shape.empty() &&
+        (slot.shape[0] == kTokens || slot.shape[0] == kReplayTokens))
+      tile[v] = program.fusions[size_t(owner[v])].tileRows;
+  }
+  return tile;
+}
+
 Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, int64_t tokens,
-                                int64_t startPos, bool capacity) {
+                                int64_t startPos, bool capacity, bool rowTiles) {
+  const std::vector<int64_t> tiles =
+      rowTiles ? rowTiledValues(program) : std::vector<int64_t>(program.values.size(), 0);
   MemoryPlan result;
   result.program = program.name;
   result.tokens = tokens;
@@ -77,6 +132,8 @@ Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, i
       else
         d = resolveDim(d, slot.ratio, startPos, tokens, plan.model.cedReplayTokens);
     }
+    if (tiles[size_t(i)] > 0) // one row tile of a row-tiled fusion
+      v.shape[0] = std::min(v.shape[0], tiles[size_t(i)]);
     std::optional<uint64_t> bytes = HostTensor::checkedByteSize(slot.dtype, v.shape);
     if (!bytes || *bytes > HostTensor::kMaxBytes)
       return invalidArgument(
@@ -129,6 +186,20 @@ Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, i
   for (ValueMemory &m : result.values)
     if (m.planned && m.first == -2)
       m.first = m.last = -1; // no launch touches it
+  // A row-tiled fusion runs all its steps once per tile: every value its
+  // steps touch is live over the whole fusion.
+  if (rowTiles)
+    for (const auto &[first, last] : rowTiledRanges(program))
+      for (int64_t l = first; l <= last; ++l) {
+        const Launch &launch = program.launches[size_t(l)];
+        for (const std::vector<int64_t> *values : {&launch.inputs, &launch.outputs})
+          for (int64_t v : *values)
+            if (inRange(v)) {
+              ValueMemory &m = result.values[size_t(v)];
+              m.first = std::min(m.first, first);
+              m.last = std::max(m.last, last);
+            }
+      }
 
   // Lower bound: aligned bytes live at each point (sweep over range ends).
   {
@@ -275,7 +346,7 @@ std::vector<PrefillChunk> prefillChunks(int64_t promptTokens, int64_t chunk) {
 }
 
 Expected<PlanMemorySummary> summarizePlanMemory(const PlanModel &plan, int64_t prefillTokens,
-                                                int64_t decodePosition) {
+                                                int64_t decodePosition, bool rowTiles) {
   PlanMemorySummary summary;
   Expected<uint64_t> weights = planWeightBytes(plan);
   if (!weights)
@@ -291,7 +362,8 @@ Expected<PlanMemorySummary> summarizePlanMemory(const PlanModel &plan, int64_t p
   if (const Program *prefill = plan.program("prefill")) {
     PhaseMemory phase{"prefill", "prefill", 0, 0, 0, 0, s, 0};
     for (const PrefillChunk &chunk : prefillChunks(s, plan.model.prefillChunk)) {
-      Expected<MemoryPlan> m = planMemory(plan, *prefill, chunk.tokens, chunk.startPos);
+      Expected<MemoryPlan> m =
+          planMemory(plan, *prefill, chunk.tokens, chunk.startPos, false, rowTiles);
       if (!m)
         return m.status();
       ++phase.chunks;
@@ -305,7 +377,7 @@ Expected<PlanMemorySummary> summarizePlanMemory(const PlanModel &plan, int64_t p
     summary.phases.push_back(phase);
   }
   if (const Program *decode = plan.program("decode")) {
-    Expected<MemoryPlan> m = planMemory(plan, *decode, 1, pos);
+    Expected<MemoryPlan> m = planMemory(plan, *decode, 1, pos, false, rowTiles);
     if (!m)
       return m.status();
     summary.phases.push_back({"decode", "decode", 1, pos, m->peakBytes, m->sumBytes, 1, 1});

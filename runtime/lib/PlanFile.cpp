@@ -259,7 +259,7 @@ flatbuffers::Offset<fb::Program> writeProgram(Builder &b, const Program &p) {
   auto boundaryVec = b.CreateVector(boundaries);
   std::vector<flatbuffers::Offset<fb::Fusion>> fusions;
   for (const Fusion &f : p.fusions)
-    fusions.push_back(fb::CreateFusion(b, b.CreateString(f.kernel), f.layer));
+    fusions.push_back(fb::CreateFusion(b, b.CreateString(f.kernel), f.layer, f.tileRows));
   auto fusionVec = b.CreateVector(fusions);
   return fb::CreateProgram(b, name, valueVec, inputs, outputs, launchVec, boundaryVec, fusionVec);
 }
@@ -469,7 +469,7 @@ Expected<PlanModel> fromBuffer(const fb::Plan &root) {
     }
     for (size_t j = 0; j < count(p->fusions()); ++j) {
       const fb::Fusion *f = p->fusions()->Get(static_cast<flatbuffers::uoffset_t>(j));
-      out.fusions.push_back({f->kernel()->str(), f->layer()});
+      out.fusions.push_back({f->kernel()->str(), f->layer(), f->tile_rows()});
     }
     for (size_t j = 0; j < count(p->boundaries()); ++j) {
       const fb::LayerBoundary *b = p->boundaries()->Get(static_cast<flatbuffers::uoffset_t>(j));
@@ -763,9 +763,13 @@ Status checkProgram(const PlanModel &plan, size_t index) {
   // Fusions: named, each one run of consecutive launches of its layer with
   // one replay mark (an empty fusion is allowed but counts no launch).
   const int64_t nFusions = static_cast<int64_t>(p.fusions.size());
-  for (size_t fi = 0; fi < p.fusions.size(); ++fi)
+  for (size_t fi = 0; fi < p.fusions.size(); ++fi) {
     if (p.fusions[fi].kernel.empty())
       return invalidArgument(fmt::format("{}fusion {}: the kernel name is empty", where, fi));
+    if (p.fusions[fi].tileRows < 0)
+      return invalidArgument(fmt::format("{}fusion {} ('{}'): tileRows is {}, must not be negative",
+                                         where, fi, p.fusions[fi].kernel, p.fusions[fi].tileRows));
+  }
   std::vector<int64_t> fusionEnd(p.fusions.size(), -1); // last launch seen
   for (size_t li = 0; li < p.launches.size(); ++li) {
     const Launch &l = p.launches[li];
@@ -790,6 +794,15 @@ Status checkProgram(const PlanModel &plan, size_t index) {
       return invalidArgument(fmt::format("{}launch {}: layer {} differs from fusion {} ('{}') "
                                          "of layer {}",
                                          where, li, l.layer, l.fusion, f.kernel, f.layer));
+    if (f.tileRows > 0 && l.kernel >= 0 && l.kernel < static_cast<int64_t>(plan.kernels.size())) {
+      const std::string &name = plan.kernels[static_cast<size_t>(l.kernel)].name;
+      if (std::find(std::begin(kRowTileableKernels), std::end(kRowTileableKernels), name) ==
+          std::end(kRowTileableKernels))
+        return invalidArgument(fmt::format(
+            "{}launch {}: kernel '{}' is not row-independent, so it cannot be a step of the "
+            "row-tiled fusion {} ('{}')",
+            where, li, name, l.fusion, f.kernel));
+    }
     if (end >= 0 && p.launches[static_cast<size_t>(end)].replay != l.replay)
       return invalidArgument(fmt::format(
           "{}launch {}: fusion {} ('{}') mixes replayed and full-prompt launches", where, li,

@@ -176,6 +176,12 @@ json::Value dsc::tools::reportToJson(const Report &report) {
     memory["peak_bytes"] = std::move(peak);
     memory["sum_bytes"] = std::move(sum);
     memory["calls"] = std::move(tokens);
+    if (report.memoryUntiled) {
+      json::Object untiled;
+      for (const runtime::PhaseMemory &phase : report.memoryUntiled->phases)
+        untiled[phase.phase] = int64_t(phase.peakBytes);
+      memory["peak_bytes_untiled"] = std::move(untiled);
+    }
   } else if (!report.memoryError.empty()) {
     memory["error"] = report.memoryError;
   }
@@ -298,6 +304,11 @@ void dsc::tools::printReportText(const Report &report, llvm::raw_ostream &os) {
       os << "): activation peak " << gib(phase.peakBytes) << " (" << gib(phase.sumBytes)
          << " without reuse)\n";
     }
+    if (report.memoryUntiled)
+      for (const runtime::PhaseMemory &phase : report.memoryUntiled->phases)
+        if (phase.phase == "prefill")
+          os << "  prefill on a backend without row tiles (CUDA today): activation peak "
+             << gib(phase.peakBytes) << "\n";
   }
   const ParameterCounts &p = report.params;
   os << "\nparameters: backbone " << billions(p.backboneTotal) << ", Engram "

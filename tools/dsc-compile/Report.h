@@ -80,6 +80,8 @@ struct Report {
   std::optional<ds::CedSummary> ced;
   /// Activation arena peaks per phase at the plan's limits (runtime/MemoryPlan.h).
   std::optional<runtime::PlanMemorySummary> memory;
+  /// The same for a backend that runs row-tiled fusions whole (CUDA today).
+  std::optional<runtime::PlanMemorySummary> memoryUntiled;
   std::string memoryError; ///< why no memory plan exists at these limits
   int64_t prefillChunk = 0; ///< the plan's PlanModelFacts::prefillChunk
   std::map<std::string, double> activatedPrefillByMode;

@@ -86,6 +86,10 @@ static cl::opt<int64_t> prefillChunk(
     cl::desc("Longest prefill call: longer prompts run in chunks of near-equal size (default "
              "8192, at least 2 x window and 2 x CED replay rows; 0: one call)"),
     cl::init(0), cl::cat(category));
+static cl::opt<int64_t> indexerTileRows(
+    "indexer-tile-rows",
+    cl::desc("Token rows per tile of the fused indexer (ds-fuse-kernels; 0: untiled)"),
+    cl::init(128), cl::cat(category));
 static cl::list<std::string> fuseKernels(
     "fuse",
     cl::desc("Fused kernel groups (ds-fuse-kernels): all (default), none, or a comma list of "
@@ -195,7 +199,7 @@ int main(int argc, char **argv) {
     return fail("internal error: the built module does not verify");
 
   mlir::PassManager pm(&context);
-  dsc::ds::buildAnalysisPipeline(pm, cedMode, fuseGroups);
+  dsc::ds::buildAnalysisPipeline(pm, cedMode, fuseGroups, indexerTileRows);
   if (mlir::failed(pm.run(*module)))
     return fail("the model's schedule does not verify (see above)");
 
@@ -317,6 +321,10 @@ int main(int argc, char **argv) {
       r.memory = std::move(memory.value());
     else
       r.memoryError = memory.status().message();
+    if (auto untiled = dsc::runtime::summarizePlanMemory(plan, options.maxSeqLen, -1,
+                                                         /*rowTiles=*/false);
+        untiled)
+      r.memoryUntiled = std::move(untiled.value());
     for (const char *mode : {"full", "bounded", "exact"}) {
       // One module per mode, built and split the same way.
       mlir::OwningOpRef<mlir::ModuleOp> m = dsc::models::buildModule(*spec, context, buildOptions);

@@ -145,6 +145,8 @@ LogicalResult FusedOp::verifyRegions() {
       }))
     return emitOpError() << "kernel name '" << kernel
                          << "' must be lower_snake_case (letters, digits, '_')";
+  if (getTileRows() < 0)
+    return emitOpError() << "tile_rows is " << getTileRows() << ", must not be negative";
   Block &body = getBody().front();
   int64_t ops = 0;
   for (Operation &op : body.without_terminator()) {

@@ -123,11 +123,17 @@ def DS_FusedOp : DS_Op<"fused", [
     launch (`Program::fusions`), so a launch count is a property of the
     plan: one per `ds.fused` plus one per op outside them.
 
+    `tile_rows` > 0 marks a row-tiled kernel (the `indexer`): its ops are
+    row-independent, so it runs on `tile_rows` token rows at a time and the
+    values it does not yield exist one tile at a time (the [S, T] indexer
+    scores never whole; runtime/MemoryPlan.h).
+
     Invariants (verifier): the body holds at least two ops besides the
     terminator and no `ds.layer`, `ds.fused` or `ds.weight`; the yielded
-    types are the results' types; `kernel` is a lower_snake_case name.
+    types are the results' types; `kernel` is a lower_snake_case name;
+    `tile_rows` >= 0.
   }];
-  let arguments = (ins StrAttr:$kernel);
+  let arguments = (ins StrAttr:$kernel, DefaultValuedAttr<I64Attr, "0">:$tile_rows);
   let results = (outs Variadic<AnyType>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$kernel (`->` type($results)^)? attr-dict-with-keyword $body";

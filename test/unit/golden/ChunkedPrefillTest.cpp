@@ -37,6 +37,7 @@ struct PrefillRun {
   std::vector<std::vector<float>> logits;        ///< prefill, then each decode step
   std::vector<std::vector<uint8_t>> statesAfter; ///< every state after the prefill
   uint64_t prefillPlannedPeak = 0;               ///< the last prefill call's
+  uint64_t prefillObservedPeak = 0;
 };
 
 PrefillRun runFree(runtime::Engine &engine, const std::vector<int32_t> &ids) {
@@ -52,8 +53,10 @@ PrefillRun runFree(runtime::Engine &engine, const std::vector<int32_t> &ids) {
     const auto *bytes = reinterpret_cast<const uint8_t *>(s.bytes());
     run.statesAfter.emplace_back(bytes, bytes + s.byteSize());
   }
-  if (const runtime::SessionMemoryStats *m = session->memoryStats("prefill"))
+  if (const runtime::SessionMemoryStats *m = session->memoryStats("prefill")) {
     run.prefillPlannedPeak = m->plannedPeakBytes;
+    run.prefillObservedPeak = m->observedPeakBytes;
+  }
   for (int step = 0; step < kDecodeSteps; ++step) {
     const std::vector<float> &last = run.logits.back();
     int32_t next = int32_t(std::max_element(last.begin(), last.end()) - last.begin());
@@ -73,12 +76,24 @@ std::vector<uint8_t> concat(const std::vector<uint8_t> &s, size_t live, size_t h
   return out;
 }
 
+/// tiny6 at --max-seq-len 256 with a prefill chunk and the fused indexer's
+/// rows per tile (-1: the compiler's 128; 0: untiled).
 std::unique_ptr<runtime::Engine> engineFor(const std::string &dir, const std::string &mode,
-                                           int64_t chunk) {
+                                           int64_t chunk, int64_t tileRows = -1) {
   std::string error;
   CompiledCase compiled = compileCasePlan(dir, mode, 256, /*layerBoundaries=*/false, error);
   EXPECT_EQ(error, "") << mode;
   compiled.plan.model.prefillChunk = chunk;
+  int64_t tiled = 0;
+  for (runtime::Program &program : compiled.plan.programs)
+    for (runtime::Fusion &fusion : program.fusions)
+      if (fusion.kernel == "indexer") {
+        EXPECT_EQ(fusion.tileRows, 128) << "ds-fuse-kernels' default";
+        if (tileRows >= 0)
+          fusion.tileRows = tileRows;
+        ++tiled;
+      }
+  EXPECT_EQ(tiled, 6) << "tiny6 has three indexer layers in prefill and decode";
   auto engine = runtime::Engine::create(std::move(compiled.plan), dir + "/model.safetensors");
   EXPECT_TRUE(engine.hasValue()) << mode << " chunk " << chunk << ": "
                                  << engine.status().message();
@@ -168,6 +183,40 @@ TEST(ChunkedPrefill, BitIdenticalToOneCall) {
       }
       EXPECT_LT(b.prefillPlannedPeak, a.prefillPlannedPeak)
           << "a chunk should plan less than the whole prompt";
+    }
+  }
+}
+
+// The row-tiled indexer (Fusion::tileRows, docs/runtime.md) against the
+// untiled one: tiles of 1, 7, 16 and 128 rows, with and without chunking and
+// CED, give bit-identical logits (prefill and 4 decode steps) and states, and
+// the planned peak stays above the live peak the Session observes.
+TEST(RowTiledIndexer, BitIdenticalToUntiled) {
+  const std::string dir = sharedPath("golden/tiny6");
+  auto golden = runtime::SafetensorsFile::open(dir + "/expected.safetensors");
+  ASSERT_TRUE(golden.hasValue());
+  std::vector<int32_t> ids;
+  for (int64_t v : goldenInts(*golden->find("input_ids")))
+    ids.push_back(int32_t(v));
+  while (ids.size() < 230)
+    ids.push_back(int32_t((ids[ids.size() - 100] * 7 + int32_t(ids.size())) % 1024));
+  for (auto [mode, chunk] : {std::pair<std::string, int64_t>{"full", 0}, {"full", 64}, {"exact", 0}}) {
+    SCOPED_TRACE(mode + " chunk " + std::to_string(chunk));
+    auto untiled = engineFor(dir, mode, chunk, 0);
+    ASSERT_TRUE(untiled);
+    PrefillRun want = runFree(*untiled, ids);
+    ASSERT_EQ(want.logits.size(), size_t(kDecodeSteps + 1));
+    for (int64_t tile : {1, 7, 16, 128}) {
+      SCOPED_TRACE("tile " + std::to_string(tile));
+      auto tiled = engineFor(dir, mode, chunk, tile);
+      ASSERT_TRUE(tiled);
+      PrefillRun got = runFree(*tiled, ids);
+      ASSERT_EQ(got.logits.size(), want.logits.size());
+      for (size_t c = 0; c < want.logits.size(); ++c)
+        EXPECT_TRUE(got.logits[c] == want.logits[c])
+            << (c == 0 ? std::string("prefill") : "decode step " + std::to_string(c - 1));
+      EXPECT_TRUE(got.statesAfter == want.statesAfter) << "states after the prefill";
+      EXPECT_GE(got.prefillPlannedPeak, got.prefillObservedPeak);
     }
   }
 }

@@ -89,6 +89,10 @@ public:
   /// (CallInfo::ringRows, compressor groups across calls). Without, the
   /// Session runs a long prompt as one prefill call, as an unchunked plan.
   virtual bool runsPrefillChunks() const { return true; }
+  /// Whether launches may run on row tiles (views of [rows, ...] slices,
+  /// CallInfo::windowRows): row-tiled fusions (Fusion::tileRows) then hold
+  /// one tile of their internal values. Without, they run whole.
+  virtual bool runsRowTiles() const { return true; }
   /// Writes `bytes` bytes at byte `offset` of t's backing store: the host
   /// storage here, the device twin in a device backend (where t may be a
   /// described tensor without host storage). Streams weights in bounded chunks

@@ -66,6 +66,11 @@ struct CallInfo {
   /// from the ring, ahead of the chunk's own rows (docs/runtime.md). 0 for a
   /// first chunk, a CED replay and decode.
   int64_t ringRows = 0;
+  /// A launch on a row tile of a row-tiled fusion (Fusion::tileRows):
+  /// startPos/tokens are the tile's; this is the window rows of the whole
+  /// call (ringRows + tokens in a chunk, W in decode), which offsets the
+  /// compressed part of the top-k lists. -1: not a tile.
+  int64_t windowRows = -1;
 };
 
 class SessionObserver {

@@ -166,7 +166,10 @@ public:
   /// dtype and shape. Does not zero. Any storage this tensor owned is freed.
   /// InvalidArgument for an invalid shape (the tensor is then left empty), a
   /// size above `available`, or a misaligned or null `data` with bytes.
-  Status viewChecked(DType dtype, std::vector<int64_t> shape, std::byte *data, size_t available) {
+  /// `alignment` 64 by default; a row slice of an aligned tensor (the row
+  /// tiles of Session::run) passes its element size.
+  Status viewChecked(DType dtype, std::vector<int64_t> shape, std::byte *data, size_t available,
+                     size_t alignment = 64) {
     std::optional<uint64_t> bytes = checkedByteSize(dtype, shape);
     storage_.reset();
     capacity_ = 0;
@@ -181,8 +184,9 @@ public:
     if (*bytes > available)
       return invalidArgument("view of " + std::to_string(*bytes) + " bytes into " +
                              std::to_string(available) + " available bytes");
-    if (*bytes && (!data || reinterpret_cast<uintptr_t>(data) % 64 != 0))
-      return invalidArgument("view data is null or not 64-byte aligned");
+    if (*bytes && (!data || alignment == 0 || reinterpret_cast<uintptr_t>(data) % alignment != 0))
+      return invalidArgument("view data is null or not " + std::to_string(alignment) +
+                             "-byte aligned");
     shape_ = std::move(shape);
     bytes_ = size_t(*bytes);
     view_ = data;

@@ -11,7 +11,8 @@
 // kCompressed* from the start position and the slot's ratio, kWindowRows);
 // every size is rounded up to kArenaAlignment.
 //
-// Live ranges are inclusive intervals of launch indices [first, last]:
+// Live ranges are inclusive intervals of launch indices [first, last] (with
+// row tiles, widened to cover each row-tiled fusion they touch):
 //   - first: the first launch writing the value; -1 for program inputs (and
 //     for a value no launch touches, which is then live only at -1);
 //   - last: the last launch reading or writing it; the program's launch count
@@ -111,8 +112,22 @@ inline int64_t compressedTokensCapacity(int64_t tokens, int64_t ratio) {
 /// a bad shape (negative, overflowing, above HostTensor::kMaxBytes) or a
 /// compressed dimension without a positive ratio; also when the arena would
 /// exceed HostTensor::kMaxBytes.
+/// With `rowTiles` (a backend that runs row-tiled fusions, Backend::
+/// runsRowTiles), the internal values of row-tiled fusions (rowTiledValues)
+/// hold min(tileRows, rows) rows.
 Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, int64_t tokens,
-                                int64_t startPos, bool capacity = false);
+                                int64_t startPos, bool capacity = false, bool rowTiles = false);
+
+/// Per value slot of `program`: the fusion's tileRows for an internal value
+/// of a row-tiled fusion (written by one of its steps, read and written only
+/// by its steps, not a program output or boundary value, rows symbolic:
+/// kTokens or kReplayTokens), else 0.
+std::vector<int64_t> rowTiledValues(const Program &program);
+
+/// The launch ranges [first, last] of the program's row-tiled fusions. With
+/// rowTiles, every value a range's launches touch is live over the whole
+/// range (the steps rerun per tile).
+std::vector<std::pair<int64_t, int64_t>> rowTiledRanges(const Program &program);
 
 /// Bytes of the plan's weights (tensor bindings) and of one sequence's states.
 Expected<uint64_t> planWeightBytes(const PlanModel &plan);
@@ -134,8 +149,11 @@ struct PlanMemorySummary {
 /// chunks (the largest peak over its calls; `tokens`/`startPos` name that
 /// call, `chunks` counts them); decode: 1 token at `decodePosition` (< 0:
 /// model.maxSeqLen - 1, the largest compressed lengths).
+/// `rowTiles`: plan as a backend that runs row tiles (the CPU backend) or
+/// not (the CUDA backend today).
 Expected<PlanMemorySummary> summarizePlanMemory(const PlanModel &plan, int64_t prefillTokens,
-                                                int64_t decodePosition = -1);
+                                                int64_t decodePosition = -1,
+                                                bool rowTiles = true);
 
 } // namespace dsc::runtime
 

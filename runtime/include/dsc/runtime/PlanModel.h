@@ -193,7 +193,18 @@ struct Launch {
 struct Fusion {
   std::string kernel;
   int64_t layer = -1;
+  /// > 0: a row-tiled fusion (the `indexer`): every step is row-independent
+  /// (kRowTileableKernels), so a backend that runs row tiles
+  /// (Backend::runsRowTiles) runs the steps on `tileRows` token rows at a
+  /// time and the fusion's internal values (rowTiledValues) hold one tile:
+  /// the indexer's [tokens, T] scores never exist whole.
+  int64_t tileRows = 0;
 };
+
+/// Kernels whose rows are independent given the call's start position: the
+/// steps a row-tiled fusion may hold.
+inline constexpr const char *kRowTileableKernels[] = {"index_queries", "linear", "indexer_score",
+                                                      "candidate_blocks", "indexer_topk"};
 
 /// Marks the block boundary after layer `layer`: `stream` and `mix` are the
 /// values a conformance run dumps and may replace (forced boundaries).
