@@ -259,7 +259,8 @@ struct FuseKernelsPass : public dsc::ds::impl::FuseKernelsBase<FuseKernelsPass> 
       enabled.insert("window_kv_projection");
     }
     if (indexerTileRows < 0) {
-      getOperation().emitError() << "ds-fuse-kernels: indexer-tile-rows is " << indexerTileRows
+      getOperation().emitError() << "ds-fuse-kernels: indexer-tile-rows is "
+                                 << static_cast<int64_t>(indexerTileRows)
                                  << ", expected >= 0 (0: untiled)";
       return signalPassFailure();
     }

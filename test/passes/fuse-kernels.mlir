@@ -1,5 +1,7 @@
 // RUN: dsc-opt %s --split-input-file --ds-fuse-kernels | FileCheck %s
 // RUN: dsc-opt %s --split-input-file --ds-fuse-kernels=kernels=moe | FileCheck %s --check-prefix=ONLY-MOE
+// RUN: dsc-opt %s --split-input-file --ds-fuse-kernels=indexer-tile-rows=0 | FileCheck %s --check-prefix=UNTILED
+// RUN: not dsc-opt %s --split-input-file --ds-fuse-kernels=indexer-tile-rows=-1 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 
 // ds-fuse-kernels: dataflow groups of a layer become ds.fused ops (one
 // kernel launch each after lowering). Widths are tiny6's (dim 256, hc 4).
@@ -124,6 +126,41 @@ func.func @moe(%x: tensor<?x256xbf16>, %gw: tensor<8x256xbf16>, %gb: tensor<8xf3
     %rw, %ids = ds.moe_gate %x, %gw, %gb {normalize = true, route_scale = 1.5 : f64, temperature = 1.0 : f64, topk = 2 : i64} : (tensor<?x256xbf16>, tensor<8x256xbf16>, tensor<8xf32>) -> (tensor<?x2xf32>, tensor<?x2xi32>)
     %y = ds.moe_experts %x, %rw, %ids, %w1, %w1s, %w3, %w3s, %w2, %w2s, %sw1, %sw1s, %sw3, %sw3s, %sw2, %sw2s {swiglu_limit = 10.0 : f64} : (tensor<?x256xbf16>, tensor<?x2xf32>, tensor<?x2xi32>, tensor<8x128x128xi8>, tensor<8x128x8xf8E8M0FNU>, tensor<8x128x128xi8>, tensor<8x128x8xf8E8M0FNU>, tensor<8x256x64xi8>, tensor<8x256x4xf8E8M0FNU>, tensor<128x256xf8E4M3FN>, tensor<4x8xf8E8M0FNU>, tensor<128x256xf8E4M3FN>, tensor<4x8xf8E8M0FNU>, tensor<256x128xf8E4M3FN>, tensor<8x4xf8E8M0FNU>) -> tensor<?x256xbf16>
     ds.yield %h, %mix : tensor<?x4x256xbf16>, tensor<?x4xf32>
+  }
+  return
+}
+
+// -----
+
+// The indexer: queries, head weights, scores and top-k in one row-tiled
+// kernel (tile_rows = indexer-tile-rows, default 128): the [S, T] scores
+// never leave it and exist one tile at a time. Only the top-k escapes; the
+// keys written before it are read from the layer (the compressor group
+// needs its ds.compressor, absent here).
+// CHECK-LABEL: func.func @indexer
+// CHECK: %[[KEYS:.*]] = ds.index_keys
+// CHECK-NEXT: %[[F:.*]] = ds.fused "indexer" -> !ds.topk<ratio = 2, k = 4> attributes {tile_rows = 128 : i64} {
+// CHECK-NEXT: ds.index_queries
+// CHECK-NEXT: ds.linear
+// CHECK-NEXT: ds.indexer_score %{{.*}}, %{{.*}}, %[[KEYS]]
+// CHECK-NEXT: ds.indexer_topk
+// CHECK-NEXT: ds.fused_yield
+// CHECK: ds.yield %arg8, %arg9, %{{.*}}, %[[KEYS]], %[[F]]
+// UNTILED-LABEL: func.func @indexer
+// UNTILED: ds.fused "indexer" -> !ds.topk<ratio = 2, k = 4> {
+// NEGATIVE: ds-fuse-kernels: indexer-tile-rows is -1, expected >= 0 (0: untiled)
+func.func @indexer(%x: tensor<?x64xbf16>, %lat: tensor<?x64xbf16>, %wk: tensor<32x64xbf16>, %kn: tensor<32xbf16>,
+                   %qr: tensor<?x32xbf16>, %wq: tensor<64x32xf8E4M3FN>, %wqs: tensor<2x1xf8E8M0FNU>, %wp: tensor<2x64xbf16>,
+                   %s: tensor<?x2x64xbf16>, %m: tensor<?x2xf32>) {
+  %h0, %mix0, %kv0, %keys0, %topk0 = ds.layer 0 #ds.csa2<mode = full, ratio = 2, kv_source = 0, index_source = 0>
+      -> tensor<?x2x64xbf16>, tensor<?x2xf32>, !ds.kv_cache<ratio = 2, dim = 64>, !ds.index_keys<ratio = 2, dim = 32>, !ds.topk<ratio = 2, k = 4> {
+    %kv = ds.compress_kv %lat {rope = #ds.rope<dim = 16, theta = 1.0e4 : f64>} : tensor<?x64xbf16> -> !ds.kv_cache<ratio = 2, dim = 64>
+    %keys = ds.index_keys %lat, %wk, %kn {eps = 1.0e-06 : f64, rope = #ds.rope<dim = 16, theta = 1.0e4 : f64>} : tensor<?x64xbf16>, tensor<32x64xbf16>, tensor<32xbf16> -> !ds.index_keys<ratio = 2, dim = 32>
+    %q = ds.index_queries %qr, %wq, %wqs {rope = #ds.rope<dim = 16, theta = 1.0e4 : f64>} : (tensor<?x32xbf16>, tensor<64x32xf8E4M3FN>, tensor<2x1xf8E8M0FNU>) -> tensor<?x2x32xbf16>
+    %w = ds.linear bf16 %x, %wp : tensor<?x64xbf16>, tensor<2x64xbf16> -> tensor<?x2xbf16>
+    %sc = ds.indexer_score %q, %w, %keys {weight_scale = 0.125 : f64} : tensor<?x2x32xbf16>, tensor<?x2xbf16>, !ds.index_keys<ratio = 2, dim = 32> -> tensor<?x?xbf16>
+    %t = ds.indexer_topk %sc : tensor<?x?xbf16> -> !ds.topk<ratio = 2, k = 4>
+    ds.yield %s, %m, %kv, %keys, %t : tensor<?x2x64xbf16>, tensor<?x2xf32>, !ds.kv_cache<ratio = 2, dim = 64>, !ds.index_keys<ratio = 2, dim = 32>, !ds.topk<ratio = 2, k = 4>
   }
   return
 }

@@ -186,6 +186,7 @@ void expectSamePlan(const PlanModel &a, const PlanModel &b) {
   EXPECT_EQ(x.engramTokenMap, y.engramTokenMap);
   EXPECT_EQ(x.engramCompressedVocabSize, y.engramCompressedVocabSize);
   EXPECT_EQ(x.cedReplayTokens, y.cedReplayTokens);
+  EXPECT_EQ(x.prefillChunk, y.prefillChunk);
 
   ASSERT_EQ(a.tensors.size(), b.tensors.size());
   for (size_t i = 0; i < a.tensors.size(); ++i) {
@@ -263,6 +264,7 @@ void expectSamePlan(const PlanModel &a, const PlanModel &b) {
     for (size_t j = 0; j < s.fusions.size(); ++j) {
       EXPECT_EQ(s.fusions[j].kernel, t.fusions[j].kernel);
       EXPECT_EQ(s.fusions[j].layer, t.fusions[j].layer);
+      EXPECT_EQ(s.fusions[j].tileRows, t.fusions[j].tileRows);
     }
     ASSERT_EQ(s.boundaries.size(), t.boundaries.size());
     for (size_t j = 0; j < s.boundaries.size(); ++j) {
@@ -919,6 +921,48 @@ TEST(VerifyPlan, Fusions) {
   plan.programs[0].launches[3].fusion = 0;
   EXPECT_EQ(verifyError(plan), "program 'prefill': launch 3: fusion 0 ('test_fused') resumes "
                                "after launch 1; its launches must be consecutive");
+}
+
+TEST(VerifyPlan, RowTiledFusions) {
+  PlanModel plan = makePlan();
+  plan.programs[0].fusions[0].tileRows = -1;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': fusion 0 ('test_fused'): tileRows is -1, must "
+                               "not be negative");
+  plan.programs[0].fusions[0].tileRows = 16; // its steps are test kernels
+  EXPECT_EQ(verifyError(plan), "program 'prefill': launch 1: kernel 'test_norm' is not "
+                               "row-independent, so it cannot be a step of the row-tiled fusion "
+                               "0 ('test_fused')");
+}
+
+TEST(VerifyPlan, PrefillChunk) {
+  PlanModel plan = makePlan(); // window 16, CED replay 16, conformance plan
+  plan.model.prefillChunk = 31;
+  EXPECT_EQ(verifyError(plan), "model: prefillChunk is 31, expected 0 (no chunking) or at least "
+                               "2 x windowSize = 32");
+  plan.model.cedReplayTokens = 20;
+  plan.model.prefillChunk = 32;
+  EXPECT_EQ(verifyError(plan), "model: prefillChunk is 32, expected at least 2 x cedReplayTokens "
+                               "= 40 (the last chunk holds the CED replay)");
+  plan.model.prefillChunk = 40;
+  EXPECT_EQ(verifyError(plan), "model: prefillChunk is 40 in a conformance plan (layerBoundaries), "
+                               "expected 0: boundary dumps cover the whole prompt");
+  plan.model.layerBoundaries = false;
+  plan.programs[0].boundaries.clear();
+  EXPECT_TRUE(verifyPlan(plan).isOk()) << verifyPlan(plan).message();
+  plan.model.prefillChunk = -1;
+  EXPECT_EQ(verifyError(plan), "model: prefillChunk is -1, must not be negative");
+}
+
+TEST(PlanFile, RoundTripsChunkAndTiles) {
+  PlanModel plan = makePlan();
+  plan.model.layerBoundaries = false;
+  plan.programs[0].boundaries.clear();
+  plan.model.prefillChunk = 64;
+  plan.programs[0].fusions[0].tileRows = 0;
+  plan.programs[0].fusions.push_back({"indexer", 3, 128}); // unused: still round-trips
+  Expected<PlanModel> back = parsePlan(serializePlan(plan), "test.dscp");
+  ASSERT_TRUE(back.hasValue()) << back.status().message();
+  expectSamePlan(plan, *back);
 }
 
 TEST(VerifyPlan, LaunchLayer) {
