@@ -42,12 +42,16 @@
 // the CED replayed launches at p = S_prompt - R' > 0, which read their own
 // call state buffer): the window source is the call's own rows; 0 in decode.
 // Kernels choose prefill vs decode paths from chunk, never from p == 0.
+// A continuation chunk of a chunked prefill stores 1 + ringRows there
+// (CallInfo::ringRows: the window rows read from the ring ahead of the
+// chunk's own), so chunk stays "nonzero" and ringRows = field - 1.
 // Position-dependent kernels take `const long long *callState` and derive
 // everything from it; their grids are sized by capacity and threads beyond
 // the live range exit.
 #define DSC_CALL_START(cs) ((cs)[0])
 #define DSC_CALL_TOKENS(cs) ((cs)[1])
 #define DSC_CALL_CHUNK(cs) ((cs)[2] != 0)
+#define DSC_CALL_RING_ROWS(cs) ((cs)[2] > 0 ? (cs)[2] - 1 : 0)
 /// kCompressedLength: entries visible after the call, floor((p + S) / r).
 #define DSC_CALL_COMPRESSED_LENGTH(cs, r) (((cs)[0] + (cs)[1]) / (r))
 /// kCompressedTokens: entries the call emits, floor((p + S) / r) - floor(p / r).

@@ -14,6 +14,10 @@
 //     e / sum) and sum_i kv_i * w_i in fp32 (index order), then bf16.
 //   dsc_compressor_norm: one thread per row: dense rmsNorm (torch's fp32 sum
 //     order for mean(x^2)), bf16.
+//   dsc_compressor_pool_groups / dsc_compressor_state_at: the same pooling
+//     for an explicit group count and state writes at an explicit slot, for
+//     a continuation chunk of a chunked prefill (the adapter splits its rows
+//     into the group an earlier call opened, whole groups and an open tail).
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
@@ -44,14 +48,10 @@ DSC_KERNEL void dsc_compressor_state(const float *kv, const float *score, long l
   state[ratio * d + (slot0 + r) * d + c] = score[(rowFrom + r) * d + c];
 }
 
-DSC_KERNEL void dsc_compressor_pool(const float *kv, const float *score,
-                                    const long long *callState, long long ratio, long long d,
-                                    unsigned short *pooled) {
-  const long long n = DSC_CALL_COMPRESSED_TOKENS(callState, ratio); // groups emitted
-  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= n * d || ratio > 16)
-    return;
-  const long long j = i / d, c = i % d;
+/// Pools channel c of group j: rows j*r .. j*r+r-1 of kv / score [., d].
+__device__ __forceinline__ unsigned short compressorPoolAt(const float *kv, const float *score,
+                                                           long long j, long long c,
+                                                           long long ratio, long long d) {
   const float *kvg = kv + j * ratio * d;
   const float *sg = score + j * ratio * d;
   float m = sg[c];
@@ -68,7 +68,37 @@ DSC_KERNEL void dsc_compressor_pool(const float *kv, const float *score,
   float acc = 0.0f;
   for (long long r = 0; r < ratio; ++r)
     acc = __fadd_rn(acc, __fmul_rn(kvg[r * d + c], __fdiv_rn(e[r], sum)));
-  pooled[i] = bf16FromFloat(acc);
+  return bf16FromFloat(acc);
+}
+
+DSC_KERNEL void dsc_compressor_pool(const float *kv, const float *score,
+                                    const long long *callState, long long ratio, long long d,
+                                    unsigned short *pooled) {
+  const long long n = DSC_CALL_COMPRESSED_TOKENS(callState, ratio); // groups emitted
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n * d || ratio > 16)
+    return;
+  pooled[i] = compressorPoolAt(kv, score, i / d, i % d, ratio, d);
+}
+
+DSC_KERNEL void dsc_compressor_pool_groups(const float *kv, const float *score, long long groups,
+                                           long long ratio, long long d,
+                                           unsigned short *pooled) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= groups * d || ratio > 16)
+    return;
+  pooled[i] = compressorPoolAt(kv, score, i / d, i % d, ratio, d);
+}
+
+DSC_KERNEL void dsc_compressor_state_at(const float *kv, const float *score, long long rowFrom,
+                                        long long count, long long slot0, long long ratio,
+                                        long long d, float *state) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count * d)
+    return;
+  const long long r = i / d, c = i % d;
+  state[(slot0 + r) * d + c] = kv[(rowFrom + r) * d + c];
+  state[ratio * d + (slot0 + r) * d + c] = score[(rowFrom + r) * d + c];
 }
 
 DSC_KERNEL void dsc_compressor_norm(const unsigned short *x, const long long *callState,

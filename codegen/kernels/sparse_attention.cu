@@ -11,6 +11,9 @@
 //   3. each thread, for its channels d: pv = sum_e bf16(p_e) * v[e][d]
 //      (entry order, fp32), acc[d] = acc[d]*c + pv.
 // Finally denom += expf(sink[h] - m), o = bf16(acc / denom).
+// Window list: a chunk's query s is row ringRows + s (ringRows: the ring rows
+// of a continuation chunk ahead of its own, DSC_CALL_RING_ROWS), rows
+// max(0, row-W+1) .. row in order; decode: the ring slots oldest first.
 // kv rows: j < R from the window rows f32 [R, D]; R <= j < R + T decoded
 // from the main-KV records (entry j - R). Entries outside [0, R + T) are
 // skipped like -1 (the CPU asserts they do not occur).
@@ -22,14 +25,15 @@
 #define DSC_SPARSE_BLOCK 64
 
 __device__ __forceinline__ long long sparseEntry(long long s, long long e, long long startPos,
-                                                 bool chunk, long long window,
+                                                 bool chunk, long long ringRows, long long window,
                                                  long long windowWidth, const int *topk,
                                                  long long k) {
   if (e < windowWidth) {
-    if (chunk) { // the chunk's own rows, local index s (prefill, CED replay)
-      const long long first = s - window + 1 > 0 ? s - window + 1 : 0;
+    if (chunk) { // ring rows then the chunk's own; query s is row ringRows + s
+      const long long row = ringRows + s;
+      const long long first = row - window + 1 > 0 ? row - window + 1 : 0;
       const long long j = first + e;
-      return j > s ? -1 : j;
+      return j > row ? -1 : j;
     }
     const long long slot = (startPos % window + 1 + e) % window;
     return slot > startPos ? -1 : slot;
@@ -48,6 +52,7 @@ DSC_KERNEL void dsc_sparse_attention(const unsigned short *q, long long S, long 
   // p and T = (p + S) / ratio (0 without a compressed source) from the call state.
   const long long startPos = DSC_CALL_START(callState);
   const bool chunk = DSC_CALL_CHUNK(callState);
+  const long long ringRows = DSC_CALL_RING_ROWS(callState);
   const long long T = ratio > 0 ? DSC_CALL_COMPRESSED_LENGTH(callState, ratio) : 0;
   extern __shared__ float shm[];
   float *qf = shm;
@@ -72,7 +77,8 @@ DSC_KERNEL void dsc_sparse_attention(const unsigned short *q, long long S, long 
   for (long long b0 = 0; b0 < K; b0 += DSC_SPARSE_BLOCK) {
     const long long n = K - b0 < DSC_SPARSE_BLOCK ? K - b0 : DSC_SPARSE_BLOCK;
     if (threadIdx.x < n) {
-      long long j = sparseEntry(s, b0 + threadIdx.x, startPos, chunk, window, windowWidth, topk, k);
+      long long j = sparseEntry(s, b0 + threadIdx.x, startPos, chunk, ringRows, window, windowWidth,
+                                topk, k);
       if (j >= nKv)
         j = -1;
       jl[threadIdx.x] = j;

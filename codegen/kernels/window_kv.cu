@@ -11,6 +11,10 @@
 //     slots (p + t) % window. Decode: S = 1, writeFrom = 0, rows = null.
 //   dsc_window_kv_ring: one thread per (slot, channel): rows[s, c] = decoded
 //     ring record s (decode: all W slots).
+//   dsc_window_kv_prefix: one thread per (row i, channel): rows[i, c] =
+//     decoded ring record of position firstPos + i (slot % window), i <
+//     count: the ring rows a continuation chunk of a chunked prefill reads
+//     ahead of its own (launched before dsc_window_kv overwrites the slots).
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
@@ -66,4 +70,16 @@ DSC_KERNEL void dsc_window_kv_ring(const unsigned char *ring, long long slots, l
   if (i >= slots * headDim)
     return;
   rows[i] = readValue(l, ring, i / headDim, static_cast<int>(i % headDim));
+}
+
+DSC_KERNEL void dsc_window_kv_prefix(const unsigned char *ring, long long firstPos, long long count,
+                                     long long window, long long headDim, int values, int tile,
+                                     int valueType, int scaleType, int tokensPerPage, int order,
+                                     float *rows) {
+  const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= count * headDim)
+    return;
+  const long long r = i / headDim;
+  rows[i] = readValue(l, ring, (firstPos + r) % window, static_cast<int>(i % headDim));
 }

@@ -167,10 +167,28 @@ Status windowKv(CudaLaunchContext &c) {
   CUdeviceptr kvp = kv.ptr, ring = c.outputs[0]->ptr, rows = c.outputs[1]->ptr, cs = c.callState;
   int64_t tiles = dim / pool->tile;
   if (c.call.chunk) { // prefill or a CED replay chunk (ring slots (p + t) % window)
+    // A continuation chunk first decodes the ring's last ringRows positions
+    // ahead of its own rows, before its records overwrite their slots.
+    int64_t ringRows = c.call.ringRows;
+    if (ringRows < 0 || ringRows >= window || ringRows > c.call.startPos ||
+        c.outputs[1]->dim(0) < ringRows + S)
+      return runtime::invalidArgument("window_kv: " + std::to_string(ringRows) +
+                                      " ring rows before position " +
+                                      std::to_string(c.call.startPos) + ", window " +
+                                      std::to_string(window) + ", " +
+                                      std::to_string(c.outputs[1]->dim(0)) + " window rows");
+    if (ringRows > 0) {
+      int64_t firstPos = c.call.startPos - ringRows;
+      std::vector<void *> prefixArgs{&ring, &firstPos, &ringRows, &window, &dim};
+      pool->push(prefixArgs);
+      prefixArgs.push_back(&rows);
+      DSC_TRY(launch1D(c, "dsc_window_kv_prefix", ringRows * dim, std::move(prefixArgs)));
+    }
     int64_t writeFrom = S - window;
+    CUdeviceptr own = rows + CUdeviceptr(ringRows * dim) * sizeof(float);
     std::vector<void *> args{&kvp, &S, &dim, &cs, &window, &writeFrom, &ring};
     pool->push(args);
-    args.push_back(&rows);
+    args.push_back(&own);
     return launch1D(c, "dsc_window_kv", S * tiles, std::move(args));
   }
   if (S != 1)
@@ -190,9 +208,7 @@ Status windowKv(CudaLaunchContext &c) {
 int64_t latentCount(int64_t ratio, int64_t startPos, int64_t S) {
   if (ratio <= 1)
     return S;
-  if (startPos == 0)
-    return S / ratio;
-  return (startPos + 1) % ratio == 0 ? 1 : 0;
+  return (startPos + S) / ratio - startPos / ratio;
 }
 
 Status compressor(CudaLaunchContext &c) {
@@ -207,10 +223,9 @@ Status compressor(CudaLaunchContext &c) {
   CudaTensor &state = *c.outputs[0], &latents = *c.outputs[1];
   int64_t S = x.dim(0), dim = x.dim(1), d = wkv.dim(0);
   int64_t start = c.call.startPos;
-  // Prefill at p = 0 or decode (CED replays no compressor: the projection
-  // layer runs it on every prompt token).
-  if (ratio < 1 || ratio > 16 || (ratio > 1 && !gated) || (start != 0 && S != 1) ||
-      (c.call.chunk != (start == 0)))
+  // Prefill at p = 0, a continuation chunk (p > 0, chunk) or decode (CED
+  // replays no compressor: the projection layer runs it on every token).
+  if (ratio < 1 || ratio > 16 || (ratio > 1 && !gated) || (!c.call.chunk && (start == 0 || S != 1)))
     return runtime::internalError("compressor: unsupported ratio/gate/call shape");
   int64_t n = latentCount(ratio, start, S);
   if (n != latents.dim(0))
@@ -246,6 +261,42 @@ Status compressor(CudaLaunchContext &c) {
     int64_t rowFrom = n * ratio, count = S - n * ratio;
     DSC_TRY(launch1D(c, "dsc_compressor_state", count * d,
                      {&kvb, &scb, &rowFrom, &count, &cs, &ratio, &d, &sp}));
+  } else if (c.call.chunk) {
+    // A continuation chunk (Compressor.cpp's rule): the rows finishing the
+    // group an earlier call opened go to its state slots and that group is
+    // pooled there; whole groups pool from the rows; the rows of a group a
+    // later call finishes go to slots 0.. after that.
+    const int64_t open = start % ratio;
+    const int64_t head = open ? std::min(ratio - open, S) : 0;
+    int64_t emitted = 0, rowFrom = 0;
+    CUdeviceptr stKv = sp, stScore = sp + CUdeviceptr(ratio * d * 4);
+    if (head > 0) {
+      int64_t count = head, slot0 = open;
+      DSC_TRY(launch1D(c, "dsc_compressor_state_at", count * d,
+                       {&kvb, &scb, &rowFrom, &count, &slot0, &ratio, &d, &sp}));
+      if (open + head == ratio) {
+        int64_t one = 1;
+        DSC_TRY(launch1D(c, "dsc_compressor_pool_groups", d,
+                         {&stKv, &stScore, &one, &ratio, &d, &pooled}));
+        emitted = 1;
+      }
+    }
+    int64_t groups = (S - head) / ratio;
+    if (groups > 0) {
+      CUdeviceptr kvRows = kvb + CUdeviceptr(head * d) * 4, scRows = scb + CUdeviceptr(head * d) * 4;
+      CUdeviceptr out = pooled + CUdeviceptr(emitted * d) * 2;
+      DSC_TRY(launch1D(c, "dsc_compressor_pool_groups", groups * d,
+                       {&kvRows, &scRows, &groups, &ratio, &d, &out}));
+      emitted += groups;
+    }
+    int64_t tailFrom = head + groups * ratio, tail = S - tailFrom, slot0 = 0;
+    if (tail > 0)
+      DSC_TRY(launch1D(c, "dsc_compressor_state_at", tail * d,
+                       {&kvb, &scb, &tailFrom, &tail, &slot0, &ratio, &d, &sp}));
+    if (emitted != n)
+      return runtime::internalError("compressor: pooled " + std::to_string(emitted) +
+                                    " groups, expected " + std::to_string(n));
+    return launch1D(c, "dsc_compressor_norm", n, {&pooled, &cs, &ratio, &d, &np, &eps, &lp});
   } else { // decode: slot p % ratio; a group is pooled when it completes (in-kernel)
     int64_t rowFrom = 0, count = 1;
     DSC_TRY(launch1D(c, "dsc_compressor_state", d,
@@ -404,7 +455,8 @@ Status indexerTopK(CudaLaunchContext &c) {
   const CudaTensor &scores = *c.inputs[0];
   int64_t S = scores.dim(0), width = scores.dim(1);
   int64_t window = c.plan.model.windowSize;
-  int64_t offset = c.call.chunk ? S : window; // windowKvRows (chunk: its own rows)
+  // windowKvRows: a chunk's ring rows and own rows, the ring in decode.
+  int64_t offset = c.call.chunk ? c.call.ringRows + S : window;
   DSC_TRY(checkWidth(c, "indexer_topk", width, ratio));
   const int64_t widthCap = c.compressedLengthCapacity(ratio);
   Scratch s;
@@ -432,12 +484,12 @@ Status sparseAttention(CudaLaunchContext &c) {
   int64_t window = c.plan.model.windowSize;
   int64_t R = rows.dim(0);
   int64_t start = c.call.startPos;
-  const bool chunk = c.call.chunk; // prefill-like: the window rows are the call's own
-  int64_t windowWidth = chunk ? std::min(S, window) : window;
-  if (R < (chunk ? S : window) || windowWidth > R)
+  const bool chunk = c.call.chunk; // prefill-like: ring rows (continuation) + the call's own
+  const int64_t reads = chunk ? c.call.ringRows + S : window;
+  int64_t windowWidth = chunk ? std::min(reads, window) : window;
+  if (R < reads || windowWidth > R)
     return runtime::invalidArgument("sparse_attention: " + std::to_string(R) +
-                                    " window rows, the call reads " +
-                                    std::to_string(chunk ? S : window));
+                                    " window rows, the call reads " + std::to_string(reads));
   int64_t T = 0, k = 0, ratio = 0;
   PoolArgs pool;
   CUdeviceptr kvp = 0, topk = 0;

@@ -249,9 +249,6 @@ public:
     return Status::ok();
   }
 
-  /// Continuation chunks need CUDA kernels for the ring prefix and straddling
-  /// compressor groups (not written yet): long prompts run as one call.
-  bool runsPrefillChunks() const override { return false; }
   /// Device twins are keyed by host tensor: row views made per tile have
   /// none, so row-tiled fusions run whole here (untiled memory plan).
   bool runsRowTiles() const override { return false; }
@@ -259,12 +256,6 @@ public:
   Expected<bool> beginLaunches(const runtime::PlanModel &plan, const runtime::CallInfo &call,
                                const runtime::Program &program,
                                std::span<HostTensor *const> values, bool graphable) override {
-    // Continuation chunks of a chunked prefill (window prefix from the ring,
-    // compressor groups across calls) have CPU kernels only so far; the
-    // Session runs prompts as one call here (runsPrefillChunks).
-    if (call.ringRows > 0 || (call.chunk && call.startPos > 0 && program.name == "prefill"))
-      return runtime::internalError("prefill: a continuation chunk reached the CUDA backend, "
-                                    "which runs prompts as one call");
     std::lock_guard<std::mutex> lock(mutex_);
     if (Status s = makeCurrentStatus(); !s)
       return s;
@@ -286,7 +277,7 @@ public:
           return p.status();
     session.hostState[0] = call.startPos;
     session.hostState[1] = call.tokens;
-    session.hostState[2] = call.chunk ? 1 : 0;
+    session.hostState[2] = call.chunk ? 1 + call.ringRows : 0; // DSC_CALL_RING_ROWS
     session.replayWritten = false;
     if (Status s = d_.check(d_.cuMemcpyHtoDAsync(session.callState, session.hostState,
                                                  sizeof(session.hostState), stream_),
@@ -662,7 +653,7 @@ private:
                               "cuMemAlloc(replay call state)");
           !s)
         return s;
-    long long want[3] = {call.startPos, call.tokens, call.chunk ? 1 : 0};
+    long long want[3] = {call.startPos, call.tokens, call.chunk ? 1 + call.ringRows : 0};
     out = session.replayState;
     if (session.replayWritten && std::equal(want, want + 3, session.replayHost))
       return Status::ok();
@@ -682,7 +673,7 @@ private:
         return s;
     fallbackHost_[0] = call.startPos;
     fallbackHost_[1] = call.tokens;
-    fallbackHost_[2] = call.chunk ? 1 : 0;
+    fallbackHost_[2] = call.chunk ? 1 + call.ringRows : 0;
     out = fallbackState_;
     return d_.check(d_.cuMemcpyHtoDAsync(fallbackState_, fallbackHost_, sizeof(fallbackHost_),
                                          stream_),
