@@ -49,10 +49,11 @@ static cl::opt<std::string> outputPath(
     "o", cl::desc("Output: the plan (.dscp), or the --emit artefact (default: stdout)"),
     cl::value_desc("file"), cl::init(""), cl::cat(category));
 static cl::opt<std::string> cedMode(
-    "ced", cl::desc("Prefill CED mode: full (every layer on every prompt token), bounded or "
-                    "exact (decoder on the last W or (L/2)·W prompt rows; CPU and CUDA "
-                    "backends)"),
-    cl::init("full"), cl::cat(category));
+    "ced", cl::desc("Prefill CED mode: exact (default; the decoder on the last (L/2)·W prompt "
+                    "rows, bit-identical to full), bounded (the last W rows, approximate) or "
+                    "full (every layer on every prompt token; the default with "
+                    "--layer-boundaries)"),
+    cl::init("exact"), cl::cat(category));
 static cl::opt<std::string> gpuArch(
     "gpu-arch",
     cl::desc("GPU architecture the plan's kernels are compiled for with NVRTC (sm_90a), or "
@@ -135,6 +136,9 @@ int main(int argc, char **argv) {
     return fail("--report takes 'text' or 'json', got '" + report + "'");
   if (!emit.empty() && emit != "mlir")
     return fail("--emit takes 'mlir', got '" + emit + "'");
+  // Conformance plans dump every block on every token: full unless asked.
+  if (layerBoundaries && cedMode.getNumOccurrences() == 0)
+    cedMode = "full";
   if (cedMode != "full" && cedMode != "bounded" && cedMode != "exact")
     return fail("--ced takes 'full', 'bounded' or 'exact', got '" + cedMode + "'");
   bool writePlan = emit.empty() && !outputPath.empty();
