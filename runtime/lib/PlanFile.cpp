@@ -261,7 +261,8 @@ flatbuffers::Offset<fb::Program> writeProgram(Builder &b, const Program &p) {
   for (const Fusion &f : p.fusions)
     fusions.push_back(fb::CreateFusion(b, b.CreateString(f.kernel), f.layer, f.tileRows));
   auto fusionVec = b.CreateVector(fusions);
-  return fb::CreateProgram(b, name, valueVec, inputs, outputs, launchVec, boundaryVec, fusionVec);
+  return fb::CreateProgram(b, name, valueVec, inputs, outputs, launchVec, boundaryVec, fusionVec,
+                           p.peakBytes, p.peakBytesUntiled);
 }
 
 //===----------------------------------------------------------------------===//
@@ -467,6 +468,8 @@ Expected<PlanModel> fromBuffer(const fb::Plan &root) {
       launch.fusion = l->fusion();
       out.launches.push_back(std::move(launch));
     }
+    out.peakBytes = p->peak_bytes();
+    out.peakBytesUntiled = p->peak_bytes_untiled();
     for (size_t j = 0; j < count(p->fusions()); ++j) {
       const fb::Fusion *f = p->fusions()->Get(static_cast<flatbuffers::uoffset_t>(j));
       out.fusions.push_back({f->kernel()->str(), f->layer(), f->tile_rows()});

@@ -297,6 +297,14 @@ int main(int argc, char **argv) {
       errs() << "\n";
   }
   if (writePlan) {
+    // The activation peaks at the plan's limits travel with the plan.
+    for (bool rowTiles : {true, false})
+      if (auto memory = dsc::runtime::summarizePlanMemory(plan, options.maxSeqLen, -1, rowTiles);
+          memory)
+        for (const dsc::runtime::PhaseMemory &phase : memory->phases)
+          for (dsc::runtime::Program &program : plan.programs)
+            if (program.name == phase.program)
+              (rowTiles ? program.peakBytes : program.peakBytesUntiled) = phase.peakBytes;
     if (dsc::runtime::Status status = dsc::runtime::verifyPlan(plan); !status)
       return fail("internal error: the lowered plan does not verify: " + status.message());
     if (dsc::runtime::Status status = dsc::runtime::writePlanFile(outputPath, plan); !status)

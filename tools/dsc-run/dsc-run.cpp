@@ -4,6 +4,7 @@
 //           [--backend cpu] [--logits-out OUT.npy]
 //           [--force-boundaries GOLDEN.safetensors] [--dump-layers DIR]
 //   dsc-run PLAN --weights CKPT --prompt-ids FILE --max-new-tokens N
+//   dsc-run PLAN --describe   (facts, launches and memory peaks of the plan)
 //
 // With --input-ids: prefill ids[:P], then teacher-forced decode of every
 // remaining id; --logits-out gets float32 [1 + (N - P), vocab] (the prefill's
@@ -16,6 +17,7 @@
 #include "dsc/runtime/Conformance.h"
 #include "dsc/runtime/Engine.h"
 #include "dsc/runtime/Npy.h"
+#include "dsc/runtime/PlanFile.h"
 #include "tools/common/CommandLine.h"
 
 #include <algorithm>
@@ -40,7 +42,8 @@ int usage(const char *message) {
                "usage: dsc-run PLAN --weights CKPT (--input-ids FILE --prefill-len P | "
                "--prompt-ids FILE --max-new-tokens N)\n"
                "               [--backend cpu|cuda] [--logits-out OUT.npy]\n"
-               "               [--force-boundaries GOLDEN.safetensors] [--dump-layers DIR]\n",
+               "               [--force-boundaries GOLDEN.safetensors] [--dump-layers DIR]\n"
+               "       dsc-run PLAN --describe\n",
                message);
   return 2;
 }
@@ -85,7 +88,35 @@ Expected<std::vector<int32_t>> readIds(const std::string &path) {
 
 } // namespace
 
+/// dsc-run PLAN --describe: what the plan holds, for deployers (no weights).
+static int describe(const std::string &planPath) {
+  Expected<PlanModel> plan = readPlanFile(planPath);
+  if (!plan)
+    return fail(plan.status().message());
+  const PlanModelFacts &m = plan->model;
+  std::printf("plan %s (schema %u): %s, %lld layers, dim %lld, vocab %lld\n", planPath.c_str(),
+              plan->version, m.name.c_str(), (long long)m.nLayers, (long long)m.dim,
+              (long long)m.vocabSize);
+  std::printf("  max_seq_len %lld, ced %s (replay %lld rows), prefill chunk %lld%s\n",
+              (long long)m.maxSeqLen, m.cedMode.c_str(), (long long)m.cedReplayTokens,
+              (long long)m.prefillChunk, m.layerBoundaries ? ", layer boundaries" : "");
+  std::printf("  %zu tensors, %zu states, %zu kernels\n", plan->tensors.size(), plan->states.size(),
+              plan->kernels.size());
+  for (const Program &p : plan->programs) {
+    int64_t launches = 0;
+    for (auto [layer, n] : launchesByLayer(p))
+      launches += n;
+    std::printf("  program %s: %lld kernel launches (%zu steps, %zu fused kernels), activation "
+                "peak %llu B (%llu B without row tiles)\n",
+                p.name.c_str(), (long long)launches, p.launches.size(), p.fusions.size(),
+                (unsigned long long)p.peakBytes, (unsigned long long)p.peakBytesUntiled);
+  }
+  return 0;
+}
+
 static int runMain(int argc, char **argv) {
+  if (argc == 3 && std::string(argv[2]) == "--describe")
+    return describe(argv[1]);
   dsc::tools::CommandLine cl = dsc::tools::parseCommandLine(
       argc, argv, {"--weights", "--input-ids", "--prefill-len", "--backend", "--logits-out",
                    "--force-boundaries", "--dump-layers", "--prompt-ids", "--max-new-tokens"});

@@ -260,6 +260,8 @@ void expectSamePlan(const PlanModel &a, const PlanModel &b) {
       EXPECT_EQ(s.launches[j].replay, t.launches[j].replay);
       EXPECT_EQ(s.launches[j].fusion, t.launches[j].fusion);
     }
+    EXPECT_EQ(s.peakBytes, t.peakBytes);
+    EXPECT_EQ(s.peakBytesUntiled, t.peakBytesUntiled);
     ASSERT_EQ(s.fusions.size(), t.fusions.size());
     for (size_t j = 0; j < s.fusions.size(); ++j) {
       EXPECT_EQ(s.fusions[j].kernel, t.fusions[j].kernel);
@@ -960,6 +962,8 @@ TEST(PlanFile, RoundTripsChunkAndTiles) {
   plan.model.prefillChunk = 64;
   plan.programs[0].fusions[0].tileRows = 0;
   plan.programs[0].fusions.push_back({"indexer", 3, 128}); // unused: still round-trips
+  plan.programs[0].peakBytes = 1u << 20;
+  plan.programs[0].peakBytesUntiled = (1ull << 40) + 64;
   Expected<PlanModel> back = parsePlan(serializePlan(plan), "test.dscp");
   ASSERT_TRUE(back.hasValue()) << back.status().message();
   expectSamePlan(plan, *back);

@@ -221,6 +221,11 @@ struct Program {
   std::vector<Launch> launches; ///< kernel steps in order (see Fusion)
   std::vector<LayerBoundary> boundaries;
   std::vector<Fusion> fusions;
+  /// Activation arena peak of this program's largest call at the plan's
+  /// limits (a max_seq_len prompt in chunks for prefill, the last position
+  /// for decode), computed by dsc-compile (summarizePlanMemory) for a
+  /// backend that runs row tiles and for one that does not; 0: not recorded.
+  uint64_t peakBytes = 0, peakBytesUntiled = 0;
 };
 
 /// Kernel launches of a program by layer (-1: outside layers): one per
