@@ -36,16 +36,26 @@ DSC_KERNEL void dsc_compressor_linear(const unsigned short *x, const unsigned sh
     outBf16[i] = bf16FromFloat(v);
 }
 
-DSC_KERNEL void dsc_compressor_state(const float *kv, const float *score, long long rowFrom,
-                                     long long count, const long long *callState,
-                                     long long ratio, long long d, float *state) {
-  const long long slot0 = DSC_CALL_START(callState) % ratio; // 0 in prefill
+/// Thread i of a state write: row rowFrom + i / d, channel i % d, into state
+/// slot slot0 + i / d (kv half, then score half).
+__device__ __forceinline__ void compressorStateWrite(const float *kv, const float *score,
+                                                     long long rowFrom, long long count,
+                                                     long long slot0, long long ratio,
+                                                     long long d, float *state) {
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count * d)
     return;
   const long long r = i / d, c = i % d;
   state[(slot0 + r) * d + c] = kv[(rowFrom + r) * d + c];
   state[ratio * d + (slot0 + r) * d + c] = score[(rowFrom + r) * d + c];
+}
+
+DSC_KERNEL void dsc_compressor_state(const float *kv, const float *score, long long rowFrom,
+                                     long long count, const long long *callState,
+                                     long long ratio, long long d, float *state) {
+  // slot0 = p % r from the call state: 0 in prefill, the token's slot in decode.
+  compressorStateWrite(kv, score, rowFrom, count, DSC_CALL_START(callState) % ratio, ratio, d,
+                       state);
 }
 
 /// Pools channel c of group j: rows j*r .. j*r+r-1 of kv / score [., d].
@@ -93,12 +103,7 @@ DSC_KERNEL void dsc_compressor_pool_groups(const float *kv, const float *score, 
 DSC_KERNEL void dsc_compressor_state_at(const float *kv, const float *score, long long rowFrom,
                                         long long count, long long slot0, long long ratio,
                                         long long d, float *state) {
-  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= count * d)
-    return;
-  const long long r = i / d, c = i % d;
-  state[(slot0 + r) * d + c] = kv[(rowFrom + r) * d + c];
-  state[ratio * d + (slot0 + r) * d + c] = score[(rowFrom + r) * d + c];
+  compressorStateWrite(kv, score, rowFrom, count, slot0, ratio, d, state);
 }
 
 DSC_KERNEL void dsc_compressor_norm(const unsigned short *x, const long long *callState,

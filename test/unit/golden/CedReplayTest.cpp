@@ -78,22 +78,12 @@ TEST(CedReplay, ExactIsBitIdenticalAndBoundedIsMeasured) {
     ASSERT_TRUE(engine.hasValue()) << mode << ": " << engine.status().message();
     engines[mode] = std::move(engine.value());
   }
-  auto golden = runtime::SafetensorsFile::open(dir + "/expected.safetensors");
-  ASSERT_TRUE(golden.hasValue());
-  std::vector<int32_t> base;
-  for (int64_t v : goldenInts(*golden->find("input_ids")))
-    base.push_back(int32_t(v));
-  ASSERT_FALSE(base.empty());
-  const int64_t n = int64_t(base.size());
-
   std::string table = "CED bounded (R = 16) vs full, tiny6, max relative logits error\n"
                       "  S     prefill     max(prefill, 4 decode steps)\n";
   for (int64_t S : {16, 20, 47, 48, 49, 100, 200}) {
     SCOPED_TRACE("S = " + std::to_string(S));
-    std::vector<int32_t> ids(static_cast<size_t>(S));
-    for (int64_t i = 0; i < S; ++i)
-      ids[size_t(i)] = i < n ? base[size_t(i)]
-                             : int32_t((int64_t(base[size_t((i * 31 + 7) % n)]) + i) % vocab);
+    std::vector<int32_t> ids = extendedGoldenIds(dir, S, vocab);
+    ASSERT_EQ(int64_t(ids.size()), S);
     std::vector<int32_t> fed;
     auto full = runFree(*engines["full"], ids, {}, &fed);
     auto exact = runFree(*engines["exact"], ids, {}, nullptr);

@@ -134,14 +134,6 @@ TEST(ChunkedPrefill, Split) {
 
 TEST(ChunkedPrefill, BitIdenticalToOneCall) {
   const std::string dir = sharedPath("golden/tiny6");
-  auto golden = runtime::SafetensorsFile::open(dir + "/expected.safetensors");
-  ASSERT_TRUE(golden.hasValue());
-  std::vector<int32_t> base;
-  for (int64_t v : goldenInts(*golden->find("input_ids")))
-    base.push_back(int32_t(v));
-  ASSERT_FALSE(base.empty());
-  const int64_t n = int64_t(base.size());
-
   for (auto [mode, chunk] : {std::pair<std::string, int64_t>{"full", 32}, {"exact", 96}}) {
     SCOPED_TRACE(mode + " chunk " + std::to_string(chunk));
     auto one = engineFor(dir, mode, 0);
@@ -152,10 +144,8 @@ TEST(ChunkedPrefill, BitIdenticalToOneCall) {
       if (mode == "exact" && S <= chunk)
         continue; // one call either way
       SCOPED_TRACE("S = " + std::to_string(S));
-      std::vector<int32_t> ids(static_cast<size_t>(S));
-      for (int64_t i = 0; i < S; ++i)
-        ids[size_t(i)] = i < n ? base[size_t(i)]
-                               : int32_t((int64_t(base[size_t((i * 31 + 7) % n)]) + i) % vocab);
+      std::vector<int32_t> ids = extendedGoldenIds(dir, S, vocab);
+      ASSERT_EQ(int64_t(ids.size()), S);
       PrefillRun a = runFree(*one, ids), b = runFree(*chunked, ids);
       ASSERT_EQ(a.logits.size(), size_t(kDecodeSteps + 1));
       ASSERT_EQ(b.logits.size(), a.logits.size());
@@ -193,13 +183,8 @@ TEST(ChunkedPrefill, BitIdenticalToOneCall) {
 // the planned peak stays above the live peak the Session observes.
 TEST(RowTiledIndexer, BitIdenticalToUntiled) {
   const std::string dir = sharedPath("golden/tiny6");
-  auto golden = runtime::SafetensorsFile::open(dir + "/expected.safetensors");
-  ASSERT_TRUE(golden.hasValue());
-  std::vector<int32_t> ids;
-  for (int64_t v : goldenInts(*golden->find("input_ids")))
-    ids.push_back(int32_t(v));
-  while (ids.size() < 230)
-    ids.push_back(int32_t((ids[ids.size() - 100] * 7 + int32_t(ids.size())) % 1024));
+  const std::vector<int32_t> ids = extendedGoldenIds(dir, 230, /*tiny6 vocab*/ 1024);
+  ASSERT_EQ(ids.size(), 230u);
   for (auto [mode, chunk] : {std::pair<std::string, int64_t>{"full", 0}, {"full", 64}, {"exact", 0}}) {
     SCOPED_TRACE(mode + " chunk " + std::to_string(chunk));
     auto untiled = engineFor(dir, mode, chunk, 0);

@@ -1,6 +1,8 @@
 //===- GoldenHarness.cpp - Compile a golden case and compare a run with it -===//
 #include "GoldenHarness.h"
 
+#include <gtest/gtest.h>
+
 #include "dialects/DeepSeek/IR/DeepSeekDialect.h"
 #include "dsc/numerics/EngramTokenMap.h"
 #include "dsc/numerics/ScalarCodecs.h"
@@ -89,6 +91,24 @@ std::vector<float> goldenFloats(const runtime::TensorView &view) {
       out[i] = view.as<float>()[i];
   }
   return out;
+}
+
+std::vector<int32_t> extendedGoldenIds(const std::string &caseDir, int64_t length,
+                                       int64_t vocab) {
+  auto golden = runtime::SafetensorsFile::open(caseDir + "/expected.safetensors");
+  const runtime::TensorView *inputIds = golden ? golden->find("input_ids") : nullptr;
+  EXPECT_TRUE(inputIds) << caseDir << "/expected.safetensors: no input_ids";
+  if (!inputIds)
+    return {};
+  std::vector<int64_t> base = goldenInts(*inputIds);
+  EXPECT_FALSE(base.empty());
+  if (base.empty() || vocab <= 0)
+    return {};
+  const int64_t n = int64_t(base.size());
+  std::vector<int32_t> ids(static_cast<size_t>(length));
+  for (int64_t i = 0; i < length; ++i)
+    ids[size_t(i)] = int32_t(i < n ? base[size_t(i)] : (base[size_t((i * 31 + 7) % n)] + i) % vocab);
+  return ids;
 }
 
 std::vector<int64_t> goldenInts(const runtime::TensorView &view) {

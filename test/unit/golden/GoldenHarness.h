@@ -91,6 +91,12 @@ private:
 std::vector<float> goldenFloats(const runtime::TensorView &view);
 std::vector<int64_t> goldenInts(const runtime::TensorView &view);
 
+/// A prompt of `length` ids for free-running tests on a golden checkpoint:
+/// the case's expected.safetensors input_ids, extended deterministically past
+/// their end (id i = (base[(31 i + 7) % n] + i) % vocab). Empty (with a test
+/// failure) when the file or its input_ids cannot be read.
+std::vector<int32_t> extendedGoldenIds(const std::string &caseDir, int64_t length, int64_t vocab);
+
 } // namespace dsc::test
 
 #endif // DSC_TEST_UNIT_GOLDEN_GOLDENHARNESS_H
