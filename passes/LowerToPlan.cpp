@@ -300,6 +300,10 @@ bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
                 rt::DType::F32, {2, ratio, dim});
     plan_.states[program_->values.back().state].dim = dim; // the compressor's head dim
   }
+  // Level two reads candidate block ids: their block size.
+  if (auto topk = llvm::dyn_cast<IndexerTopKOp>(op); topk && topk.getCandidates())
+    spec.params.push_back(
+        {"block_size", llvm::cast<CandidatesType>(topk.getCandidates().getType()).getBlockSize()});
   if (auto hash = llvm::dyn_cast<EngramHashOp>(op))
     hiddenState("engram_history", rt::StateKind::EngramHistory, 0, maxSeqLen, rt::DType::I64,
                 {maxSeqLen});
@@ -340,8 +344,10 @@ bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
       spec.params.push_back({"k", topk.getK()});
       spec.params.push_back({"ratio", topk.getRatio()});
     } else if (auto candidates = llvm::dyn_cast<CandidatesType>(type)) {
-      slot.dtype = rt::DType::U8;
-      slot.shape = {tokens, rt::kCompressedLength};
+      // The picked block ids of each row, ascending, -1 padded (not a
+      // [tokens, T] mask: numerics/SparseSelect.h).
+      slot.dtype = rt::DType::I32;
+      slot.shape = {tokens, candidates.getBlocks()};
       slot.ratio = candidates.getRatio();
       spec.params.push_back({"blocks", candidates.getBlocks()});
       spec.params.push_back({"block_size", candidates.getBlockSize()});

@@ -6,7 +6,9 @@
 //   positions count as -inf; block (compress_len-1)//blockSize pinned to
 //   +inf; the top min(topkBlocks, nblocks) blocks by repeated selection
 //   under numerics' order (NaN first, larger score, lower index on ties);
-//   picks whose value > -inf expand to a per-position mask (u8 [S, width]).
+//   picks whose value > -inf are the row's candidate blocks, written as their
+//   ids in ascending order, -1 padded: ids i32 [S, topkBlocks]
+//   (numerics::selectCandidateBlockIds).
 // Scratch: blockVals f32 [S, nblocks], picked u8 [S, nblocks].
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
@@ -15,15 +17,15 @@
 DSC_KERNEL void dsc_candidate_blocks(const unsigned short *scores, long long S,
                                      const long long *callState, long long ratio,
                                      long long topkBlocks, long long blockSize, float *blockVals,
-                                     unsigned char *picked, unsigned char *mask) {
+                                     unsigned char *picked, int *ids) {
   const long long startPos = DSC_CALL_START(callState);
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);
   const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (s >= S)
     return;
-  unsigned char *m = mask + s * width;
-  for (long long j = 0; j < width; ++j)
-    m[j] = 0;
+  int *out = ids + s * topkBlocks;
+  for (long long b = 0; b < topkBlocks; ++b)
+    out[b] = -1;
   if (width <= 0 || blockSize <= 0)
     return;
   const long long nblocks = (width + blockSize - 1) / blockSize;
@@ -54,11 +56,10 @@ DSC_KERNEL void dsc_candidate_blocks(const unsigned short *scores, long long S,
     for (long long b = 0; b < nblocks; ++b)
       if (!used[b] && (best < 0 || ranksBefore(block[b], b, block[best], best)))
         best = b;
-    used[best] = 1;
-    if (!(block[best] > negInf()))
-      continue;
-    const long long end = (best + 1) * blockSize < width ? (best + 1) * blockSize : width;
-    for (long long j = best * blockSize; j < end; ++j)
-      m[j] = 1;
+    used[best] = block[best] > negInf() ? 1 : 2; // 2: picked but all -inf (dropped)
   }
+  long long n = 0;
+  for (long long b = 0; b < nblocks; ++b)
+    if (used[b] == 1)
+      out[n++] = static_cast<int>(b);
 }

@@ -2,7 +2,8 @@
 //
 // CPU: indexMaskCandidates + numerics::indexerTopK per row.
 //   dsc_indexer_topk_select: one thread per (row s, position j): the score
-//     (-inf outside the candidate mask when one is given) is ranked against
+//     (-inf outside the row's candidate blocks, ids [S, blocks] ascending and
+//     -1 padded, when given) is ranked against
 //     the whole row under numerics' order (NaN first, larger score, lower
 //     index on ties: a strict total order, so exactly `used` positions have
 //     rank < used -- the same set as the CPU's partial_sort); selected u8.
@@ -14,13 +15,37 @@
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
 
-__device__ __forceinline__ float topkScore(const unsigned short *row, const unsigned char *cand,
-                                           long long j) {
-  return cand && !cand[j] ? negInf() : bf16ToFloat(row[j]);
+/// Whether position j lies in one of the row's candidate blocks: ids
+/// ascending then -1 (binary searches: the valid prefix, then the block).
+__device__ __forceinline__ bool inCandidateBlock(const int *ids, long long blocks,
+                                                 long long blockSize, long long j) {
+  long long lo = 0, hi = blocks; // ids[0, n) >= 0
+  while (lo < hi) {
+    const long long mid = (lo + hi) / 2;
+    if (ids[mid] >= 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  const long long want = j / blockSize;
+  long long a = 0, b = lo;
+  while (a < b) {
+    const long long mid = (a + b) / 2;
+    if (ids[mid] < want)
+      a = mid + 1;
+    else
+      b = mid;
+  }
+  return a < lo && ids[a] == want;
 }
 
-DSC_KERNEL void dsc_indexer_topk_select(const unsigned short *scores,
-                                        const unsigned char *candidates, long long S,
+__device__ __forceinline__ float topkScore(const unsigned short *row, const int *cand,
+                                           long long blocks, long long blockSize, long long j) {
+  return cand && !inCandidateBlock(cand, blocks, blockSize, j) ? negInf() : bf16ToFloat(row[j]);
+}
+
+DSC_KERNEL void dsc_indexer_topk_select(const unsigned short *scores, const int *candidates,
+                                        long long blocks, long long blockSize, long long S,
                                         const long long *callState, long long ratio,
                                         long long k, unsigned char *selected) {
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);
@@ -30,11 +55,11 @@ DSC_KERNEL void dsc_indexer_topk_select(const unsigned short *scores,
     return;
   const long long s = i / width, j = i % width;
   const unsigned short *row = scores + s * width;
-  const unsigned char *cand = candidates ? candidates + s * width : nullptr;
-  const float v = topkScore(row, cand, j);
+  const int *cand = candidates ? candidates + s * blocks : nullptr;
+  const float v = topkScore(row, cand, blocks, blockSize, j);
   long long rank = 0;
   for (long long t = 0; t < width && rank < used; ++t)
-    if (t != j && ranksBefore(topkScore(row, cand, t), t, v, j))
+    if (t != j && ranksBefore(topkScore(row, cand, blocks, blockSize, t), t, v, j))
       ++rank;
   selected[i] = rank < used ? 1 : 0;
 }

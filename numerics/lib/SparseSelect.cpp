@@ -43,13 +43,13 @@ std::vector<int64_t> topKIndices(const float *scores, int64_t width, int64_t k) 
   return idx;
 }
 
-std::vector<uint8_t> selectCandidateBlocks(const float *scores, int64_t width,
-                                           int64_t compressLen, int64_t topkBlocks,
-                                           int64_t blockSize) {
+std::vector<int32_t> selectCandidateBlockIds(const float *scores, int64_t width,
+                                             int64_t compressLen, int64_t topkBlocks,
+                                             int64_t blockSize) {
   const float negInf = -std::numeric_limits<float>::infinity();
-  std::vector<uint8_t> mask(static_cast<size_t>(std::max<int64_t>(width, 0)), 0);
+  std::vector<int32_t> ids(static_cast<size_t>(std::max<int64_t>(topkBlocks, 0)), -1);
   if (width <= 0 || blockSize <= 0)
-    return mask;
+    return ids;
   const int64_t nblocks = (width + blockSize - 1) / blockSize;
   std::vector<float> block(static_cast<size_t>(nblocks), negInf);
   for (int64_t j = 0; j < width; ++j) {
@@ -65,14 +65,33 @@ std::vector<uint8_t> selectCandidateBlocks(const float *scores, int64_t width,
     if (last < nblocks)
       block[static_cast<size_t>(last)] = std::numeric_limits<float>::infinity();
   }
-  for (int64_t b : topKIndices(block.data(), nblocks, std::min(topkBlocks, nblocks))) {
-    const float v = block[static_cast<size_t>(b)];
-    if (!(v > negInf))
+  std::vector<int32_t> picked;
+  for (int64_t b : topKIndices(block.data(), nblocks, std::min(topkBlocks, nblocks)))
+    if (block[static_cast<size_t>(b)] > negInf)
+      picked.push_back(static_cast<int32_t>(b));
+  std::sort(picked.begin(), picked.end());
+  std::copy(picked.begin(), picked.end(), ids.begin());
+  return ids;
+}
+
+std::vector<uint8_t> candidateMaskFromBlocks(const int32_t *ids, int64_t count, int64_t blockSize,
+                                             int64_t width) {
+  std::vector<uint8_t> mask(static_cast<size_t>(std::max<int64_t>(width, 0)), 0);
+  for (int64_t i = 0; i < count && blockSize > 0; ++i) {
+    if (ids[i] < 0)
       continue;
-    for (int64_t j = b * blockSize; j < std::min(width, (b + 1) * blockSize); ++j)
+    for (int64_t j = ids[i] * blockSize; j < std::min(width, (ids[i] + 1) * blockSize); ++j)
       mask[static_cast<size_t>(j)] = 1;
   }
   return mask;
+}
+
+std::vector<uint8_t> selectCandidateBlocks(const float *scores, int64_t width,
+                                           int64_t compressLen, int64_t topkBlocks,
+                                           int64_t blockSize) {
+  const std::vector<int32_t> ids =
+      selectCandidateBlockIds(scores, width, compressLen, topkBlocks, blockSize);
+  return candidateMaskFromBlocks(ids.data(), int64_t(ids.size()), blockSize, width);
 }
 
 std::vector<int32_t> indexerTopK(const float *scores, int64_t width, int64_t compressLen,

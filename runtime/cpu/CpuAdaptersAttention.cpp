@@ -246,8 +246,12 @@ Status candidateBlocks(LaunchContext &c) {
   const HostTensor &scores = *c.inputs[0];
   int64_t S = scores.dim(0), width = scores.dim(1);
   std::vector<float> s = widen(scores.data<uint16_t>(), S * width);
+  if (c.outputs[0]->dim(1) != blocks)
+    return runtime::invalidArgument("candidate_blocks: output holds " +
+                                    std::to_string(c.outputs[0]->dim(1)) +
+                                    " block ids per row, expected " + std::to_string(blocks));
   indexSelectCandidates(s.data(), S, width, c.call.startPos, ratio, blocks, blockSize,
-                        c.outputs[0]->data<uint8_t>());
+                        c.outputs[0]->data<int32_t>());
   return Status::ok();
 }
 
@@ -260,8 +264,13 @@ Status indexerTopK(LaunchContext &c) {
   HostTensor &topk = *c.outputs[0];
   int64_t S = scores.dim(0), width = scores.dim(1);
   std::vector<float> s = widen(scores.data<uint16_t>(), S * width);
-  if (c.inputs.size() > 1)
-    indexMaskCandidates(s.data(), c.inputs[1]->data<uint8_t>(), S, width);
+  if (c.inputs.size() > 1) {
+    const int64_t blockSize = p.i("block_size");
+    if (!p.error)
+      return p.error;
+    indexMaskCandidates(s.data(), c.inputs[1]->data<int32_t>(), c.inputs[1]->dim(1), blockSize, S,
+                        width);
+  }
   // Offset by the window rows attention puts first: S in prefill, W in decode.
   int64_t window = c.plan.model.windowSize;
   int64_t offset = c.call.windowRows >= 0 ? c.call.windowRows // a row tile: the call's

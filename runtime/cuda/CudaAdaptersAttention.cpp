@@ -464,9 +464,15 @@ Status indexerTopK(CudaLaunchContext &c) {
   DSC_TRY(s.allocate(c));
   CUdeviceptr sp = scores.ptr, cand = c.inputs.size() > 1 ? c.inputs[1]->ptr : 0,
               selp = s.at(sel), out = c.outputs[0]->ptr, cs = c.callState;
+  int64_t blocks = cand ? c.inputs[1]->dim(1) : 0, blockSize = 0;
+  if (cand) {
+    blockSize = p.i("block_size");
+    if (!p.error)
+      return p.error;
+  }
   // used = min(k, T) in-kernel; with used = 0 nothing is selected.
   DSC_TRY(launch1D(c, "dsc_indexer_topk_select", S * widthCap,
-                   {&sp, &cand, &S, &cs, &ratio, &k, &selp}));
+                   {&sp, &cand, &blocks, &blockSize, &S, &cs, &ratio, &k, &selp}));
   return launch1D(c, "dsc_indexer_topk_emit", S * std::max(widthCap, k),
                   {&selp, &S, &cs, &k, &ratio, &offset, &out});
 }

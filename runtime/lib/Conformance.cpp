@@ -1,5 +1,7 @@
 //===- Conformance.cpp - Forced boundaries and layer dumps -----------------===//
 #include "dsc/runtime/Conformance.h"
+
+#include "dsc/numerics/SparseSelect.h"
 #include "dsc/runtime/Npy.h"
 #include "dsc/runtime/StateLayout.h"
 
@@ -123,6 +125,27 @@ void LayerDumper::write(const std::string &name, const Expected<HostTensor> &ten
   write(name, *tensor);
 }
 
+/// The golden layout of candidates: a u8 mask [rows, T] (T = the compressed
+/// length after the call) of the block ids [rows, blocks] the plan holds.
+static Expected<HostTensor> candidateMask(const CallInfo &call, const KernelSpec &kernel,
+                                          const HostTensor &ids) {
+  const ParamValue *ratio = kernel.find("ratio"), *blockSize = kernel.find("block_size");
+  if (!ratio || !blockSize || !std::holds_alternative<int64_t>(*ratio) ||
+      !std::holds_alternative<int64_t>(*blockSize) || std::get<int64_t>(*ratio) <= 0)
+    return invalidArgument("candidate_blocks: the kernel has no integer ratio / block_size");
+  const int64_t rows = ids.dim(0), blocks = ids.dim(1);
+  const int64_t width = (call.startPos + call.tokens) / std::get<int64_t>(*ratio);
+  HostTensor mask;
+  if (Status s = mask.resetChecked(DType::U8, {rows, width}); !s)
+    return s;
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<uint8_t> row = numerics::candidateMaskFromBlocks(
+        ids.data<int32_t>() + r * blocks, blocks, std::get<int64_t>(*blockSize), width);
+    std::copy(row.begin(), row.end(), mask.data<uint8_t>() + r * width);
+  }
+  return mask;
+}
+
 void LayerDumper::afterLaunch(const CallInfo &call, const Program &, const Launch &launch,
                               const KernelSpec &kernel,
                               std::span<const HostTensor *const> outputs) {
@@ -130,8 +153,8 @@ void LayerDumper::afterLaunch(const CallInfo &call, const Program &, const Launc
   for (const HostTensor *out : outputs) {
     if (kernel.name == "indexer_topk" && out->dtype() == DType::I32)
       write(layer + ".topk_idxs", *out);
-    else if (kernel.name == "candidate_blocks" && out->dtype() == DType::U8)
-      write(layer + ".candidates", *out);
+    else if (kernel.name == "candidate_blocks" && out->dtype() == DType::I32)
+      write(layer + ".candidates", candidateMask(call, kernel, *out));
     else if ((kernel.name == "grouped_output" || kernel.name == "moe_experts") &&
              out->dtype() == DType::BF16)
       write(layer + (kernel.name == "grouped_output" ? ".attn_out" : ".ffn_out"), toFloat32(*out));

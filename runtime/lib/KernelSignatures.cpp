@@ -419,11 +419,11 @@ REL(indexerScoreRel)
 END
 
 REL(candidateBlocksRel)
-  r.i("blocks", 1, INT64_MAX);
+  const int64_t blocks = r.i("blocks", 1, INT64_MAX);
   r.i("block_size", 1, INT64_MAX);
   r.i("ratio", 1, INT64_MAX);
   r.eq(r.O(0, 0), r.I(0, 0));
-  r.eq(r.O(0, 1), r.I(0, 1));
+  r.is(r.O(0, 1), blocks, "parameter 'blocks': the candidate block ids of a row");
 END
 
 REL(indexerTopkRel)
@@ -431,9 +431,9 @@ REL(indexerTopkRel)
   r.i("ratio", 1, INT64_MAX);
   r.is(r.O(0, 1), kk, "parameter 'k'");
   r.eq(r.O(0, 0), r.I(0, 0));
-  if (in.size() == 2) {
+  if (in.size() == 2) { // the candidate block ids of each row
+    r.i("block_size", 1, INT64_MAX);
     r.eq(r.I(1, 0), r.I(0, 0));
-    r.eq(r.I(1, 1), r.I(0, 1));
   }
 END
 
@@ -712,9 +712,9 @@ std::vector<KernelSignature> buildTable() {
       {{op("queries", bf, 3), op("head weights", bf, 2),
         st("index keys", u8, 2, {SK::IndexKeys})}},
       {op("scores", bf, 2)}, indexerScoreRel);
-  add("candidate_blocks", {{op("scores", bf, 2)}}, {op("candidates", u8, 2)},
+  add("candidate_blocks", {{op("scores", bf, 2)}}, {op("candidate blocks", i32, 2)},
       candidateBlocksRel);
-  add("indexer_topk", {{op("scores", bf, 2)}, {op("scores", bf, 2), op("candidates", u8, 2)}},
+  add("indexer_topk", {{op("scores", bf, 2)}, {op("scores", bf, 2), op("candidate blocks", i32, 2)}},
       {op("top-k", i32, 2)}, indexerTopkRel);
   add("sparse_attention",
       {{op("q", bf, 3), st("ring", u8, 2, rings), op("sink", f32, 1), op("window rows", f32, 2)},

@@ -15,6 +15,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -255,4 +258,44 @@ TEST(NumericsSparseSelect, CandidateBlocks) {
   maskNonCandidates(scores.data(), mask.data(), 10);
   EXPECT_EQ(scores[4], -kInf);
   EXPECT_EQ(indexerTopK(scores.data(), 10, 9, 3, 0), (std::vector<int32_t>{0, 1, 2}));
+}
+
+TEST(NumericsSparseSelect, CandidateBlockIds) {
+  // The same cases as block lists: picked ids ascending, -1 padding.
+  std::vector<float> s = {1, 5, 0, 0, 2, 2, 2, 2, 9, -kInf};
+  EXPECT_EQ(selectCandidateBlockIds(s.data(), 10, 9, 2, 4), (std::vector<int32_t>{0, 2}));
+  std::vector<float> t = {1, 5, 0, 0, 2, 2, -kInf, -kInf, -kInf, -kInf};
+  EXPECT_EQ(selectCandidateBlockIds(t.data(), 10, 6, 1, 4), (std::vector<int32_t>{1}));
+  // Three picks, one block all -inf: two ids and one -1.
+  EXPECT_EQ(selectCandidateBlockIds(t.data(), 10, 6, 3, 4), (std::vector<int32_t>{0, 1, -1}));
+  // More picks than blocks: padding.
+  EXPECT_EQ(selectCandidateBlockIds(s.data(), 10, 9, 5, 4),
+            (std::vector<int32_t>{0, 1, 2, -1, -1}));
+  std::vector<float> none(10, -kInf);
+  EXPECT_EQ(selectCandidateBlockIds(none.data(), 10, 0, 4, 4), std::vector<int32_t>(4, -1));
+  const int32_t ids[] = {2, 0, -1};
+  EXPECT_EQ(candidateMaskFromBlocks(ids, 3, 4, 10),
+            (std::vector<uint8_t>{1, 1, 1, 1, 0, 0, 0, 0, 1, 1}));
+  // Random rows with many ties: ids ascending, distinct, in range, the
+  // newest visible block (pinned) always picked, padding only at the end.
+  uint64_t state = 12345;
+  for (int row = 0; row < 200; ++row) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const int64_t width = 1 + int64_t((state >> 33) % 97), cl = int64_t((state >> 40) % (width + 1));
+    std::vector<float> r(static_cast<size_t>(width));
+    for (float &v : r) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      v = float(int64_t(state >> 60)) - 8.0f;
+    }
+    const int64_t k = 1 + row % 7, bs = 1 + row % 5, nblocks = (width + bs - 1) / bs;
+    std::vector<int32_t> list = selectCandidateBlockIds(r.data(), width, cl, k, bs);
+    ASSERT_EQ(int64_t(list.size()), k);
+    auto end = std::find(list.begin(), list.end(), -1);
+    EXPECT_TRUE(std::all_of(end, list.end(), [](int32_t v) { return v == -1; })) << row;
+    EXPECT_TRUE(std::adjacent_find(list.begin(), end, std::greater_equal<int32_t>()) == end) << row;
+    EXPECT_TRUE(std::all_of(list.begin(), end, [&](int32_t v) { return v >= 0 && v < nblocks; }));
+    EXPECT_EQ(end - list.begin(), std::min(k, nblocks)) << "every finite block is pickable";
+    if (cl > 0)
+      EXPECT_TRUE(std::find(list.begin(), end, int32_t((cl - 1) / bs)) != end) << row;
+  }
 }

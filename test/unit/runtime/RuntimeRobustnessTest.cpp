@@ -244,6 +244,7 @@ TEST(Session, FailedCallLeavesTheSessionFailedUntilReset) {
   PlanModel plan = loadFixture();
   ASSERT_GE(plan.programs[0].boundaries.size(), 3u);
   plan.model.layerBoundaries = true; // the fixture has boundaries: observe them
+  plan.model.prefillChunk = 0;       // conformance plans run prompts in one call
   std::unique_ptr<Engine> engine = engineOf(std::move(plan));
   ASSERT_TRUE(engine);
   std::unique_ptr<Session> session = engine->newSession();

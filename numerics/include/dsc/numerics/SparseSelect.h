@@ -12,8 +12,11 @@
 //   - candidates (level one): pad scores to a multiple of blockSize with
 //     -inf, block score = max of its positions, pin block (compressLen-1) //
 //     blockSize to +inf (floor division: no pin when compressLen == 0), take
-//     the top min(topkBlocks, nblocks) blocks, keep picks whose value > -inf,
-//     expand to a per-position mask of the original width.
+//     the top min(topkBlocks, nblocks) blocks, keep picks whose value > -inf:
+//     the candidate blocks, held as their ids in ascending order padded with
+//     -1 to topkBlocks entries (a [rows, topkBlocks] list instead of a
+//     [rows, width] mask: what makes a long prompt's candidates small), or
+//     expanded to a per-position mask of the original width.
 //   - level two: scores outside the candidate mask become -inf.
 //   - top-k: k = min(indexTopk, width); the k best of the row, then sorted
 //     ascending; index j maps to j + offset if j < compressLen, else -1.
@@ -44,6 +47,17 @@ void maskNonCandidates(float *scores, const uint8_t *candidates, int64_t width);
 /// Indices of the k best scores under the tie rule above, in rank order
 /// (best first). k is clamped to [0, width].
 std::vector<int64_t> topKIndices(const float *scores, int64_t width, int64_t k);
+
+/// Level-one candidate blocks: topkBlocks ids, the picked ones ascending,
+/// then -1.
+std::vector<int32_t> selectCandidateBlockIds(const float *scores, int64_t width,
+                                             int64_t compressLen, int64_t topkBlocks,
+                                             int64_t blockSize);
+
+/// The per-position mask (1 = candidate) of `width` positions that block ids
+/// (-1 entries ignored) cover.
+std::vector<uint8_t> candidateMaskFromBlocks(const int32_t *ids, int64_t count, int64_t blockSize,
+                                             int64_t width);
 
 /// Level-one candidate mask (1 = candidate) of `width` positions.
 std::vector<uint8_t> selectCandidateBlocks(const float *scores, int64_t width,

@@ -1,6 +1,8 @@
 //===- AttentionBlock.cpp - One layer's CSA2 attention up to o ------------===//
 #include "runtime/cpu/kernels/attention/AttentionBlock.h"
 
+#include "dsc/numerics/SparseSelect.h"
+
 #include "runtime/cpu/kernels/attention/Indexer.h"
 #include "runtime/cpu/kernels/attention/SparseAttention.h"
 #include "runtime/cpu/kernels/attention/WindowKv.h"
@@ -110,15 +112,23 @@ void attentionForward(const AttentionLayerConfig &cfg, const AttentionLayerWeigh
         indexScores(iq.data(), iw.data(), S, Hi, Dk, keys.data(), width, scores.data());
         indexMaskInvisible(scores.data(), S, width, startPos, r);
         if (cfg.candidateSource) {
+          // Block ids per row, kept here as the [S, width] mask.
+          const int64_t nb = cfg.candidateTopkBlocks;
+          std::vector<int32_t> ids(static_cast<size_t>(S * nb));
+          indexSelectCandidates(scores.data(), S, width, startPos, r, nb, cfg.candidateBlockSize,
+                                ids.data());
           shared.candidates.assign(static_cast<size_t>(S * width), 0);
           shared.candidatesWidth = width;
-          indexSelectCandidates(scores.data(), S, width, startPos, r, cfg.candidateTopkBlocks,
-                                cfg.candidateBlockSize, shared.candidates.data());
+          for (int64_t s = 0; s < S; ++s) {
+            const std::vector<uint8_t> mask = numerics::candidateMaskFromBlocks(
+                ids.data() + s * nb, nb, cfg.candidateBlockSize, width);
+            std::copy(mask.begin(), mask.end(), shared.candidates.begin() + s * width);
+          }
         } else if (cfg.usesCandidates) {
           if (shared.candidatesWidth != width ||
               static_cast<int64_t>(shared.candidates.size()) != S * width)
             throw std::runtime_error("attentionForward: candidates of another shape");
-          indexMaskCandidates(scores.data(), shared.candidates.data(), S, width);
+          numerics::maskNonCandidates(scores.data(), shared.candidates.data(), S * width);
         }
         shared.topkWidth = indexTopKWidth(cfg.indexTopk, width);
         shared.topkIdxs.assign(static_cast<size_t>(S * shared.topkWidth), -1);

@@ -107,16 +107,21 @@ void indexMaskInvisible(float *scores, int64_t S, int64_t width, int64_t startPo
 
 void indexSelectCandidates(const float *scores, int64_t S, int64_t width, int64_t startPos,
                            int64_t ratio, int64_t topkBlocks, int64_t blockSize,
-                           uint8_t *candidates) {
+                           int32_t *candidates) {
   for (int64_t s = 0; s < S; ++s) {
-    const std::vector<uint8_t> mask = numerics::selectCandidateBlocks(
+    const std::vector<int32_t> ids = numerics::selectCandidateBlockIds(
         scores + s * width, width, indexCompressLen(startPos, s, ratio), topkBlocks, blockSize);
-    std::copy(mask.begin(), mask.end(), candidates + s * width);
+    std::copy(ids.begin(), ids.end(), candidates + s * topkBlocks);
   }
 }
 
-void indexMaskCandidates(float *scores, const uint8_t *candidates, int64_t S, int64_t width) {
-  numerics::maskNonCandidates(scores, candidates, S * width);
+void indexMaskCandidates(float *scores, const int32_t *candidates, int64_t topkBlocks,
+                         int64_t blockSize, int64_t S, int64_t width) {
+  for (int64_t s = 0; s < S; ++s) {
+    const std::vector<uint8_t> mask = numerics::candidateMaskFromBlocks(
+        candidates + s * topkBlocks, topkBlocks, blockSize, width);
+    numerics::maskNonCandidates(scores + s * width, mask.data(), width);
+  }
 }
 
 int64_t indexTopKWidth(int64_t indexTopk, int64_t width) { return std::min(indexTopk, width); }

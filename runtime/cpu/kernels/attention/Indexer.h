@@ -30,8 +30,9 @@
 //       one bf16 rounding at the end (output filled with 0, then += acc).
 //   - visibility: compressed j is visible to the query at absolute position
 //     t iff j < (t+1)//ratio (decode: (start_pos+1)//ratio); others -inf.
-//   - candidates (candidate source): numerics::selectCandidateBlocks per row;
-//     level two (later index sources of the ratio): non-candidates -inf.
+//   - candidates (candidate source): numerics::selectCandidateBlockIds per
+//     row (the picked block ids, not a mask); level two (later index sources
+//     of the ratio): positions outside those blocks -inf.
 //   - top-k: numerics::indexerTopK (k = min(index_topk, width), sorted
 //     ascending, j + offset if visible else -1; ties: lower index wins).
 // Rows are independent (parallelFor over query rows).
@@ -82,13 +83,15 @@ int64_t indexCompressLen(int64_t startPos, int64_t s, int64_t ratio);
 /// Visibility: scores[s, j] = -inf for j >= indexCompressLen(s).
 void indexMaskInvisible(float *scores, int64_t S, int64_t width, int64_t startPos, int64_t ratio);
 
-/// Level one (candidate source): mask [S, width] (1 = candidate).
+/// Level one (candidate source): block ids [S, topkBlocks] (ascending, -1
+/// padded).
 void indexSelectCandidates(const float *scores, int64_t S, int64_t width, int64_t startPos,
                            int64_t ratio, int64_t topkBlocks, int64_t blockSize,
-                           uint8_t *candidates);
+                           int32_t *candidates);
 
-/// Level two: scores outside `candidates` [S, width] become -inf.
-void indexMaskCandidates(float *scores, const uint8_t *candidates, int64_t S, int64_t width);
+/// Level two: scores outside the candidate blocks [S, topkBlocks] become -inf.
+void indexMaskCandidates(float *scores, const int32_t *candidates, int64_t topkBlocks,
+                         int64_t blockSize, int64_t S, int64_t width);
 
 /// Width of the top-k list: min(indexTopk, width).
 int64_t indexTopKWidth(int64_t indexTopk, int64_t width);

@@ -540,12 +540,18 @@ TEST(Indexer, CandidatesAndLevelTwoMask) {
   // One decode row (start_pos 9, ratio 1 -> compress_len 10), blocks of 4:
   // block scores max(0..3)=4, max(4..7)=9, max(8,9)=1 -> pinned (newest).
   std::vector<float> sc = {1, 4, 2, 0, 9, 3, 3, 3, 1, 0};
-  std::vector<uint8_t> cand(10);
+  std::vector<int32_t> cand(2);
   indexSelectCandidates(sc.data(), 1, 10, 9, 1, 2, 4, cand.data()); // 2 blocks
-  EXPECT_EQ(cand, (std::vector<uint8_t>{0, 0, 0, 0, 1, 1, 1, 1, 1, 1}));
-  indexMaskCandidates(sc.data(), cand.data(), 1, 10);
+  EXPECT_EQ(cand, (std::vector<int32_t>{1, 2})); // blocks 1 (9) and 2 (pinned), ascending
+  indexMaskCandidates(sc.data(), cand.data(), 2, 4, 1, 10);
   EXPECT_EQ(sc[1], ninf);
   EXPECT_EQ(sc[4], 9.0f);
+  EXPECT_EQ(sc[9], 0.0f); // block 2 keeps its two positions
+  // Three blocks requested, all three picked; one row of 4 requested: -1 padding.
+  std::vector<float> sc2 = {1, 4, 2, 0, 9, 3, 3, 3, 1, 0};
+  std::vector<int32_t> four(4);
+  indexSelectCandidates(sc2.data(), 1, 10, 9, 1, 4, 4, four.data());
+  EXPECT_EQ(four, (std::vector<int32_t>{0, 1, 2, -1}));
 }
 
 TEST(Indexer, QueriesAreFp4QdqAfterRope) {
