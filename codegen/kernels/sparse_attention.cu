@@ -18,6 +18,11 @@
 // from the main-KV records (entry j - R). Entries outside [0, R + T) are
 // skipped like -1 (the CPU asserts they do not occur).
 // Dynamic shared memory: 2 * D floats (q, acc).
+// With ropeInvFreq (the fused `attention` kernel: sparse attention + inverse
+// RoPE, ds-fuse-kernels), o is the RoPE step's output: the bf16 attention
+// output is rotated in shared memory exactly as dsc_rope rotates it (the
+// tail's pairs at position p·posStep + s·posStep) before it is written; the
+// bytes equal the two launches'.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
@@ -48,6 +53,8 @@ DSC_KERNEL void dsc_sparse_attention(const unsigned short *q, long long S, long 
                                      long long ratio, const int *topk, long long k,
                                      const float *sink, const long long *callState,
                                      long long window, long long windowWidth, float scale,
+                                     const float *ropeInvFreq, long long ropeDim,
+                                     long long ropePosStep, int ropeInverse,
                                      unsigned short *o) {
   // p and T = (p + S) / ratio (0 without a compressed source) from the call state.
   const long long startPos = DSC_CALL_START(callState);
@@ -133,6 +140,26 @@ DSC_KERNEL void dsc_sparse_attention(const unsigned short *q, long long S, long 
     denomShared = __fadd_rn(denomShared, expf(__fsub_rn(sink[h], mShared)));
   __syncthreads();
   const float denom = denomShared;
+  if (!ropeInvFreq) {
+    for (long long d = threadIdx.x; d < D; d += blockDim.x)
+      o[sh * D + d] = bf16FromFloat(__fdiv_rn(acc[d], denom));
+    return;
+  }
+  // The fused `attention` kernel: the RoPE step (dsc_rope) as the epilogue,
+  // on the bf16 output held in shared memory, written to the rope's output.
   for (long long d = threadIdx.x; d < D; d += blockDim.x)
-    o[sh * D + d] = bf16FromFloat(__fdiv_rn(acc[d], denom));
+    acc[d] = bf16ToFloat(bf16FromFloat(__fdiv_rn(acc[d], denom)));
+  __syncthreads();
+  const long long tail = D - ropeDim;
+  const long long pos = startPos * ropePosStep + s * ropePosStep;
+  for (long long d = threadIdx.x; d < D; d += blockDim.x) {
+    if (d < tail) {
+      o[sh * D + d] = bf16FromFloat(acc[d]);
+      continue;
+    }
+    const long long even = d - ((d - tail) & 1);
+    float re, im;
+    ropePair(acc[even], acc[even + 1], ropeInvFreq[(d - tail) / 2], pos, ropeInverse != 0, re, im);
+    o[sh * D + d] = bf16FromFloat(((d - tail) & 1) ? im : re);
+  }
 }

@@ -125,6 +125,13 @@ void registerCudaBasicAdapters(CudaAdapterTable &table);     // embed, hc_expand
 void registerCudaDenseAdapters(CudaAdapterTable &table);     // linear, norms, mHC, MoE, Engram, head
 void registerCudaAttentionAdapters(CudaAdapterTable &table); // RoPE, window, compressor, indexer, attention
 
+/// The native fused `attention` kernel (ds-fuse-kernels): sparse attention
+/// whose bf16 output is rotated by the `rope` step (inverse RoPE) in the same
+/// kernel and written to that step's output `ropeOut`; `ropeKernel` is the
+/// rope step's KernelSpec index (its frequencies' cache key).
+Status attentionWithInverseRope(CudaLaunchContext &attention, const runtime::KernelSpec &rope,
+                                int64_t ropeKernel, CudaTensor &ropeOut);
+
 } // namespace dsc::cuda
 
 #endif // DSC_RUNTIME_CUDA_CUDAADAPTER_H

@@ -477,7 +477,18 @@ Status indexerTopK(CudaLaunchContext &c) {
                   {&selp, &S, &cs, &k, &ratio, &offset, &out});
 }
 
-Status sparseAttention(CudaLaunchContext &c) {
+/// The RoPE epilogue of the fused `attention` kernel (null: plain attention).
+struct RopeEpilogue {
+  const runtime::KernelSpec *rope = nullptr;
+  int64_t ropeKernel = -1; ///< its index in the plan: the constants' key
+  CudaTensor *out = nullptr;
+};
+
+Status sparseAttentionWith(CudaLaunchContext &c, const RopeEpilogue &epilogue);
+
+Status sparseAttention(CudaLaunchContext &c) { return sparseAttentionWith(c, RopeEpilogue()); }
+
+Status sparseAttentionWith(CudaLaunchContext &c, const RopeEpilogue &epilogue) {
   Params p{c.kernel, Status::ok()};
   float scale = float(p.f("scale"));
   if (!p.error)
@@ -518,9 +529,33 @@ Status sparseAttention(CudaLaunchContext &c) {
   if (S * H <= 0)
     return Status::ok();
   CUdeviceptr qp = q.ptr, rp = rows.ptr, sk = sink.ptr, out = c.outputs[0]->ptr, cs = c.callState;
+  CUdeviceptr invFreq = 0;
+  int64_t ropeDim = 0, posStep = 1;
+  int inverse = 0;
+  if (epilogue.rope) {
+    Params r{*epilogue.rope, Status::ok()};
+    std::vector<float> freqs = ropeFreqs(r);
+    ropeDim = r.i("rope.dim");
+    posStep = r.i("position_stride", 1);
+    inverse = r.i("inverse", 0) != 0 ? 1 : 0;
+    if (!r.error)
+      return r.error;
+    if (ropeDim % 2 != 0 || ropeDim > D)
+      return runtime::internalError("attention: rope.dim " + std::to_string(ropeDim) +
+                                    " does not fit head dim " + std::to_string(D));
+    // Cached under the attention kernel's key: name it by the rope step's
+    // specialisation (layers share the attention kernel, not their RoPE).
+    const std::string name = "rope.inv_freq@" + std::to_string(epilogue.ropeKernel);
+    auto fc = c.constant(name.c_str(), freqs.data(), freqs.size() * sizeof(float));
+    if (!fc)
+      return fc.status();
+    invFreq = *fc;
+    out = epilogue.out->ptr;
+  }
   std::vector<void *> args{&qp, &S, &H, &D, &rp, &R, &kvp};
   pool.push(args);
-  args.insert(args.end(), {&ratio, &topk, &k, &sk, &cs, &window, &windowWidth, &scale, &out});
+  args.insert(args.end(), {&ratio, &topk, &k, &sk, &cs, &window, &windowWidth, &scale, &invFreq,
+                           &ropeDim, &posStep, &inverse, &out});
   Dim3 grid, block;
   grid.x = static_cast<unsigned>(S * H);
   block.x = 128;
@@ -529,6 +564,11 @@ Status sparseAttention(CudaLaunchContext &c) {
 }
 
 } // namespace
+
+Status attentionWithInverseRope(CudaLaunchContext &attention, const runtime::KernelSpec &rope,
+                                int64_t ropeKernel, CudaTensor &ropeOut) {
+  return sparseAttentionWith(attention, RopeEpilogue{&rope, ropeKernel, &ropeOut});
+}
 
 void registerCudaAttentionAdapters(CudaAdapterTable &table) {
   table["rope"] = rope;

@@ -420,42 +420,42 @@ public:
     if (it == table_.end())
       return runtime::failedPrecondition("the CUDA backend has no kernel '" + c.kernel.name + "'");
     Context context(*this, c);
-    Status status = flushZeroing();
-    if (auto a = activeCalls_.find(c.programCall ? c.programCall : &c.call);
-        a != activeCalls_.end()) {
-      context.callState = a->second.callState;
-      if (c.launch.replay && status) // CED: the replayed launches' own call state
-        status = replayCallState(*a->second.session, c.call, context.callState);
-      // Arena values born at this launch: zeroed right before it.
-      size_t index = size_t(&c.launch - c.program.launches.data());
-      const SessionState &session = *a->second.session;
-      if (index < session.bornAt.size())
-        for (const auto &[ptr, bytes] : session.bornAt[index])
-          if (status)
-            status = d_.check(d_.cuMemsetD8Async(ptr, 0, bytes, stream_), "cuMemsetD8Async");
-    } else if (status) // a caller without beginLaunches: a call state of its own
-      status = fallbackCallState(c.call, context.callState);
-    for (size_t i = 0; status && i < c.inputs.size(); ++i) {
-      status = context.bind(*c.inputs[i], context.inputTensors[i]);
-      context.inputs.push_back(&context.inputTensors[i]);
-    }
-    for (size_t i = 0; status && i < c.outputs.size(); ++i) {
-      status = context.bind(*c.outputs[i], context.outputTensors[i]);
-      context.outputs.push_back(&context.outputTensors[i]);
-    }
+    Status status = prepare(c, context);
     if (status)
       status = it->second(context);
-    if (status && syncEachLaunch_)
-      status = d_.check(d_.cuStreamSynchronize(stream_), "launch of '" + c.kernel.name + "'");
-    if (!status && capturing_) { // abandon the capture; graphs stay off for the session
-      CUgraph graph = nullptr;
-      d_.cuStreamEndCapture(stream_, &graph);
-      if (graph)
-        d_.cuGraphDestroy(graph);
-      capturing_->decodeCalls = -1000000;
-      capturing_ = nullptr;
-    }
-    return status;
+    return finish(status, c.kernel.name);
+  }
+
+  /// Native fused kernels: `attention` (sparse_attention + inverse RoPE of
+  /// its output, the only reader) runs as one kernel with a RoPE epilogue.
+  bool runsFusion(const runtime::PlanModel &plan, const runtime::Program &program, size_t first,
+                  size_t count) const override {
+    if (count != 2 || first + 1 >= program.launches.size())
+      return false;
+    const runtime::Launch &a = program.launches[first], &r = program.launches[first + 1];
+    const runtime::KernelSpec &ka = plan.kernels[size_t(a.kernel)], &kr = plan.kernels[size_t(r.kernel)];
+    const runtime::ParamValue *inv = kr.find("inverse");
+    return program.fusions[size_t(a.fusion)].kernel == "attention" &&
+           ka.name == "sparse_attention" && kr.name == "rope" && inv &&
+           std::holds_alternative<int64_t>(*inv) && std::get<int64_t>(*inv) != 0 &&
+           a.outputs.size() == 1 && r.inputs.size() == 1 && r.outputs.size() == 1 &&
+           r.inputs[0] == a.outputs[0];
+  }
+
+  Status launchFusion(std::span<runtime::LaunchContext> steps) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (Status s = makeCurrentStatus(); !s)
+      return s;
+    if (steps.size() != 2)
+      return runtime::internalError("launchFusion: the attention kernel has 2 steps");
+    Context attention(*this, steps[0]), rope(*this, steps[1]);
+    Status status = prepare(steps[0], attention);
+    if (status)
+      status = prepare(steps[1], rope);
+    if (status)
+      status = attentionWithInverseRope(attention, steps[1].kernel, steps[1].launch.kernel,
+                                        rope.outputTensors[0]);
+    return finish(status, "attention (fused)");
   }
 
 private:
@@ -533,6 +533,51 @@ private:
     std::vector<CudaTensor> inputTensors, outputTensors;
     int scratchCount = 0;
   };
+
+  /// A launch's call state, the zeroing of the arena values it writes first,
+  /// and its bound tensors (mutex_ held).
+  Status prepare(runtime::LaunchContext &c, Context &context) {
+    Status status = flushZeroing();
+    if (auto a = activeCalls_.find(c.programCall ? c.programCall : &c.call);
+        a != activeCalls_.end()) {
+      context.callState = a->second.callState;
+      if (c.launch.replay && status) // CED: the replayed launches' own call state
+        status = replayCallState(*a->second.session, c.call, context.callState);
+      // Arena values born at this launch: zeroed right before it.
+      size_t index = size_t(&c.launch - c.program.launches.data());
+      const SessionState &session = *a->second.session;
+      if (index < session.bornAt.size())
+        for (const auto &[ptr, bytes] : session.bornAt[index])
+          if (status)
+            status = d_.check(d_.cuMemsetD8Async(ptr, 0, bytes, stream_), "cuMemsetD8Async");
+    } else if (status) // a caller without beginLaunches: a call state of its own
+      status = fallbackCallState(c.call, context.callState);
+    for (size_t i = 0; status && i < c.inputs.size(); ++i) {
+      status = context.bind(*c.inputs[i], context.inputTensors[i]);
+      context.inputs.push_back(&context.inputTensors[i]);
+    }
+    for (size_t i = 0; status && i < c.outputs.size(); ++i) {
+      status = context.bind(*c.outputs[i], context.outputTensors[i]);
+      context.outputs.push_back(&context.outputTensors[i]);
+    }
+    return status;
+  }
+
+
+  /// After a launch: DSC_CUDA_SYNC, and a failed capture abandoned.
+  Status finish(Status status, const std::string &what) {
+    if (status && syncEachLaunch_)
+      status = d_.check(d_.cuStreamSynchronize(stream_), "launch of '" + what + "'");
+    if (!status && capturing_) { // abandon the capture; graphs stay off for the session
+      CUgraph graph = nullptr;
+      d_.cuStreamEndCapture(stream_, &graph);
+      if (graph)
+        d_.cuGraphDestroy(graph);
+      capturing_->decodeCalls = -1000000;
+      capturing_ = nullptr;
+    }
+    return status;
+  }
 
   /// Per Session and program (keyed by the program's token-input tensor).
   struct SessionState {

@@ -395,8 +395,9 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
     for (const LayerBoundary &b : program->boundaries)
       for (int64_t v : {b.stream, b.mix})
         lastUse[v] = std::max(lastUse[v], b.afterLaunch);
-  if (rowTiles) // a row-tiled fusion's steps rerun per tile: live to its end
-    for (const auto &[first, last] : rowTiledRanges(*program))
+  // A fusion is one launch (native, or its steps rerun per row tile): what
+  // its steps touch lives to its end, as the planner assumes.
+  for (const auto &[first, last] : fusionRanges(*program))
       for (int64_t k = first; k <= last; ++k)
         for (const std::vector<int64_t> *vs : {&program->launches[size_t(k)].inputs,
                                                &program->launches[size_t(k)].outputs})
@@ -484,6 +485,19 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
     replayCall.chunk = true;
     replayCall.ringRows = 0; // the replay's window starts at its first row
   }
+  // The context of a launch on the call's whole tensors.
+  auto contextOf = [&](const Launch &at, const CallInfo &info) {
+    LaunchContext context{plan, *program, at, plan.kernels[at.kernel], info, {}, {}, {}, {}, &call};
+    for (int64_t v : at.inputs) {
+      context.inputs.push_back(resolved[v]);
+      context.inputSlots.push_back(&program->values[v]);
+    }
+    for (int64_t v : at.outputs) {
+      context.outputs.push_back(resolved[v]);
+      context.outputSlots.push_back(&program->values[v]);
+    }
+    return context;
+  };
   // Row-tiled fusions (Fusion::tileRows, the indexer) run all their steps
   // on one tile of rows at a time when the backend runs row tiles; their
   // internal values hold one tile (planMemory with rowTiles).
@@ -598,18 +612,30 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
       if (Status status = runRowTiles(l, end, launchCall); !status)
         return failAt(status);
       tiledEnd = end;
+    } else if (l >= tiledEnd && launch.fusion >= 0 &&
+               size_t(launch.fusion) < program->fusions.size() &&
+               (l == 0 || program->launches[l - 1].fusion != launch.fusion)) {
+      // A fused kernel the backend runs as one kernel (Backend::runsFusion).
+      size_t end = l;
+      while (end < program->launches.size() && program->launches[end].fusion == launch.fusion)
+        ++end;
+      if (backend.runsFusion(plan, *program, l, end - l)) {
+        for (size_t k = l; k < end; ++k)
+          bornAndAllocate(k);
+        std::vector<LaunchContext> steps;
+        steps.reserve(end - l);
+        for (size_t k = l; k < end; ++k)
+          steps.push_back(contextOf(program->launches[k], launchCall));
+        if (Status status = backend.launchFusion(steps); !status)
+          return failAt(launchError(l, status));
+        tiledEnd = end;
+      } else {
+        bornAndAllocate(l);
+      }
     } else if (l >= tiledEnd) {
       bornAndAllocate(l);
     }
-    LaunchContext context{plan, *program, launch, plan.kernels[launch.kernel], launchCall, {}, {}, {}, {}, &call};
-    for (int64_t v : launch.inputs) {
-      context.inputs.push_back(resolved[v]);
-      context.inputSlots.push_back(&program->values[v]);
-    }
-    for (int64_t v : launch.outputs) {
-      context.outputs.push_back(resolved[v]);
-      context.outputSlots.push_back(&program->values[v]);
-    }
+    LaunchContext context = contextOf(launch, launchCall);
     if (l >= tiledEnd)
       if (Status status = backend.launch(context); !status)
         return failAt(launchError(l, status));

@@ -47,11 +47,11 @@ bool conflicts(const ValueMemory &a, const ValueMemory &b) {
 
 } // namespace
 
-std::vector<std::pair<int64_t, int64_t>> rowTiledRanges(const Program &program) {
+std::vector<std::pair<int64_t, int64_t>> fusionRanges(const Program &program) {
   std::vector<std::pair<int64_t, int64_t>> ranges;
   for (size_t l = 0; l < program.launches.size(); ++l) {
     const int64_t f = program.launches[l].fusion;
-    if (f < 0 || size_t(f) >= program.fusions.size() || program.fusions[size_t(f)].tileRows <= 0)
+    if (f < 0 || size_t(f) >= program.fusions.size())
       continue;
     if (!ranges.empty() && ranges.back().second == int64_t(l) - 1 &&
         program.launches[l - 1].fusion == f)
@@ -186,10 +186,10 @@ Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, i
   for (ValueMemory &m : result.values)
     if (m.planned && m.first == -2)
       m.first = m.last = -1; // no launch touches it
-  // A row-tiled fusion runs all its steps once per tile: every value its
-  // steps touch is live over the whole fusion.
-  if (rowTiles)
-    for (const auto &[first, last] : rowTiledRanges(program))
+  // A fused kernel is one launch: a native one reads its inputs and writes
+  // its outputs at any time during it, a row-tiled one reruns its steps per
+  // tile. Every value a fusion's steps touch is live over the whole fusion.
+  for (const auto &[first, last] : fusionRanges(program))
       for (int64_t l = first; l <= last; ++l) {
         const Launch &launch = program.launches[size_t(l)];
         for (const std::vector<int64_t> *values : {&launch.inputs, &launch.outputs})

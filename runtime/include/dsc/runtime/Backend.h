@@ -93,6 +93,18 @@ public:
   /// CallInfo::windowRows): row-tiled fusions (Fusion::tileRows) then hold
   /// one tile of their internal values. Without, they run whole.
   virtual bool runsRowTiles() const { return true; }
+  /// Whether the backend runs the fused kernel made of launches [first,
+  /// first + count) of `program` (one Program::fusions entry) as one kernel
+  /// (a native template); then the Session calls launchFusion once with the
+  /// steps' contexts instead of launch per step. The values must be those
+  /// of the steps run one by one.
+  virtual bool runsFusion(const PlanModel &, const Program &, size_t /*first*/,
+                          size_t /*count*/) const {
+    return false;
+  }
+  virtual Status launchFusion(std::span<LaunchContext> /*steps*/) {
+    return internalError("launchFusion: this backend runs no fused kernel natively");
+  }
   /// Writes `bytes` bytes at byte `offset` of t's backing store: the host
   /// storage here, the device twin in a device backend (where t may be a
   /// described tensor without host storage). Streams weights in bounded chunks

@@ -11,8 +11,8 @@
 // kCompressed* from the start position and the slot's ratio, kWindowRows);
 // every size is rounded up to kArenaAlignment.
 //
-// Live ranges are inclusive intervals of launch indices [first, last] (with
-// row tiles, widened to cover each row-tiled fusion they touch):
+// Live ranges are inclusive intervals of launch indices [first, last],
+// widened to cover each fusion (one fused kernel launch) they touch:
 //   - first: the first launch writing the value; -1 for program inputs (and
 //     for a value no launch touches, which is then live only at -1);
 //   - last: the last launch reading or writing it; the program's launch count
@@ -124,10 +124,11 @@ Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, i
 /// kTokens or kReplayTokens), else 0.
 std::vector<int64_t> rowTiledValues(const Program &program);
 
-/// The launch ranges [first, last] of the program's row-tiled fusions. With
-/// rowTiles, every value a range's launches touch is live over the whole
-/// range (the steps rerun per tile).
-std::vector<std::pair<int64_t, int64_t>> rowTiledRanges(const Program &program);
+/// The launch ranges [first, last] of the program's fusions (one fused
+/// kernel launch each). Every value a range's launches touch is live over the
+/// whole range: a native fused kernel reads and writes during all of it, a
+/// row-tiled one reruns its steps per tile.
+std::vector<std::pair<int64_t, int64_t>> fusionRanges(const Program &program);
 
 /// Bytes of the plan's weights (tensor bindings) and of one sequence's states.
 Expected<uint64_t> planWeightBytes(const PlanModel &plan);
