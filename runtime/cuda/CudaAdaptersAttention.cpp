@@ -26,6 +26,7 @@
 #include "dsc/runtime/StateLayout.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -458,23 +459,40 @@ Status indexerTopK(CudaLaunchContext &c) {
   // windowKvRows: a chunk's ring rows and own rows, the ring in decode.
   int64_t offset = c.call.chunk ? c.call.ringRows + S : window;
   DSC_TRY(checkWidth(c, "indexer_topk", width, ratio));
-  const int64_t widthCap = c.compressedLengthCapacity(ratio);
-  Scratch s;
-  size_t sel = s.add(size_t(std::max<int64_t>(S * widthCap, 1)));
-  DSC_TRY(s.allocate(c));
   CUdeviceptr sp = scores.ptr, cand = c.inputs.size() > 1 ? c.inputs[1]->ptr : 0,
-              selp = s.at(sel), out = c.outputs[0]->ptr, cs = c.callState;
+              out = c.outputs[0]->ptr, cs = c.callState;
   int64_t blocks = cand ? c.inputs[1]->dim(1) : 0, blockSize = 0;
   if (cand) {
     blockSize = p.i("block_size");
     if (!p.error)
       return p.error;
   }
-  // used = min(k, T) in-kernel; with used = 0 nothing is selected.
-  DSC_TRY(launch1D(c, "dsc_indexer_topk_select", S * widthCap,
-                   {&sp, &cand, &blocks, &blockSize, &S, &cs, &ratio, &k, &selp}));
-  return launch1D(c, "dsc_indexer_topk_emit", S * std::max(widthCap, k),
-                  {&selp, &S, &cs, &k, &ratio, &offset, &out});
+  if (S <= 0)
+    return Status::ok();
+  // DSC_CUDA_TOPK_QUADRATIC=1: the O(T^2) select/emit pair (the first-cut
+  // kernels, kept for comparison runs; docs/device.md).
+  static const bool quadratic = [] {
+    const char *v = std::getenv("DSC_CUDA_TOPK_QUADRATIC");
+    return v && std::string(v) == "1";
+  }();
+  if (quadratic) {
+    const int64_t widthCap = c.compressedLengthCapacity(ratio);
+    Scratch s;
+    size_t sel = s.add(size_t(std::max<int64_t>(S * widthCap, 1)));
+    DSC_TRY(s.allocate(c));
+    CUdeviceptr selp = s.at(sel);
+    DSC_TRY(launch1D(c, "dsc_indexer_topk_select", S * widthCap,
+                     {&sp, &cand, &blocks, &blockSize, &S, &cs, &ratio, &k, &selp}));
+    return launch1D(c, "dsc_indexer_topk_emit", S * std::max(widthCap, k),
+                    {&selp, &S, &cs, &k, &ratio, &offset, &out});
+  }
+  // One block per row: radix select of the used = min(k, T)-th largest key,
+  // then the ascending compaction (indexer_topk.cu). O(T) per row, no scratch.
+  Dim3 grid, block;
+  grid.x = static_cast<unsigned>(S);
+  block.x = 256;
+  return c.launchEntry("dsc_indexer_topk_radix", grid, block, 0,
+                       {&sp, &cand, &blocks, &blockSize, &S, &cs, &ratio, &k, &offset, &out});
 }
 
 /// The RoPE epilogue of the fused `attention` kernel (null: plain attention).
