@@ -9,7 +9,10 @@
 //   picks whose value > -inf are the row's candidate blocks, written as their
 //   ids in ascending order, -1 padded: ids i32 [S, topkBlocks]
 //   (numerics::selectCandidateBlockIds).
-// Scratch: blockVals f32 [S, nblocks], picked u8 [S, nblocks].
+// Scratch: blockVals f32 [S, nblocks], picked u8 [S, nblocks]. Serial per
+// row (O(nblocks x blocks)): the reference; the adapter runs
+// dsc_candidate_blocks_radix (below), O(T) per row and no scratch, unless
+// DSC_CUDA_TOPK_QUADRATIC=1.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
@@ -62,4 +65,58 @@ DSC_KERNEL void dsc_candidate_blocks(const unsigned short *scores, long long S,
   for (long long b = 0; b < nblocks; ++b)
     if (used[b] == 1)
       out[n++] = static_cast<int>(b);
+}
+
+/// Block max of block b of a row (positions past width count as -inf; NaN
+/// propagates), the newest visible block pinned to +inf: selectCandidateBlockIds.
+__device__ __forceinline__ float candidateBlockValue(const unsigned short *row, long long width,
+                                                     long long blockSize, long long pinned,
+                                                     long long b) {
+  if (b == pinned)
+    return __int_as_float(0x7f800000);
+  float m = negInf();
+  const long long end = (b + 1) * blockSize < width ? (b + 1) * blockSize : width;
+  for (long long j = b * blockSize; j < end; ++j) {
+    const float v = bf16ToFloat(row[j]);
+    if (isNaN(v) || v > m)
+      m = isNaN(m) ? m : v;
+  }
+  return m;
+}
+
+/// dsc_candidate_blocks_radix: one block per row, the same ids in O(T): a
+/// radix select of the min(topkBlocks, nblocks)-th block key, then the picked
+/// blocks whose value > -inf in ascending order (the ids), -1 after them.
+DSC_KERNEL void dsc_candidate_blocks_radix(const unsigned short *scores, long long S,
+                                           const long long *callState, long long ratio,
+                                           long long topkBlocks, long long blockSize, int *ids) {
+  const long long startPos = DSC_CALL_START(callState);
+  const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);
+  const long long s = blockIdx.x;
+  if (s >= S)
+    return;
+  int *out = ids + s * topkBlocks;
+  for (long long b = threadIdx.x; b < topkBlocks; b += blockDim.x)
+    out[b] = -1;
+  if (width <= 0 || blockSize <= 0)
+    return;
+  const long long nblocks = (width + blockSize - 1) / blockSize;
+  const long long k = topkBlocks < nblocks ? topkBlocks : nblocks;
+  if (k <= 0)
+    return;
+  const unsigned short *row = scores + s * width;
+  const long long cl = compressLen(startPos, s, ratio);
+  const long long pinned = cl > 0 && (cl - 1) / blockSize < nblocks ? (cl - 1) / blockSize : -1;
+  auto keyOf = [&](long long b) {
+    return rankKey(candidateBlockValue(row, width, blockSize, pinned, b), b);
+  };
+  __syncthreads(); // the -1 fill before the compaction's writes
+  const unsigned long long threshold = radixSelectKey(nblocks, k, keyOf);
+  compactAscending(
+      nblocks,
+      [&](long long b) {
+        return keyOf(b) >= threshold &&
+               candidateBlockValue(row, width, blockSize, pinned, b) > negInf();
+      },
+      [&](long long b, long long slot) { out[slot] = static_cast<int>(b); });
 }

@@ -96,22 +96,6 @@ DSC_KERNEL void dsc_indexer_topk_emit(const unsigned char *selected, long long S
     topk[s * k + pos] = c < compressLen(startPos, s, ratio) ? static_cast<int>(c + offset) : -1;
 }
 
-/// The 64-bit rank key of position j (larger = ranks before).
-__device__ __forceinline__ unsigned long long topkKey(const unsigned short *row, const int *cand,
-                                                      long long blocks, long long blockSize,
-                                                      long long j) {
-  const float v = topkScore(row, cand, blocks, blockSize, j);
-  unsigned int key;
-  if (isNaN(v)) {
-    key = 0xffffffffu;
-  } else {
-    const unsigned int u = __float_as_uint(v == 0.0f ? 0.0f : v);
-    key = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-  }
-  return (static_cast<unsigned long long>(key) << 32) |
-         static_cast<unsigned long long>(0xffffffffu - static_cast<unsigned int>(j));
-}
-
 #define DSC_TOPK_THREADS 256
 
 DSC_KERNEL void dsc_indexer_topk_radix(const unsigned short *scores, const int *candidates,
@@ -127,65 +111,19 @@ DSC_KERNEL void dsc_indexer_topk_radix(const unsigned short *scores, const int *
   const unsigned short *row = scores + s * width;
   const int *cand = candidates ? candidates + s * blocks : nullptr;
   int *out = topk + s * k;
-  __shared__ unsigned int hist[256];
-  __shared__ unsigned long long prefixShared;
-  __shared__ long long remainingShared;
-  __shared__ long long scan[DSC_TOPK_THREADS];
   for (long long c = threadIdx.x; c < k; c += blockDim.x)
     out[c] = -1;
   if (used <= 0)
     return;
-  // Radix select of the used-th largest key, most significant digit first.
-  unsigned long long prefix = 0, mask = 0;
-  long long remaining = used; // rank of the wanted key among those matching prefix
-  for (int shift = 56; shift >= 0; shift -= 8) {
-    for (int b = threadIdx.x; b < 256; b += blockDim.x)
-      hist[b] = 0;
-    __syncthreads();
-    for (long long j = threadIdx.x; j < width; j += blockDim.x) {
-      const unsigned long long key = topkKey(row, cand, blocks, blockSize, j);
-      if ((key & mask) == prefix)
-        atomicAdd(&hist[(key >> shift) & 0xff], 1u);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      long long r = remaining;
-      int digit = 255;
-      for (; digit > 0; --digit) {
-        if (r <= (long long)hist[digit])
-          break;
-        r -= hist[digit];
-      }
-      prefixShared = prefix | (static_cast<unsigned long long>(digit) << shift);
-      remainingShared = r;
-    }
-    __syncthreads();
-    prefix = prefixShared;
-    remaining = remainingShared;
-    mask |= 0xffull << shift;
-    __syncthreads();
-  }
-  const unsigned long long threshold = prefix; // the used-th largest key
-  // Ascending compaction of the selected positions.
-  long long base = 0;
-  for (long long j0 = 0; j0 < width; j0 += blockDim.x) {
-    const long long j = j0 + threadIdx.x;
-    const long long flag =
-        j < width && topkKey(row, cand, blocks, blockSize, j) >= threshold ? 1 : 0;
-    scan[threadIdx.x] = flag;
-    __syncthreads();
-    for (unsigned int step = 1; step < blockDim.x; step <<= 1) { // inclusive scan
-      const long long add = threadIdx.x >= step ? scan[threadIdx.x - step] : 0;
-      __syncthreads();
-      scan[threadIdx.x] += add;
-      __syncthreads();
-    }
-    if (flag) {
-      const long long pos = base + scan[threadIdx.x] - 1;
-      if (pos < k)
-        out[pos] = j < compressLen(startPos, s, ratio) ? static_cast<int>(j + offset) : -1;
-    }
-    base += scan[blockDim.x - 1];
-    __syncthreads();
-  }
+  auto keyOf = [&](long long j) {
+    return rankKey(topkScore(row, cand, blocks, blockSize, j), j);
+  };
+  const unsigned long long threshold = radixSelectKey(width, used, keyOf); // the used-th key
+  const long long cl = compressLen(startPos, s, ratio);
+  compactAscending(
+      width, [&](long long j) { return keyOf(j) >= threshold; },
+      [&](long long j, long long slot) {
+        if (slot < k)
+          out[slot] = j < cl ? static_cast<int>(j + offset) : -1;
+      });
 }

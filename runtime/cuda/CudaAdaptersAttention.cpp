@@ -428,6 +428,17 @@ Status indexerScore(CudaLaunchContext &c) {
   return launch1D(c, "dsc_indexer_score", S * c.compressedLengthCapacity(ratio), std::move(args));
 }
 
+/// DSC_CUDA_TOPK_QUADRATIC=1: the first-cut O(T^2) top-k and serial
+/// candidate kernels instead of the radix selects (comparison runs only,
+/// docs/device.md).
+bool firstCutSelection() {
+  static const bool on = [] {
+    const char *v = std::getenv("DSC_CUDA_TOPK_QUADRATIC");
+    return v && std::string(v) == "1";
+  }();
+  return on;
+}
+
 Status candidateBlocks(CudaLaunchContext &c) {
   Params p{c.kernel, Status::ok()};
   int64_t blocks = p.i("blocks"), blockSize = p.i("block_size"), ratio = p.i("ratio");
@@ -436,6 +447,16 @@ Status candidateBlocks(CudaLaunchContext &c) {
   const CudaTensor &scores = *c.inputs[0];
   int64_t S = scores.dim(0), width = scores.dim(1);
   DSC_TRY(checkWidth(c, "candidate_blocks", width, ratio));
+  if (!firstCutSelection()) { // one block per row, O(T), no scratch
+    if (S <= 0)
+      return Status::ok();
+    CUdeviceptr sp = scores.ptr, out = c.outputs[0]->ptr, cs = c.callState;
+    Dim3 grid, block;
+    grid.x = static_cast<unsigned>(S);
+    block.x = 256;
+    return c.launchEntry("dsc_candidate_blocks_radix", grid, block, 0,
+                         {&sp, &S, &cs, &ratio, &blocks, &blockSize, &out});
+  }
   const int64_t widthCap = c.compressedLengthCapacity(ratio);
   int64_t nblocks = blockSize > 0 ? (widthCap + blockSize - 1) / blockSize : 0;
   Scratch s;
@@ -469,13 +490,7 @@ Status indexerTopK(CudaLaunchContext &c) {
   }
   if (S <= 0)
     return Status::ok();
-  // DSC_CUDA_TOPK_QUADRATIC=1: the O(T^2) select/emit pair (the first-cut
-  // kernels, kept for comparison runs; docs/device.md).
-  static const bool quadratic = [] {
-    const char *v = std::getenv("DSC_CUDA_TOPK_QUADRATIC");
-    return v && std::string(v) == "1";
-  }();
-  if (quadratic) {
+  if (firstCutSelection()) {
     const int64_t widthCap = c.compressedLengthCapacity(ratio);
     Scratch s;
     size_t sel = s.add(size_t(std::max<int64_t>(S * widthCap, 1)));
