@@ -140,6 +140,11 @@ Status compressor(LaunchContext &c) {
   int64_t n = ratio * w.headDim;
   std::memcpy(state.kv.data(), stateTensor.data<float>(), n * sizeof(float));
   std::memcpy(state.score.data(), stateTensor.data<float>() + n, n * sizeof(float));
+  // The plan sized the latents for this call; checked before they are written.
+  if (const int64_t want = compressorLatentCount(ratio, c.call.startPos, x.dim(0));
+      want != latents.dim(0))
+    return runtime::internalError("compressor emits " + std::to_string(want) +
+                                  " latents, the plan sized " + std::to_string(latents.dim(0)));
   int64_t emitted = compressorForward(w, x.data<uint16_t>(), x.dim(0), c.call.startPos,
                                       ratio > 1 ? &state : nullptr, latents.data<uint16_t>());
   if (emitted != latents.dim(0))

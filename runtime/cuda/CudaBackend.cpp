@@ -435,11 +435,27 @@ public:
     const runtime::Launch &a = program.launches[first], &r = program.launches[first + 1];
     const runtime::KernelSpec &ka = plan.kernels[size_t(a.kernel)], &kr = plan.kernels[size_t(r.kernel)];
     const runtime::ParamValue *inv = kr.find("inverse");
-    return program.fusions[size_t(a.fusion)].kernel == "attention" &&
-           ka.name == "sparse_attention" && kr.name == "rope" && inv &&
-           std::holds_alternative<int64_t>(*inv) && std::get<int64_t>(*inv) != 0 &&
-           a.outputs.size() == 1 && r.inputs.size() == 1 && r.outputs.size() == 1 &&
-           r.inputs[0] == a.outputs[0];
+    if (!(program.fusions[size_t(a.fusion)].kernel == "attention" &&
+          ka.name == "sparse_attention" && kr.name == "rope" && inv &&
+          std::holds_alternative<int64_t>(*inv) && std::get<int64_t>(*inv) != 0 &&
+          a.outputs.size() == 1 && r.inputs.size() == 1 && r.outputs.size() == 1 &&
+          r.inputs[0] == a.outputs[0]))
+      return false;
+    // The attention output is never written natively: only the RoPE step
+    // may read it (no other launch, program output or boundary).
+    const int64_t mid = a.outputs[0];
+    for (size_t l = 0; l < program.launches.size(); ++l)
+      if (l != first + 1)
+        for (int64_t v : program.launches[l].inputs)
+          if (v == mid)
+            return false;
+    for (int64_t v : program.outputs)
+      if (v == mid)
+        return false;
+    for (const runtime::LayerBoundary &b : program.boundaries)
+      if (b.stream == mid || b.mix == mid)
+        return false;
+    return true;
   }
 
   Status launchFusion(std::span<runtime::LaunchContext> steps) override {

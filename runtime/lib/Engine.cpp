@@ -239,6 +239,14 @@ Expected<HostTensor> Session::prefill(std::span<const int32_t> ids) {
   const std::vector<PrefillChunk> chunks =
       prefillChunks(int64_t(ids.size()),
                     engine_.backend().runsPrefillChunks() ? model.prefillChunk : 0);
+  // What a chunk would reject is checked for the whole prompt first, so that
+  // a rejected prefill leaves the session as it was.
+  if (chunks.size() > 1)
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] < 0 || ids[i] >= model.vocabSize)
+        return invalidArgument("prefill: token " + std::to_string(i) + " has id " +
+                               std::to_string(ids[i]) + ", outside the vocabulary [0, " +
+                               std::to_string(model.vocabSize) + ")");
   Expected<HostTensor> logits = failedPrecondition("prefill: no chunk ran");
   for (size_t i = 0; i < chunks.size(); ++i) {
     const PrefillChunk &chunk = chunks[i];
@@ -252,8 +260,19 @@ Expected<HostTensor> Session::prefill(std::span<const int32_t> ids) {
     const bool last = i + 1 == chunks.size();
     logits = run("prefill", ids.subspan(size_t(chunk.startPos), size_t(chunk.tokens)),
                  std::move(call), /*runReplay=*/last);
-    if (!logits)
-      return logits.status();
+    if (!logits) {
+      // Earlier chunks changed the states: the sequence is half prefilled.
+      if (i > 0 && failure_.empty())
+        failure_ = "the session failed at prefill chunk " + std::to_string(i) + " (positions " +
+                   std::to_string(chunk.startPos) + ".." +
+                   std::to_string(chunk.startPos + chunk.tokens - 1) + "): " +
+                   logits.status().message() + "; call reset()";
+      return logits.status().withContext(chunks.size() > 1 ? "prefill chunk " + std::to_string(i) +
+                                                                 " of " +
+                                                                 std::to_string(chunks.size()) +
+                                                                 ": "
+                                                           : std::string());
+    }
   }
   return logits;
 }
@@ -560,7 +579,7 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
         if (Status st = view.viewChecked(whole->dtype(), shape,
                                          whole->bytes() + size_t(from) * rowBytes,
                                          whole->byteSize() - size_t(from) * rowBytes,
-                                         /*alignment=*/dtypeSize(whole->dtype()));
+                                         /*alignment=*/std::max<size_t>(1, dtypeSize(whole->dtype())));
             !st)
           return st;
         return &view;
@@ -596,6 +615,9 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
     // chunk's (its slots stay zero and unread).
     if (launch.replay && !runReplay) {
       retireAt(l);
+      while (nextBoundary < program->boundaries.size() &&
+             program->boundaries[nextBoundary].afterLaunch == int64_t(l))
+        ++nextBoundary; // a replayed layer's boundary: not reached in this chunk
       continue;
     }
     if (launch.replay && (model.cedReplayTokens <= 0 || !call.chunk))
@@ -612,9 +634,11 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
       if (Status status = runRowTiles(l, end, launchCall); !status)
         return failAt(status);
       tiledEnd = end;
-    } else if (l >= tiledEnd && launch.fusion >= 0 &&
+    } else if (l >= tiledEnd && !observer_ && launch.fusion >= 0 &&
                size_t(launch.fusion) < program->fusions.size() &&
                (l == 0 || program->launches[l - 1].fusion != launch.fusion)) {
+      // (With an observer attached, steps run one by one: it sees every
+      // step's output, which a native kernel may never write.)
       // A fused kernel the backend runs as one kernel (Backend::runsFusion).
       size_t end = l;
       while (end < program->launches.size() && program->launches[end].fusion == launch.fusion)

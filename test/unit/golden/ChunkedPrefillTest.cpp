@@ -177,6 +177,27 @@ TEST(ChunkedPrefill, BitIdenticalToOneCall) {
   }
 }
 
+// A chunked prefill rejects a bad id anywhere in the prompt before its first
+// chunk runs: the session stays at position 0 and takes the good prompt.
+TEST(ChunkedPrefill, RejectsBadIdsBeforeTheFirstChunk) {
+  const std::string dir = sharedPath("golden/tiny6");
+  auto engine = engineFor(dir, "full", 32);
+  ASSERT_TRUE(engine);
+  std::vector<int32_t> ids = extendedGoldenIds(dir, 100, 1024);
+  ASSERT_EQ(ids.size(), 100u);
+  std::vector<int32_t> bad = ids;
+  bad[90] = 5000; // in the fourth chunk
+  auto session = engine->newSession();
+  auto rejected = session->prefill(bad);
+  ASSERT_FALSE(rejected.hasValue());
+  EXPECT_EQ(rejected.status().message(),
+            "prefill: token 90 has id 5000, outside the vocabulary [0, 1024)");
+  EXPECT_EQ(session->position(), 0);
+  auto accepted = session->prefill(ids);
+  EXPECT_TRUE(accepted.hasValue()) << accepted.status().message();
+  EXPECT_EQ(session->position(), 100);
+}
+
 // The row-tiled indexer (Fusion::tileRows, docs/runtime.md) against the
 // untiled one: tiles of 1, 7, 16 and 128 rows, with and without chunking and
 // CED, give bit-identical logits (prefill and 4 decode steps) and states, and
