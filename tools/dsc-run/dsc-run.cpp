@@ -172,6 +172,14 @@ static int runMain(int argc, char **argv) {
     return fail(std::to_string(total) + " tokens exceed the plan's max_seq_len " +
                 std::to_string(plan.model.maxSeqLen));
 
+  // Dumps are per call: a prompt a plan runs in chunks would keep only the
+  // last chunk's rows of them.
+  if (options.count("--dump-layers") && plan.model.prefillChunk > 0 &&
+      prefillLen > plan.model.prefillChunk)
+    return fail("--dump-layers needs the prompt in one prefill call: " + std::to_string(prefillLen) +
+                " tokens run in chunks of at most " + std::to_string(plan.model.prefillChunk) +
+                " (compile with --prefill-chunk 0 or --layer-boundaries)");
+
   ObserverChain chain;
   std::unique_ptr<LayerDumper> dumper;
   std::unique_ptr<GoldenForcing> forcing;
