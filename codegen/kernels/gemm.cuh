@@ -77,6 +77,18 @@ __device__ float fp4Out(const unsigned char *codes, const float *scales, long lo
       [&](long long j) { return ue8m0ToFloat(srow[j]); });
 }
 
+/// y[m, n] = bf16(out(m, n)) for the M x N outputs: one grid-strided thread
+/// per output (the first-cut GEMMs' layout; one bf16 rounding each).
+template <typename Out>
+__device__ void storeBf16Outputs(long long M, long long N, unsigned short *y, Out out) {
+  const long long total = M * N;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
+    const long long m = i / N, c = i - m * N;
+    y[i] = bf16FromFloat(out(m, c));
+  }
+}
+
 } // namespace dsc_dense_gemm
 
 #endif // DSC_CODEGEN_KERNELS_GEMM_CUH

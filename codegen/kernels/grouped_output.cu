@@ -35,10 +35,7 @@ DSC_KERNEL void dsc_grouped_output_fp8(const unsigned char *codes, const float *
                                        long long M, long long K, const unsigned char *w,
                                        const unsigned char *wScale, long long N,
                                        unsigned short *y) {
-  const long long n = M * N;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x) {
-    const long long m = i / N, c = i - m * N;
-    y[i] = bf16FromFloat(dsc_dense_gemm::fp8Out(codes, scales, m, K, w, wScale, c));
-  }
+  dsc_dense_gemm::storeBf16Outputs(M, N, y, [&](long long m, long long c) {
+    return dsc_dense_gemm::fp8Out(codes, scales, m, K, w, wScale, c);
+  });
 }

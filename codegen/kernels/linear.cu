@@ -21,23 +21,17 @@ DSC_KERNEL void dsc_linear_act_quant(const unsigned short *x, long long M, long 
 DSC_KERNEL void dsc_linear_fp8(const unsigned char *codes, const float *scales, long long M,
                                long long K, const unsigned char *w, const unsigned char *wScale,
                                long long N, unsigned short *y) {
-  const long long n = M * N;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x) {
-    const long long m = i / N, c = i - m * N;
-    y[i] = bf16FromFloat(dsc_dense_gemm::fp8Out(codes, scales, m, K, w, wScale, c));
-  }
+  dsc_dense_gemm::storeBf16Outputs(M, N, y, [&](long long m, long long c) {
+    return dsc_dense_gemm::fp8Out(codes, scales, m, K, w, wScale, c);
+  });
 }
 
 DSC_KERNEL void dsc_linear_fp4(const unsigned char *codes, const float *scales, long long M,
                                long long K, const unsigned char *w, const unsigned char *wScale,
                                long long N, unsigned short *y) {
-  const long long n = M * N;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-       i += (long long)gridDim.x * blockDim.x) {
-    const long long m = i / N, c = i - m * N;
-    y[i] = bf16FromFloat(dsc_dense_gemm::fp4Out(codes, scales, m, K, w, wScale, c));
-  }
+  dsc_dense_gemm::storeBf16Outputs(M, N, y, [&](long long m, long long c) {
+    return dsc_dense_gemm::fp4Out(codes, scales, m, K, w, wScale, c);
+  });
 }
 
 DSC_KERNEL void dsc_linear_bf16(const unsigned short *x, long long M, long long K,

@@ -10,17 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/reduce.cuh"
+#include "codegen/kernels/select.cuh"
 
-namespace dsc_dense_gate {
-__device__ bool ranksBefore(float a, long long ia, float b, long long ib) {
-  const bool na = isNaN(a), nb = isNaN(b);
-  if (na != nb)
-    return na;
-  if (!na && a != b)
-    return a > b;
-  return ia < ib;
-}
-} // namespace dsc_dense_gate
 
 DSC_KERNEL void dsc_moe_gate(const unsigned short *x, long long T, long long D,
                              const unsigned short *w, const float *bias, long long E,
@@ -51,7 +42,7 @@ DSC_KERNEL void dsc_moe_gate(const unsigned short *x, long long T, long long D,
       for (long long j = 0; j < k; ++j) {
         long long best = -1;
         for (long long e = 0; e < E; ++e)
-          if (!taken[e] && (best < 0 || dsc_dense_gate::ranksBefore(choice[e], e, choice[best], best)))
+          if (!taken[e] && (best < 0 || ranksBefore(choice[e], e, choice[best], best)))
             best = e;
         taken[best] = 1;
         it[j] = (int)best;

@@ -185,15 +185,9 @@ public:
             "') needs " + std::to_string(t->byteSize()) + " bytes, its device arena slot has " +
             std::to_string(m.alignedBytes));
       DeviceBuffer &b = buffers_[t];
-      if (b.ptr && !b.view) { // a twin of its own from before: replaced by the view
-        ++generation_;
-        if (Status s = d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize"); !s)
+      if (b.ptr && !b.view) // a twin of its own from before: replaced by the view
+        if (Status s = freeOwned(b); !s)
           return s;
-        CUdeviceptr old = b.ptr;
-        b = DeviceBuffer();
-        if (Status s = d_.check(d_.cuMemFree(old), "cuMemFree"); !s)
-          return s;
-      }
       CUdeviceptr p = session.arena.ptr + m.offset;
       if (b.view && b.ptr != p)
         moved = true;
@@ -639,21 +633,26 @@ private:
   }
 
   /// Grows b to `bytes` (zero-filled) outside a capture (mutex_ held).
+  /// Frees a buffer the backend allocated, once the stream is done with it;
+  /// captured graphs may hold its address, so their generation ends.
+  Status freeOwned(DeviceBuffer &b) {
+    ++generation_;
+    if (Status s = d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize"); !s)
+      return s;
+    CUdeviceptr old = b.ptr;
+    b = DeviceBuffer();
+    return d_.check(d_.cuMemFree(old), "cuMemFree");
+  }
+
   Status grow(DeviceBuffer &b, size_t bytes, const char *what) {
     if (b.capacity >= bytes)
       return Status::ok();
     if (capturing_)
       return runtime::internalError(std::string("a device allocation (") + what +
                                     ") during CUDA graph capture");
-    if (b.ptr) {
-      ++generation_; // captured graphs may hold the old address
-      if (Status s = d_.check(d_.cuStreamSynchronize(stream_), "cuStreamSynchronize"); !s)
+    if (b.ptr)
+      if (Status s = freeOwned(b); !s)
         return s;
-      CUdeviceptr old = b.ptr;
-      b = DeviceBuffer();
-      if (Status s = d_.check(d_.cuMemFree(old), "cuMemFree"); !s)
-        return s;
-    }
     CUdeviceptr p = 0;
     if (Status s = d_.check(d_.cuMemAlloc(&p, bytes), "cuMemAlloc(" + std::to_string(bytes) + ")");
         !s)

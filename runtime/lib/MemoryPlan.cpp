@@ -45,6 +45,20 @@ bool conflicts(const ValueMemory &a, const ValueMemory &b) {
   return a.first <= b.last && b.first <= a.last;
 }
 
+/// The plan's weight bytes and one sequence's state bytes (memory that is not
+/// an activation: it lives as long as the Engine or the Session).
+Status fillResidentBytes(const PlanModel &plan, uint64_t &weightBytes, uint64_t &stateBytes) {
+  Expected<uint64_t> weights = planWeightBytes(plan);
+  if (!weights)
+    return weights.status();
+  Expected<uint64_t> states = planStateBytes(plan);
+  if (!states)
+    return states.status();
+  weightBytes = *weights;
+  stateBytes = *states;
+  return Status::ok();
+}
+
 } // namespace
 
 std::vector<std::pair<int64_t, int64_t>> fusionRanges(const Program &program) {
@@ -265,14 +279,8 @@ Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, i
                            std::to_string(result.peakBytes) + " bytes, more than the limit of " +
                            std::to_string(HostTensor::kMaxBytes));
 
-  Expected<uint64_t> weights = planWeightBytes(plan);
-  if (!weights)
-    return weights.status();
-  Expected<uint64_t> states = planStateBytes(plan);
-  if (!states)
-    return states.status();
-  result.weightBytes = *weights;
-  result.stateBytes = *states;
+  if (Status s = fillResidentBytes(plan, result.weightBytes, result.stateBytes); !s)
+    return s;
   return result;
 }
 
@@ -348,14 +356,8 @@ std::vector<PrefillChunk> prefillChunks(int64_t promptTokens, int64_t chunk) {
 Expected<PlanMemorySummary> summarizePlanMemory(const PlanModel &plan, int64_t prefillTokens,
                                                 int64_t decodePosition, bool rowTiles) {
   PlanMemorySummary summary;
-  Expected<uint64_t> weights = planWeightBytes(plan);
-  if (!weights)
-    return weights.status();
-  Expected<uint64_t> states = planStateBytes(plan);
-  if (!states)
-    return states.status();
-  summary.weightBytes = *weights;
-  summary.stateBytes = *states;
+  if (Status s = fillResidentBytes(plan, summary.weightBytes, summary.stateBytes); !s)
+    return s;
   int64_t maxLen = std::max<int64_t>(plan.model.maxSeqLen, 1);
   int64_t s = prefillTokens > 0 ? prefillTokens : maxLen;
   int64_t pos = decodePosition >= 0 ? decodePosition : std::max<int64_t>(maxLen - 1, 1);

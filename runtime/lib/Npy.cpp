@@ -59,9 +59,11 @@ struct FdCloser {
   }
 };
 
-bool writeAll(int fd, const char *data, size_t size) {
+/// Moves `size` bytes with a read(2)/write(2)-like call, retrying on EINTR
+/// and short transfers; false on an error or end of file.
+template <typename Data, typename Op> bool transferAll(int fd, Data *data, size_t size, Op op) {
   while (size) {
-    ssize_t n = ::write(fd, data, size);
+    ssize_t n = op(fd, data, size);
     if (n < 0 && errno == EINTR)
       continue;
     if (n <= 0)
@@ -72,17 +74,12 @@ bool writeAll(int fd, const char *data, size_t size) {
   return true;
 }
 
+bool writeAll(int fd, const char *data, size_t size) {
+  return transferAll(fd, data, size, [](int f, const char *d, size_t n) { return ::write(f, d, n); });
+}
+
 bool readAll(int fd, char *data, size_t size) {
-  while (size) {
-    ssize_t n = ::read(fd, data, size);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    data += n;
-    size -= size_t(n);
-  }
-  return true;
+  return transferAll(fd, data, size, [](int f, char *d, size_t n) { return ::read(f, d, n); });
 }
 
 } // namespace

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <set>
 #include <string>
@@ -63,6 +65,20 @@ inline int64_t parseCount(const std::string &text, bool &ok) {
   long long v = std::strtoll(text.c_str(), &end, 10);
   ok = !text.empty() && *end == '\0' && v >= 0;
   return v;
+}
+
+/// A tool's main: runs `body`, turning anything the standard library throws
+/// (allocation failure) into "<tool>: error: internal error: ..." and exit 1.
+/// Nothing the runtime reports is an exception.
+template <typename Body> int guardedMain(const char *tool, Body body) {
+  try {
+    return body();
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "%s: error: internal error: %s\n", tool, e.what());
+  } catch (...) {
+    std::fprintf(stderr, "%s: error: internal error: unknown exception\n", tool);
+  }
+  return 1;
 }
 
 } // namespace dsc::tools

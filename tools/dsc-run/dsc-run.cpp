@@ -253,14 +253,5 @@ static int runMain(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
-  // Nothing the runtime reports is an exception; this only catches what the
-  // standard library may throw (allocation failure) so it never escapes.
-  try {
-    return runMain(argc, argv);
-  } catch (const std::exception &e) {
-    std::fprintf(stderr, "%s: error: internal error: %s\n", "dsc-run", e.what());
-  } catch (...) {
-    std::fprintf(stderr, "%s: error: internal error: unknown exception\n", "dsc-run");
-  }
-  return 1;
+  return dsc::tools::guardedMain("dsc-run", [&] { return runMain(argc, argv); });
 }

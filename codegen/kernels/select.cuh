@@ -1,0 +1,110 @@
+//===- select.cuh - Selection in numerics' top-k order (device) ------------===//
+//
+// The one device definition of the order numerics::topKIndices uses (NaN
+// first, then the larger value, then the lower index; numerics/
+// SparseSelect.h) and the block-wide selection built on it: distinct 64-bit
+// rank keys, a radix select of the k-th key and an ascending compaction.
+// Used by the indexer (top-k, candidate blocks) and the MoE gate; every
+// selection is the CPU's set, ties included.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_CODEGEN_KERNELS_SELECT_CUH
+#define DSC_CODEGEN_KERNELS_SELECT_CUH
+
+#include "codegen/kernels/common.cuh"
+
+namespace dsc::kernels::select {
+
+/// numerics' top-k order: NaN first, then larger value, then lower index.
+__device__ __forceinline__ bool ranksBefore(float a, long long ia, float b, long long ib) {
+  const bool na = isNaN(a), nb = isNaN(b);
+  if (na != nb)
+    return na;
+  if (!na && a != b)
+    return a > b;
+  return ia < ib;
+}
+
+/// The 64-bit selection key of (value v, index j): larger ranks before under
+/// ranksBefore (NaN highest, then the float's order-preserving bits with -0
+/// as +0, then the lower index via its complement). Keys are distinct.
+__device__ __forceinline__ unsigned long long rankKey(float v, long long j) {
+  unsigned int key;
+  if (isNaN(v)) {
+    key = 0xffffffffu;
+  } else {
+    const unsigned int u = __float_as_uint(v == 0.0f ? 0.0f : v);
+    key = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  }
+  return (static_cast<unsigned long long>(key) << 32) |
+         static_cast<unsigned long long>(0xffffffffu - static_cast<unsigned int>(j));
+}
+
+/// Block-wide radix select (all threads of the block call it): the `rank`-th
+/// largest (1-based) of the distinct keys keyOf(0 .. n-1), 8 passes of 8
+/// bits with a shared histogram. `rank` must be in [1, n].
+template <typename KeyOf>
+__device__ unsigned long long radixSelectKey(long long n, long long rank, KeyOf keyOf) {
+  __shared__ unsigned int hist[256];
+  __shared__ unsigned long long prefixShared;
+  __shared__ long long rankShared;
+  unsigned long long prefix = 0, mask = 0;
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    for (int b = threadIdx.x; b < 256; b += blockDim.x)
+      hist[b] = 0;
+    __syncthreads();
+    for (long long j = threadIdx.x; j < n; j += blockDim.x) {
+      const unsigned long long key = keyOf(j);
+      if ((key & mask) == prefix)
+        atomicAdd(&hist[(key >> shift) & 0xff], 1u);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      long long r = rank;
+      int digit = 255;
+      for (; digit > 0; --digit) {
+        if (r <= (long long)hist[digit])
+          break;
+        r -= hist[digit];
+      }
+      prefixShared = prefix | (static_cast<unsigned long long>(digit) << shift);
+      rankShared = r;
+    }
+    __syncthreads();
+    prefix = prefixShared;
+    rank = rankShared;
+    mask |= 0xffull << shift;
+    __syncthreads();
+  }
+  return prefix;
+}
+
+/// Block-wide ascending compaction: calls emit(j, slot) for every j in
+/// [0, n) with keep(j), slot = the number of kept positions before j. Uses
+/// blockDim.x <= 1024 entries of shared scratch.
+template <typename Keep, typename Emit>
+__device__ void compactAscending(long long n, Keep keep, Emit emit) {
+  __shared__ long long scan[1024];
+  long long base = 0;
+  for (long long j0 = 0; j0 < n; j0 += blockDim.x) {
+    const long long j = j0 + threadIdx.x;
+    const long long flag = j < n && keep(j) ? 1 : 0;
+    scan[threadIdx.x] = flag;
+    __syncthreads();
+    for (unsigned int step = 1; step < blockDim.x; step <<= 1) { // inclusive scan
+      const long long add = threadIdx.x >= step ? scan[threadIdx.x - step] : 0;
+      __syncthreads();
+      scan[threadIdx.x] += add;
+      __syncthreads();
+    }
+    if (flag)
+      emit(j, base + scan[threadIdx.x] - 1);
+    base += scan[blockDim.x - 1];
+    __syncthreads();
+  }
+}
+
+} // namespace dsc::kernels::select
+
+using namespace dsc::kernels::select;
+
+#endif // DSC_CODEGEN_KERNELS_SELECT_CUH
