@@ -15,6 +15,7 @@ using namespace mlir;
 using namespace dsc;
 using namespace dsc::ds;
 namespace rt = dsc::runtime;
+namespace abi = dsc::abi;
 
 namespace {
 
@@ -49,39 +50,25 @@ rt::RecordLayout layoutOf(const numerics::KvRecordFormat &f) {
   return l;
 }
 
-/// Flattens an attribute into kernel parameters under `key`.
-void addParam(std::vector<rt::KernelParam> &params, const std::string &key, Attribute attr) {
-  if (auto i = llvm::dyn_cast<IntegerAttr>(attr))
-    params.push_back({key, int64_t(i.getValue().getSExtValue())});
-  else if (auto f = llvm::dyn_cast<FloatAttr>(attr))
-    params.push_back({key, f.getValueAsDouble()});
-  else if (auto b = llvm::dyn_cast<BoolAttr>(attr))
-    params.push_back({key, int64_t(b.getValue())});
-  else if (llvm::isa<UnitAttr>(attr))
-    params.push_back({key, int64_t(1)});
-  else if (auto a = llvm::dyn_cast<DenseI64ArrayAttr>(attr))
-    params.push_back({key, std::vector<int64_t>(a.asArrayRef().begin(), a.asArrayRef().end())});
-  else if (auto s = llvm::dyn_cast<StringAttr>(attr))
-    params.push_back({key, s.getValue().str()});
-  else if (auto q = llvm::dyn_cast<LinearQuantAttr>(attr))
-    params.push_back({key, stringifyLinearQuant(q.getValue()).str()});
-  else if (auto r = llvm::dyn_cast<RopeAttr>(attr)) {
-    params.push_back({key + ".dim", r.getDim()});
-    params.push_back({key + ".theta", r.getTheta().getValueAsDouble()});
-    params.push_back({key + ".original_seq_len", r.getOriginalSeqLen()});
-    if (r.getFactor()) params.push_back({key + ".factor", r.getFactor().getValueAsDouble()});
-    if (r.getBetaFast()) params.push_back({key + ".beta_fast", r.getBetaFast().getValueAsDouble()});
-    if (r.getBetaSlow()) params.push_back({key + ".beta_slow", r.getBetaSlow().getValueAsDouble()});
-  }
+/// #ds.rope as the kernel ABI's Rope (absent YaRN fields keep the ABI's
+/// defaults, which are the values the kernels use without YaRN).
+abi::Rope lowerRope(RopeAttr rope) {
+  abi::Rope r;
+  r.dim = rope.getDim();
+  r.theta = rope.getTheta().getValueAsDouble();
+  r.original_seq_len = rope.getOriginalSeqLen();
+  if (rope.getFactor()) r.factor = rope.getFactor().getValueAsDouble();
+  if (rope.getBetaFast()) r.beta_fast = rope.getBetaFast().getValueAsDouble();
+  if (rope.getBetaSlow()) r.beta_slow = rope.getBetaSlow().getValueAsDouble();
+  return r;
 }
 
-bool sameParams(const rt::KernelSpec &a, const rt::KernelSpec &b) {
-  if (a.name != b.name || a.params.size() != b.params.size())
-    return false;
-  for (size_t i = 0; i < a.params.size(); ++i)
-    if (a.params[i].key != b.params[i].key || a.params[i].value != b.params[i].value)
-      return false;
-  return true;
+// lowerKernelParams(Operation *, constants): the typed parameters of every
+// kernel op, generated from the ODS (dsc-tblgen -gen-kernel-abi-lowering).
+#include "abi/KernelParamsLowering.inc"
+
+bool sameKernel(const rt::KernelSpec &a, const rt::KernelSpec &b) {
+  return a.name == b.name && a.params == b.params && a.constants == b.constants;
 }
 
 class PlanLowering {
@@ -171,7 +158,7 @@ int64_t PlanLowering::stateIndex(const std::string &name, rt::StateKind kind, in
 
 int64_t PlanLowering::kernelIndex(rt::KernelSpec spec) {
   for (size_t i = 0; i < plan_.kernels.size(); ++i)
-    if (sameParams(plan_.kernels[i], spec))
+    if (sameKernel(plan_.kernels[i], spec))
       return int64_t(i);
   plan_.kernels.push_back(std::move(spec));
   return int64_t(plan_.kernels.size()) - 1;
@@ -265,9 +252,10 @@ bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
   launch.fusion = fusion_;
   rt::KernelSpec spec;
   spec.name = op->getName().stripDialect().str();
-  for (NamedAttribute attr : op->getAttrs())
-    if (attr.getName() != "operandSegmentSizes")
-      addParam(spec.params, attr.getName().str(), attr.getValue());
+  std::optional<abi::KernelParams> params = lowerKernelParams(op, spec.constants);
+  if (!params)
+    return fail(op, "is not a kernel (no entry in the kernel ABI)");
+  spec.params = std::move(*params);
 
   for (Value operand : op->getOperands()) {
     std::optional<int64_t> slot = slotFor(operand, layer);
@@ -300,10 +288,6 @@ bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
                 rt::DType::F32, {2, ratio, dim});
     plan_.states[program_->values.back().state].dim = dim; // the compressor's head dim
   }
-  // Level two reads candidate block ids: their block size.
-  if (auto topk = llvm::dyn_cast<IndexerTopKOp>(op); topk && topk.getCandidates())
-    spec.params.push_back(
-        {"block_size", llvm::cast<CandidatesType>(topk.getCandidates().getType()).getBlockSize()});
   if (auto hash = llvm::dyn_cast<EngramHashOp>(op))
     hiddenState("engram_history", rt::StateKind::EngramHistory, 0, maxSeqLen, rt::DType::I64,
                 {maxSeqLen});
@@ -328,7 +312,6 @@ bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
       slot.dtype = rt::DType::U8;
       slot.shape = {rt::kCompressedLength, format.entryBytes};
       slot.ratio = kv.getRatio();
-      spec.params.push_back({"ratio", kv.getRatio()});
     } else if (auto keys = llvm::dyn_cast<IndexKeysType>(type)) {
       numerics::KvRecordFormat format = numerics::indexKeyFormat(int32_t(keys.getDim()));
       slot.kind = rt::ValueKind::State;
@@ -341,17 +324,12 @@ bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
       slot.dtype = rt::DType::I32;
       slot.shape = {tokens, topk.getK()};
       slot.ratio = topk.getRatio();
-      spec.params.push_back({"k", topk.getK()});
-      spec.params.push_back({"ratio", topk.getRatio()});
     } else if (auto candidates = llvm::dyn_cast<CandidatesType>(type)) {
       // The picked block ids of each row, ascending, -1 padded (not a
       // [tokens, T] mask: numerics/SparseSelect.h).
       slot.dtype = rt::DType::I32;
       slot.shape = {tokens, candidates.getBlocks()};
       slot.ratio = candidates.getRatio();
-      spec.params.push_back({"blocks", candidates.getBlocks()});
-      spec.params.push_back({"block_size", candidates.getBlockSize()});
-      spec.params.push_back({"ratio", candidates.getRatio()});
     } else if (auto tensor = llvm::dyn_cast<RankedTensorType>(type)) {
       std::optional<rt::DType> dtype = dtypeOf(tensor.getElementType());
       if (!dtype)
@@ -391,7 +369,6 @@ bool PlanLowering::lowerOp(Operation *op, int64_t layer) {
       int64_t rowsIndex = addSlot(std::move(rows));
       windowRows_[result] = rowsIndex;
       launch.outputs.push_back(rowsIndex);
-      spec.params.push_back({"window", window.getSize()});
     }
   }
   launch.kernel = kernelIndex(std::move(spec));

@@ -28,10 +28,8 @@ namespace {
 
 using runtime::StateBuffer;
 
-RopeFreqs ropeOf(Params &p) {
-  return makeRopeFreqs(p.i("rope.dim"), p.f("rope.theta"), p.i("rope.original_seq_len", 0),
-                       p.f("rope.factor", 1.0), p.f("rope.beta_fast", 32.0),
-                       p.f("rope.beta_slow", 1.0));
+RopeFreqs ropeOf(const abi::Rope &r) {
+  return makeRopeFreqs(r.dim, r.theta, r.original_seq_len, r.factor, r.beta_fast, r.beta_slow);
 }
 
 KvRecordPool poolOf(const StateBuffer &state, HostTensor &bytes) {
@@ -60,13 +58,10 @@ void narrow(const float *x, int64_t n, uint16_t *y) {
     y[i] = numerics::bf16FromFloat(x[i]);
 }
 
-Status rope(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  RopeFreqs freqs = ropeOf(p);
-  int64_t stride = p.i("position_stride", 1);
-  bool inverse = p.i("inverse", 0) != 0;
-  if (!p.error)
-    return p.error;
+Status rope(LaunchContext &c, const abi::RopeParams &p) {
+  RopeFreqs freqs = ropeOf(p.rope);
+  int64_t stride = p.position_stride;
+  bool inverse = p.inverse != 0;
   const HostTensor &x = *c.inputs[0];
   HostTensor &y = *c.outputs[0];
   std::memcpy(y.bytes(), x.bytes(), x.byteSize());
@@ -82,11 +77,8 @@ Status rope(LaunchContext &c) {
 /// own rows), the position in decode.
 int64_t windowPos(const LaunchContext &c) { return c.call.chunk ? 0 : c.call.startPos; }
 
-Status windowKv(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  int64_t window = p.i("window");
-  if (!p.error)
-    return p.error;
+Status windowKv(LaunchContext &c, const abi::WindowKvParams &p) {
+  int64_t window = p.window;
   const StateBuffer *ring = c.outputState(0);
   if (Status s = needState(ring, "window_kv"); !s)
     return s;
@@ -115,12 +107,9 @@ Status windowKv(LaunchContext &c) {
   return Status::ok();
 }
 
-Status compressor(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  int64_t ratio = p.i("ratio");
-  float eps = float(p.f("eps"));
-  if (!p.error)
-    return p.error;
+Status compressor(LaunchContext &c, const abi::CompressorParams &p) {
+  int64_t ratio = p.ratio;
+  float eps = float(p.eps);
   // Inputs: x, wkv, [wgate], norm, state (the ds.compressor operands, then
   // its hidden state). Outputs: state, latents.
   bool gated = c.inputs.size() == 5;
@@ -155,12 +144,9 @@ Status compressor(LaunchContext &c) {
   return Status::ok();
 }
 
-Status compressKv(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  RopeFreqs freqs = ropeOf(p);
-  int64_t ratio = p.i("ratio");
-  if (!p.error)
-    return p.error;
+Status compressKv(LaunchContext &c, const abi::CompressKvParams &p) {
+  RopeFreqs freqs = ropeOf(p.rope);
+  int64_t ratio = p.ratio;
   const StateBuffer *state = c.outputState(0);
   if (Status s = needState(state, "compress_kv"); !s)
     return s;
@@ -175,12 +161,9 @@ Status compressKv(LaunchContext &c) {
   return Status::ok();
 }
 
-Status indexKeys(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  RopeFreqs freqs = ropeOf(p);
-  float eps = float(p.f("eps"));
-  if (!p.error)
-    return p.error;
+Status indexKeys(LaunchContext &c, const abi::IndexKeysParams &p) {
+  RopeFreqs freqs = ropeOf(p.rope);
+  float eps = float(p.eps);
   const StateBuffer *state = c.outputState(0);
   if (Status s = needState(state, "index_keys"); !s)
     return s;
@@ -196,11 +179,8 @@ Status indexKeys(LaunchContext &c) {
   return Status::ok();
 }
 
-Status indexQueriesAdapter(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  RopeFreqs freqs = ropeOf(p);
-  if (!p.error)
-    return p.error;
+Status indexQueriesAdapter(LaunchContext &c, const abi::IndexQueriesParams &p) {
+  RopeFreqs freqs = ropeOf(p.rope);
   const HostTensor &qr = *c.inputs[0], &w = *c.inputs[1];
   HostTensor &q = *c.outputs[0];
   std::vector<float> values(q.numElements());
@@ -211,11 +191,8 @@ Status indexQueriesAdapter(LaunchContext &c) {
   return Status::ok();
 }
 
-Status indexerScore(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  float weightScale = float(p.f("weight_scale"));
-  if (!p.error)
-    return p.error;
+Status indexerScore(LaunchContext &c, const abi::IndexerScoreParams &p) {
+  float weightScale = float(p.weight_scale);
   const HostTensor &q = *c.inputs[0], &headWeights = *c.inputs[1];
   const StateBuffer *keysState = c.inputState(2);
   if (Status s = needState(keysState, "indexer_score"); !s)
@@ -243,11 +220,8 @@ Status indexerScore(LaunchContext &c) {
   return Status::ok();
 }
 
-Status candidateBlocks(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  int64_t blocks = p.i("blocks"), blockSize = p.i("block_size"), ratio = p.i("ratio");
-  if (!p.error)
-    return p.error;
+Status candidateBlocks(LaunchContext &c, const abi::CandidateBlocksParams &p) {
+  int64_t blocks = p.blocks, blockSize = p.block_size, ratio = p.ratio;
   const HostTensor &scores = *c.inputs[0];
   int64_t S = scores.dim(0), width = scores.dim(1);
   std::vector<float> s = widen(scores.data<uint16_t>(), S * width);
@@ -260,19 +234,14 @@ Status candidateBlocks(LaunchContext &c) {
   return Status::ok();
 }
 
-Status indexerTopK(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  int64_t k = p.i("k"), ratio = p.i("ratio");
-  if (!p.error)
-    return p.error;
+Status indexerTopK(LaunchContext &c, const abi::IndexerTopKParams &p) {
+  int64_t k = p.topk, ratio = p.ratio;
   const HostTensor &scores = *c.inputs[0];
   HostTensor &topk = *c.outputs[0];
   int64_t S = scores.dim(0), width = scores.dim(1);
   std::vector<float> s = widen(scores.data<uint16_t>(), S * width);
   if (c.inputs.size() > 1) {
-    const int64_t blockSize = p.i("block_size");
-    if (!p.error)
-      return p.error;
+    const int64_t blockSize = p.block_size;
     indexMaskCandidates(s.data(), c.inputs[1]->data<int32_t>(), c.inputs[1]->dim(1), blockSize, S,
                         width);
   }
@@ -291,11 +260,8 @@ Status indexerTopK(LaunchContext &c) {
   return Status::ok();
 }
 
-Status sparseAttentionAdapter(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  float scale = float(p.f("scale"));
-  if (!p.error)
-    return p.error;
+Status sparseAttentionAdapter(LaunchContext &c, const abi::SparseAttentionParams &p) {
+  float scale = float(p.scale);
   // Inputs: q, ring, [main KV, top-k], sink, window rows (appended last).
   const HostTensor &q = *c.inputs[0];
   bool compressed = c.inputs.size() == 6;
@@ -350,16 +316,16 @@ Status sparseAttentionAdapter(LaunchContext &c) {
 } // namespace
 
 void registerAttentionAdapters(AdapterTable &table) {
-  table["rope"] = rope;
-  table["window_kv"] = windowKv;
-  table["compressor"] = compressor;
-  table["compress_kv"] = compressKv;
-  table["index_keys"] = indexKeys;
-  table["index_queries"] = indexQueriesAdapter;
-  table["indexer_score"] = indexerScore;
-  table["candidate_blocks"] = candidateBlocks;
-  table["indexer_topk"] = indexerTopK;
-  table["sparse_attention"] = sparseAttentionAdapter;
+  add<abi::RopeParams>(table, rope);
+  add<abi::WindowKvParams>(table, windowKv);
+  add<abi::CompressorParams>(table, compressor);
+  add<abi::CompressKvParams>(table, compressKv);
+  add<abi::IndexKeysParams>(table, indexKeys);
+  add<abi::IndexQueriesParams>(table, indexQueriesAdapter);
+  add<abi::IndexerScoreParams>(table, indexerScore);
+  add<abi::CandidateBlocksParams>(table, candidateBlocks);
+  add<abi::IndexerTopKParams>(table, indexerTopK);
+  add<abi::SparseAttentionParams>(table, sparseAttentionAdapter);
 }
 
 } // namespace dsc::cpu

@@ -69,7 +69,7 @@ Status concat(LaunchContext &c) {
 }
 
 Status engramHash(LaunchContext &c) {
-  runtime::Expected<EngramHashParams> params = readEngramHashParams(c.kernel, c.plan.model);
+  runtime::Expected<runtime::EngramHashTables> params = runtime::readEngramHashTables(c.kernel, c.plan.model);
   if (!params)
     return params.status();
   const std::vector<int64_t> &map = c.plan.model.engramTokenMap;
@@ -123,12 +123,12 @@ Status replaySlice(LaunchContext &c) {
 } // namespace
 
 void registerBasicAdapters(AdapterTable &table) {
-  table["replay_slice"] = replaySlice;
-  table["embed"] = embed;
-  table["hc_expand"] = hcExpand;
-  table["hc_identity_mix"] = hcIdentityMix;
-  table["concat"] = concat;
-  table["engram_hash"] = engramHash;
+  add<abi::ReplaySliceParams>(table, replaySlice);
+  add<abi::EmbedParams>(table, embed);
+  add<abi::HcExpandParams>(table, hcExpand);
+  add<abi::HcIdentityMixParams>(table, hcIdentityMix);
+  add<abi::ConcatParams>(table, concat);
+  add<abi::EngramHashParams>(table, engramHash);
 }
 
 } // namespace dsc::cpu

@@ -20,44 +20,36 @@ namespace {
 
 int64_t rowsOf(const HostTensor &t) { return t.numElements() / t.shape().back(); }
 
-Status linear(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  std::string quant = p.s("quant");
-  if (!p.error)
-    return p.error;
+Status linear(LaunchContext &c, const abi::LinearParams &p) {
+  using Q = abi::LinearQuant;
   const HostTensor &x = *c.inputs[0], &w = *c.inputs[1];
   HostTensor &y = *c.outputs[0];
   int64_t M = rowsOf(x), K = x.shape().back(), N = w.dim(0);
-  if (quant == "fp8")
+  if (p.quant == Q::fp8)
     linearFp8(x.data<uint16_t>(), M, K, w.data<uint8_t>(), c.inputs[2]->data<uint8_t>(), N,
               y.data<uint16_t>());
-  else if (quant == "fp4")
+  else if (p.quant == Q::fp4)
     linearFp4(x.data<uint16_t>(), M, K, w.data<uint8_t>(), c.inputs[2]->data<uint8_t>(), N,
               y.data<uint16_t>());
-  else if (quant == "bf16")
+  else if (p.quant == Q::bf16)
     linearBf16(x.data<uint16_t>(), M, K, w.data<uint16_t>(), N, y.data<uint16_t>());
   else
-    return runtime::failedPrecondition("linear: the CPU backend has no '" + quant + "' linear");
+    return runtime::failedPrecondition(std::string("linear: the CPU backend has no '") +
+                                      abi::kLinearQuantNames[int(p.quant)] + "' linear");
   return Status::ok();
 }
 
-Status rmsNormAdapter(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  float eps = float(p.f("eps"));
-  if (!p.error)
-    return p.error;
+Status rmsNormAdapter(LaunchContext &c, const abi::RmsNormParams &p) {
+  float eps = float(p.eps);
   const HostTensor &x = *c.inputs[0];
   rmsNorm(x.data<uint16_t>(), rowsOf(x), x.shape().back(), c.inputs[1]->data<uint16_t>(), eps,
           c.outputs[0]->data<uint16_t>());
   return Status::ok();
 }
 
-Status hcMixesAdapter(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  int iters = int(p.i("sinkhorn_iters"));
-  float eps = float(p.f("eps")), normEps = float(p.f("norm_eps"));
-  if (!p.error)
-    return p.error;
+Status hcMixesAdapter(LaunchContext &c, const abi::HcMixesParams &p) {
+  int iters = int(p.sinkhorn_iters);
+  float eps = float(p.eps), normEps = float(p.norm_eps);
   const HostTensor &h = *c.inputs[0];
   hcMixes(h.data<uint16_t>(), h.dim(0), h.dim(1), h.dim(2), c.inputs[1]->data<float>(),
           c.inputs[2]->data<float>(), c.inputs[3]->data<float>(), iters, normEps, eps,
@@ -99,11 +91,8 @@ Status head(LaunchContext &c) {
   return Status::ok();
 }
 
-Status groupedOutput(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  int64_t groups = p.i("groups");
-  if (!p.error)
-    return p.error;
+Status groupedOutput(LaunchContext &c, const abi::GroupedOutputParams &p) {
+  int64_t groups = p.groups;
   const HostTensor &o = *c.inputs[0], &woA = *c.inputs[1], &woB = *c.inputs[2];
   int64_t S = o.dim(0), din = o.dim(1) * o.dim(2) / groups, R = woA.dim(0) / groups;
   groupedOutputProjection(o.data<uint16_t>(), S, groups, din, woA.data<uint16_t>(), R,
@@ -112,15 +101,12 @@ Status groupedOutput(LaunchContext &c) {
   return Status::ok();
 }
 
-Status moeGateAdapter(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
+Status moeGateAdapter(LaunchContext &c, const abi::MoeGateParams &p) {
   MoeGateParams gp;
-  gp.topk = p.i("topk");
-  gp.routeScale = float(p.f("route_scale"));
-  gp.gateTemp = float(p.f("temperature"));
-  gp.normTopkProb = p.i("normalize") != 0;
-  if (!p.error)
-    return p.error;
+  gp.topk = p.topk;
+  gp.routeScale = float(p.route_scale);
+  gp.gateTemp = float(p.temperature);
+  gp.normTopkProb = p.normalize != 0;
   const HostTensor &x = *c.inputs[0], &w = *c.inputs[1];
   gp.nExperts = w.dim(0);
   moeGate(x.data<uint16_t>(), x.dim(0), x.dim(1), w.data<uint16_t>(), c.inputs[2]->data<float>(),
@@ -128,12 +114,9 @@ Status moeGateAdapter(LaunchContext &c) {
   return Status::ok();
 }
 
-Status moeExpertsAdapter(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
+Status moeExpertsAdapter(LaunchContext &c, const abi::MoeExpertsParams &p) {
   MoeExpertsParams ep;
-  ep.swigluLimit = float(p.f("swiglu_limit"));
-  if (!p.error)
-    return p.error;
+  ep.swigluLimit = float(p.swiglu_limit);
   const HostTensor &x = *c.inputs[0], &weights = *c.inputs[1], &ids = *c.inputs[2];
   const HostTensor &w1 = *c.inputs[3];
   ep.dim = x.dim(1);
@@ -151,11 +134,8 @@ Status moeExpertsAdapter(LaunchContext &c) {
   return Status::ok();
 }
 
-Status engramLookupAdapter(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  int64_t slot = p.i("slot");
-  if (!p.error)
-    return p.error;
+Status engramLookupAdapter(LaunchContext &c, const abi::EngramLookupParams &p) {
+  int64_t slot = p.slot;
   const HostTensor &hashes = *c.inputs[0], &table = *c.inputs[1];
   int64_t layers = hashes.dim(1), cols = hashes.dim(2);
   engramLookup(hashes.data<int64_t>() + slot * cols, hashes.dim(0), cols, layers * cols,
@@ -164,11 +144,8 @@ Status engramLookupAdapter(LaunchContext &c) {
   return Status::ok();
 }
 
-Status engramGateAdapter(LaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  float eps = float(p.f("eps"));
-  if (!p.error)
-    return p.error;
+Status engramGateAdapter(LaunchContext &c, const abi::EngramGateParams &p) {
+  float eps = float(p.eps);
   const HostTensor &h = *c.inputs[0];
   engramGate(h.data<uint16_t>(), h.dim(0), h.dim(1), h.dim(2), c.inputs[1]->data<uint16_t>(),
              c.inputs[2]->data<uint16_t>(), c.inputs[3]->data<uint16_t>(), eps, nullptr,
@@ -179,18 +156,18 @@ Status engramGateAdapter(LaunchContext &c) {
 } // namespace
 
 void registerDenseAdapters(AdapterTable &table) {
-  table["linear"] = linear;
-  table["rms_norm"] = rmsNormAdapter;
-  table["hc_mixes"] = hcMixesAdapter;
-  table["hc_pre"] = hcPreAdapter;
-  table["hc_post"] = hcPostAdapter;
-  table["copy_mean"] = copyMean;
-  table["head"] = head;
-  table["grouped_output"] = groupedOutput;
-  table["moe_gate"] = moeGateAdapter;
-  table["moe_experts"] = moeExpertsAdapter;
-  table["engram_lookup"] = engramLookupAdapter;
-  table["engram_gate"] = engramGateAdapter;
+  add<abi::LinearParams>(table, linear);
+  add<abi::RmsNormParams>(table, rmsNormAdapter);
+  add<abi::HcMixesParams>(table, hcMixesAdapter);
+  add<abi::HcPreParams>(table, hcPreAdapter);
+  add<abi::HcPostParams>(table, hcPostAdapter);
+  add<abi::CopyMeanParams>(table, copyMean);
+  add<abi::HeadParams>(table, head);
+  add<abi::GroupedOutputParams>(table, groupedOutput);
+  add<abi::MoeGateParams>(table, moeGateAdapter);
+  add<abi::MoeExpertsParams>(table, moeExpertsAdapter);
+  add<abi::EngramLookupParams>(table, engramLookupAdapter);
+  add<abi::EngramGateParams>(table, engramGateAdapter);
 }
 
 } // namespace dsc::cpu

@@ -1,8 +1,8 @@
 //===- CudaAdapter.h - From a plan launch to a CUDA kernel launch ----------===//
 //
 // The CUDA backend keeps every value of a program on the device and maps each
-// kernel name of the plan (docs/kernels.md) to an adapter, the host side of
-// the kernel: it reads the launch's parameters and device tensors, picks the
+// kernel of the plan (docs/kernels.md) to an adapter, the host side of the
+// kernel: it gets the launch's typed parameters and device tensors, picks the
 // grid, and launches entries of the kernel's module (compiled by
 // codegen/ from codegen/kernels/<name>.cu into the plan's cubin). Entry points
 // are `extern "C" __global__` functions named `dsc_<name>` (plus
@@ -13,7 +13,7 @@
 
 #include "dsc/runtime/Backend.h"
 #include "dsc/runtime/MemoryPlan.h"
-#include "runtime/cpu/CpuAdapter.h" // Params
+#include "dsc/runtime/EngramHashTables.h"
 #include "runtime/cuda/CudaDriver.h"
 
 #include <functional>
@@ -24,6 +24,7 @@
 namespace dsc::cuda {
 
 using runtime::Status;
+namespace abi = dsc::abi;
 
 /// A value on the device: row-major contiguous, sized for this call.
 struct CudaTensor {
@@ -120,6 +121,23 @@ public:
 
 using CudaAdapter = std::function<Status(CudaLaunchContext &)>;
 using CudaAdapterTable = std::map<std::string, CudaAdapter>;
+
+/// Registers `fn` as the adapter of kernel T (keyed by T::kName): it gets
+/// the launch's typed parameters (verifyPlan checked they are T's).
+template <typename T>
+void add(CudaAdapterTable &table, Status (*fn)(CudaLaunchContext &, const T &)) {
+  table[T::kName] = [fn](CudaLaunchContext &c) -> Status {
+    const T *p = c.kernel.template as<T>();
+    if (!p)
+      return runtime::internalError(std::string("kernel '") + c.kernel.name +
+                                    "': parameters of another kernel");
+    return fn(c, *p);
+  };
+}
+/// The same for a kernel without parameters.
+template <typename T> void add(CudaAdapterTable &table, Status (*fn)(CudaLaunchContext &)) {
+  table[T::kName] = fn;
+}
 
 void registerCudaBasicAdapters(CudaAdapterTable &table);     // embed, hc_expand, concat, engram_hash, ...
 void registerCudaDenseAdapters(CudaAdapterTable &table);     // linear, norms, mHC, MoE, Engram, head

@@ -34,7 +34,6 @@ namespace dsc::cuda {
 namespace {
 
 using runtime::StateBuffer;
-using Params = cpu::Params;
 
 #define DSC_TRY(expr)                                                                             \
   do {                                                                                            \
@@ -105,10 +104,9 @@ runtime::Expected<CUdeviceptr> ropeConstant(CudaLaunchContext &c, const std::vec
   return c.constant("rope.inv_freq", f.data(), f.size() * sizeof(float));
 }
 
-std::vector<float> ropeFreqs(Params &p) {
-  return numerics::ropeInvFreq(static_cast<int>(p.i("rope.dim")), p.f("rope.theta"),
-                               p.i("rope.original_seq_len", 0), p.f("rope.factor", 1.0),
-                               p.f("rope.beta_fast", 32.0), p.f("rope.beta_slow", 1.0));
+std::vector<float> ropeFreqs(const abi::Rope &r) {
+  return numerics::ropeInvFreq(static_cast<int>(r.dim), r.theta, r.original_seq_len, r.factor,
+                               r.beta_fast, r.beta_slow);
 }
 
 /// The scores' width must be kCompressedLength at `ratio` (the kernels
@@ -132,14 +130,11 @@ Status launch1D(CudaLaunchContext &c, const char *entry, int64_t count,
   return c.launchEntry(entry, grid, block, 0, std::move(args));
 }
 
-Status rope(CudaLaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  std::vector<float> freqs = ropeFreqs(p);
-  int64_t ropeDim = p.i("rope.dim");
-  int64_t stride = p.i("position_stride", 1);
-  int inverse = p.i("inverse", 0) != 0 ? 1 : 0;
-  if (!p.error)
-    return p.error;
+Status rope(CudaLaunchContext &c, const abi::RopeParams &p) {
+  std::vector<float> freqs = ropeFreqs(p.rope);
+  int64_t ropeDim = p.rope.dim;
+  int64_t stride = p.position_stride;
+  int inverse = p.inverse != 0 ? 1 : 0;
   const CudaTensor &x = *c.inputs[0];
   CudaTensor &y = *c.outputs[0];
   int64_t rows = x.dim(0), headDim = x.shape.back();
@@ -155,11 +150,8 @@ Status rope(CudaLaunchContext &c) {
                   {&xp, &yp, &rows, &heads, &headDim, &ropeDim, &f, &cs, &stride, &inverse});
 }
 
-Status windowKv(CudaLaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  int64_t window = p.i("window");
-  if (!p.error)
-    return p.error;
+Status windowKv(CudaLaunchContext &c, const abi::WindowKvParams &p) {
+  int64_t window = p.window;
   const CudaTensor &kv = *c.inputs[0];
   int64_t dim = kv.shape.back(), S = kv.dim(0);
   auto pool = poolArgs(c.outputState(0), "window_kv", dim);
@@ -212,12 +204,9 @@ int64_t latentCount(int64_t ratio, int64_t startPos, int64_t S) {
   return (startPos + S) / ratio - startPos / ratio;
 }
 
-Status compressor(CudaLaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  int64_t ratio = p.i("ratio");
-  float eps = float(p.f("eps"));
-  if (!p.error)
-    return p.error;
+Status compressor(CudaLaunchContext &c, const abi::CompressorParams &p) {
+  int64_t ratio = p.ratio;
+  float eps = float(p.eps);
   bool gated = c.inputs.size() == 5;
   const CudaTensor &x = *c.inputs[0], &wkv = *c.inputs[1], &norm = *c.inputs[gated ? 3 : 2];
   const CudaTensor &stateIn = *c.inputs.back();
@@ -310,13 +299,10 @@ Status compressor(CudaLaunchContext &c) {
                   {&pooled, &cs, &ratio, &d, &np, &eps, &lp});
 }
 
-Status compressKv(CudaLaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  std::vector<float> freqs = ropeFreqs(p);
-  int64_t ropeDim = p.i("rope.dim");
-  int64_t ratio = p.i("ratio");
-  if (!p.error)
-    return p.error;
+Status compressKv(CudaLaunchContext &c, const abi::CompressKvParams &p) {
+  std::vector<float> freqs = ropeFreqs(p.rope);
+  int64_t ropeDim = p.rope.dim;
+  int64_t ratio = p.ratio;
   const StateBuffer *state = c.outputState(0);
   const CudaTensor &latents = *c.inputs[0];
   int64_t n = latents.dim(0), headDim = latents.dim(1);
@@ -338,13 +324,10 @@ Status compressKv(CudaLaunchContext &c) {
   return launch1D(c, "dsc_compress_kv", nCap * (headDim / pool->tile), std::move(args));
 }
 
-Status indexKeys(CudaLaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  std::vector<float> freqs = ropeFreqs(p);
-  int64_t ropeDim = p.i("rope.dim");
-  float eps = float(p.f("eps"));
-  if (!p.error)
-    return p.error;
+Status indexKeys(CudaLaunchContext &c, const abi::IndexKeysParams &p) {
+  std::vector<float> freqs = ropeFreqs(p.rope);
+  int64_t ropeDim = p.rope.dim;
+  float eps = float(p.eps);
   const StateBuffer *state = c.outputState(0);
   const CudaTensor &latents = *c.inputs[0], &wk = *c.inputs[1], &kNorm = *c.inputs[2];
   int64_t n = latents.dim(0), headDim = latents.dim(1), dk = wk.dim(0);
@@ -374,12 +357,9 @@ Status indexKeys(CudaLaunchContext &c) {
   return launch1D(c, "dsc_index_keys_write", nCap * (dk / pool->tile), std::move(args));
 }
 
-Status indexQueries(CudaLaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  std::vector<float> freqs = ropeFreqs(p);
-  int64_t ropeDim = p.i("rope.dim");
-  if (!p.error)
-    return p.error;
+Status indexQueries(CudaLaunchContext &c, const abi::IndexQueriesParams &p) {
+  std::vector<float> freqs = ropeFreqs(p.rope);
+  int64_t ropeDim = p.rope.dim;
   const CudaTensor &qr = *c.inputs[0], &w = *c.inputs[1], &scale = *c.inputs[2];
   CudaTensor &q = *c.outputs[0];
   int64_t S = qr.dim(0), K = qr.dim(1), H = q.dim(1), dk = q.dim(2), N = H * dk;
@@ -403,11 +383,8 @@ Status indexQueries(CudaLaunchContext &c) {
                   {&qb, &S, &H, &dk, &ropeDim, &f, &cs, &out});
 }
 
-Status indexerScore(CudaLaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  float weightScale = float(p.f("weight_scale"));
-  if (!p.error)
-    return p.error;
+Status indexerScore(CudaLaunchContext &c, const abi::IndexerScoreParams &p) {
+  float weightScale = float(p.weight_scale);
   const CudaTensor &q = *c.inputs[0], &hw = *c.inputs[1];
   const StateBuffer *keysState = c.inputState(2);
   CudaTensor &scores = *c.outputs[0];
@@ -439,11 +416,8 @@ bool firstCutSelection() {
   return on;
 }
 
-Status candidateBlocks(CudaLaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  int64_t blocks = p.i("blocks"), blockSize = p.i("block_size"), ratio = p.i("ratio");
-  if (!p.error)
-    return p.error;
+Status candidateBlocks(CudaLaunchContext &c, const abi::CandidateBlocksParams &p) {
+  int64_t blocks = p.blocks, blockSize = p.block_size, ratio = p.ratio;
   const CudaTensor &scores = *c.inputs[0];
   int64_t S = scores.dim(0), width = scores.dim(1);
   DSC_TRY(checkWidth(c, "candidate_blocks", width, ratio));
@@ -469,11 +443,8 @@ Status candidateBlocks(CudaLaunchContext &c) {
                   {&sp, &S, &cs, &ratio, &blocks, &blockSize, &vp, &pp, &out});
 }
 
-Status indexerTopK(CudaLaunchContext &c) {
-  Params p{c.kernel, Status::ok()};
-  int64_t k = p.i("k"), ratio = p.i("ratio");
-  if (!p.error)
-    return p.error;
+Status indexerTopK(CudaLaunchContext &c, const abi::IndexerTopKParams &p) {
+  int64_t k = p.topk, ratio = p.ratio;
   const CudaTensor &scores = *c.inputs[0];
   int64_t S = scores.dim(0), width = scores.dim(1);
   int64_t window = c.plan.model.windowSize;
@@ -484,9 +455,7 @@ Status indexerTopK(CudaLaunchContext &c) {
               out = c.outputs[0]->ptr, cs = c.callState;
   int64_t blocks = cand ? c.inputs[1]->dim(1) : 0, blockSize = 0;
   if (cand) {
-    blockSize = p.i("block_size");
-    if (!p.error)
-      return p.error;
+    blockSize = p.block_size;
   }
   if (S <= 0)
     return Status::ok();
@@ -512,20 +481,21 @@ Status indexerTopK(CudaLaunchContext &c) {
 
 /// The RoPE epilogue of the fused `attention` kernel (null: plain attention).
 struct RopeEpilogue {
-  const runtime::KernelSpec *rope = nullptr;
+  const abi::RopeParams *rope = nullptr;
   int64_t ropeKernel = -1; ///< its index in the plan: the constants' key
   CudaTensor *out = nullptr;
 };
 
-Status sparseAttentionWith(CudaLaunchContext &c, const RopeEpilogue &epilogue);
+Status sparseAttentionWith(CudaLaunchContext &c, const abi::SparseAttentionParams &p,
+                           const RopeEpilogue &epilogue);
 
-Status sparseAttention(CudaLaunchContext &c) { return sparseAttentionWith(c, RopeEpilogue()); }
+Status sparseAttention(CudaLaunchContext &c, const abi::SparseAttentionParams &p) {
+  return sparseAttentionWith(c, p, RopeEpilogue());
+}
 
-Status sparseAttentionWith(CudaLaunchContext &c, const RopeEpilogue &epilogue) {
-  Params p{c.kernel, Status::ok()};
-  float scale = float(p.f("scale"));
-  if (!p.error)
-    return p.error;
+Status sparseAttentionWith(CudaLaunchContext &c, const abi::SparseAttentionParams &p,
+                           const RopeEpilogue &epilogue) {
+  float scale = float(p.scale);
   const CudaTensor &q = *c.inputs[0];
   bool compressed = c.inputs.size() == 6;
   const CudaTensor &sink = *c.inputs[compressed ? 4 : 2];
@@ -566,13 +536,11 @@ Status sparseAttentionWith(CudaLaunchContext &c, const RopeEpilogue &epilogue) {
   int64_t ropeDim = 0, posStep = 1;
   int inverse = 0;
   if (epilogue.rope) {
-    Params r{*epilogue.rope, Status::ok()};
-    std::vector<float> freqs = ropeFreqs(r);
-    ropeDim = r.i("rope.dim");
-    posStep = r.i("position_stride", 1);
-    inverse = r.i("inverse", 0) != 0 ? 1 : 0;
-    if (!r.error)
-      return r.error;
+    const abi::RopeParams &r = *epilogue.rope;
+    std::vector<float> freqs = ropeFreqs(r.rope);
+    ropeDim = r.rope.dim;
+    posStep = r.position_stride;
+    inverse = r.inverse ? 1 : 0;
     if (ropeDim % 2 != 0 || ropeDim > D)
       return runtime::internalError("attention: rope.dim " + std::to_string(ropeDim) +
                                     " does not fit head dim " + std::to_string(D));
@@ -600,20 +568,24 @@ Status sparseAttentionWith(CudaLaunchContext &c, const RopeEpilogue &epilogue) {
 
 Status attentionWithInverseRope(CudaLaunchContext &attention, const runtime::KernelSpec &rope,
                                 int64_t ropeKernel, CudaTensor &ropeOut) {
-  return sparseAttentionWith(attention, RopeEpilogue{&rope, ropeKernel, &ropeOut});
+  const abi::SparseAttentionParams *p = attention.kernel.as<abi::SparseAttentionParams>();
+  const abi::RopeParams *r = rope.as<abi::RopeParams>();
+  if (!p || !r)
+    return runtime::internalError("attention (fused): the steps are not sparse_attention + rope");
+  return sparseAttentionWith(attention, *p, RopeEpilogue{r, ropeKernel, &ropeOut});
 }
 
 void registerCudaAttentionAdapters(CudaAdapterTable &table) {
-  table["rope"] = rope;
-  table["window_kv"] = windowKv;
-  table["compressor"] = compressor;
-  table["compress_kv"] = compressKv;
-  table["index_keys"] = indexKeys;
-  table["index_queries"] = indexQueries;
-  table["indexer_score"] = indexerScore;
-  table["candidate_blocks"] = candidateBlocks;
-  table["indexer_topk"] = indexerTopK;
-  table["sparse_attention"] = sparseAttention;
+  add<abi::RopeParams>(table, rope);
+  add<abi::WindowKvParams>(table, windowKv);
+  add<abi::CompressorParams>(table, compressor);
+  add<abi::CompressKvParams>(table, compressKv);
+  add<abi::IndexKeysParams>(table, indexKeys);
+  add<abi::IndexQueriesParams>(table, indexQueries);
+  add<abi::IndexerScoreParams>(table, indexerScore);
+  add<abi::CandidateBlocksParams>(table, candidateBlocks);
+  add<abi::IndexerTopKParams>(table, indexerTopK);
+  add<abi::SparseAttentionParams>(table, sparseAttention);
 }
 
 } // namespace dsc::cuda

@@ -74,7 +74,7 @@ Status concat(CudaLaunchContext &c) {
 }
 
 Status engramHash(CudaLaunchContext &c) {
-  Expected<cpu::EngramHashParams> params = cpu::readEngramHashParams(c.kernel, c.plan.model);
+  Expected<runtime::EngramHashTables> params = runtime::readEngramHashTables(c.kernel, c.plan.model);
   if (!params)
     return params.status();
   const std::vector<int64_t> &map = c.plan.model.engramTokenMap;
@@ -144,12 +144,12 @@ Status replaySlice(CudaLaunchContext &c) {
 } // namespace
 
 void registerCudaBasicAdapters(CudaAdapterTable &table) {
-  table["replay_slice"] = replaySlice;
-  table["embed"] = embed;
-  table["hc_expand"] = hcExpand;
-  table["hc_identity_mix"] = hcIdentityMix;
-  table["concat"] = concat;
-  table["engram_hash"] = engramHash;
+  add<abi::ReplaySliceParams>(table, replaySlice);
+  add<abi::EmbedParams>(table, embed);
+  add<abi::HcExpandParams>(table, hcExpand);
+  add<abi::HcIdentityMixParams>(table, hcIdentityMix);
+  add<abi::ConcatParams>(table, concat);
+  add<abi::EngramHashParams>(table, engramHash);
 }
 
 } // namespace dsc::cuda

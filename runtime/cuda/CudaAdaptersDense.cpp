@@ -48,20 +48,18 @@ Status actQuant(CudaLaunchContext &c, const std::string &prefix, CUdeviceptr x, 
                        args(x, M, K, q.codes, q.scales));
 }
 
-Status linear(CudaLaunchContext &c) {
-  cpu::Params p{c.kernel, Status::ok()};
-  std::string quant = p.s("quant");
-  if (!p.error)
-    return p.error;
+Status linear(CudaLaunchContext &c, const abi::LinearParams &p) {
+  using Q = abi::LinearQuant;
   const CudaTensor &x = *c.inputs[0], &w = *c.inputs[1];
   CudaTensor &y = *c.outputs[0];
   long long M = rowsOf(x), K = x.shape.back(), N = w.dim(0);
   CUdeviceptr xp = x.ptr, wp = w.ptr, yp = y.ptr;
-  if (quant == "bf16")
+  if (p.quant == Q::bf16)
     return c.launchEntry("dsc_linear_bf16", gridFor(M * N), block1(), 0,
                          args(xp, M, K, wp, N, yp));
-  if (quant != "fp8" && quant != "fp4")
-    return runtime::failedPrecondition("linear: the CUDA backend has no '" + quant + "' linear");
+  if (p.quant != Q::fp8 && p.quant != Q::fp4)
+    return runtime::failedPrecondition(std::string("linear: the CUDA backend has no '") +
+                                       abi::kLinearQuantNames[int(p.quant)] + "' linear");
   if (K % 32 != 0)
     return runtime::invalidArgument("linear: K = " + std::to_string(K) +
                                     " is not a multiple of 32");
@@ -73,27 +71,21 @@ Status linear(CudaLaunchContext &c) {
   if (Status s = actQuant(c, "dsc_linear", xp, M, K, *q); !s)
     return s;
   CUdeviceptr sp = c.inputs[2]->ptr;
-  return c.launchEntry(quant == "fp8" ? "dsc_linear_fp8" : "dsc_linear_fp4", gridFor(M * N),
+  return c.launchEntry(p.quant == Q::fp8 ? "dsc_linear_fp8" : "dsc_linear_fp4", gridFor(M * N),
                        block1(), 0, args(q->codes, q->scales, M, K, wp, sp, N, yp));
 }
 
-Status rmsNorm(CudaLaunchContext &c) {
-  cpu::Params p{c.kernel, Status::ok()};
-  float eps = float(p.f("eps"));
-  if (!p.error)
-    return p.error;
+Status rmsNorm(CudaLaunchContext &c, const abi::RmsNormParams &p) {
+  float eps = float(p.eps);
   const CudaTensor &x = *c.inputs[0];
   long long rows = rowsOf(x), n = x.shape.back();
   CUdeviceptr xp = x.ptr, wp = c.inputs[1]->ptr, yp = c.outputs[0]->ptr;
   return c.launchEntry("dsc_rms_norm", gridRows(rows), block1(), 0, args(xp, rows, n, wp, eps, yp));
 }
 
-Status hcMixes(CudaLaunchContext &c) {
-  cpu::Params p{c.kernel, Status::ok()};
-  int iters = int(p.i("sinkhorn_iters"));
-  float eps = float(p.f("eps")), normEps = float(p.f("norm_eps"));
-  if (!p.error)
-    return p.error;
+Status hcMixes(CudaLaunchContext &c, const abi::HcMixesParams &p) {
+  int iters = int(p.sinkhorn_iters);
+  float eps = float(p.eps), normEps = float(p.norm_eps);
   const CudaTensor &h = *c.inputs[0];
   long long S = h.dim(0), hc = h.dim(1), D = h.dim(2);
   if (hc < 1 || hc > 8)
@@ -140,11 +132,8 @@ Status head(CudaLaunchContext &c) {
   return c.launchEntry("dsc_head", gridFor(rows * V), block1(), 0, args(first, rows, D, wp, V, lp));
 }
 
-Status groupedOutput(CudaLaunchContext &c) {
-  cpu::Params p{c.kernel, Status::ok()};
-  long long G = p.i("groups");
-  if (!p.error)
-    return p.error;
+Status groupedOutput(CudaLaunchContext &c, const abi::GroupedOutputParams &p) {
+  long long G = p.groups;
   const CudaTensor &o = *c.inputs[0], &woA = *c.inputs[1], &woB = *c.inputs[2];
   if (G <= 0)
     return runtime::invalidArgument("grouped_output: groups must be positive");
@@ -170,14 +159,11 @@ Status groupedOutput(CudaLaunchContext &c) {
                        args(q->codes, q->scales, S, K, bp, bs, D, yp));
 }
 
-Status moeGate(CudaLaunchContext &c) {
-  cpu::Params p{c.kernel, Status::ok()};
-  long long topk = p.i("topk");
-  float routeScale = float(p.f("route_scale"));
-  float temperature = float(p.f("temperature"));
-  int normalize = p.i("normalize") != 0 ? 1 : 0;
-  if (!p.error)
-    return p.error;
+Status moeGate(CudaLaunchContext &c, const abi::MoeGateParams &p) {
+  long long topk = p.topk;
+  float routeScale = float(p.route_scale);
+  float temperature = float(p.temperature);
+  int normalize = p.normalize != 0 ? 1 : 0;
   const CudaTensor &x = *c.inputs[0], &w = *c.inputs[1];
   long long T = x.dim(0), D = x.dim(1), E = w.dim(0);
   size_t smem = size_t(E) * (2 * sizeof(float) + 1);
@@ -190,11 +176,8 @@ Status moeGate(CudaLaunchContext &c) {
                             weights, ids));
 }
 
-Status moeExperts(CudaLaunchContext &c) {
-  cpu::Params p{c.kernel, Status::ok()};
-  float lim = float(p.f("swiglu_limit"));
-  if (!p.error)
-    return p.error;
+Status moeExperts(CudaLaunchContext &c, const abi::MoeExpertsParams &p) {
+  float lim = float(p.swiglu_limit);
   if (c.inputs.size() < 15)
     return runtime::invalidArgument("moe_experts: expected 15 inputs");
   const CudaTensor &x = *c.inputs[0], &weights = *c.inputs[1], &ids = *c.inputs[2];
@@ -251,11 +234,8 @@ Status moeExperts(CudaLaunchContext &c) {
                        args(qh->codes, qh->scales, T, I, D, s2, s2s, ap, yp));
 }
 
-Status engramLookup(CudaLaunchContext &c) {
-  cpu::Params p{c.kernel, Status::ok()};
-  long long slot = p.i("slot");
-  if (!p.error)
-    return p.error;
+Status engramLookup(CudaLaunchContext &c, const abi::EngramLookupParams &p) {
+  long long slot = p.slot;
   const CudaTensor &hashes = *c.inputs[0], &table = *c.inputs[1];
   long long S = hashes.dim(0), layers = hashes.dim(1), cols = hashes.dim(2);
   if (slot < 0 || slot >= layers)
@@ -267,11 +247,8 @@ Status engramLookup(CudaLaunchContext &c) {
                        args(hp, S, cols, stride, tp, sp, rows, hd, out));
 }
 
-Status engramGate(CudaLaunchContext &c) {
-  cpu::Params p{c.kernel, Status::ok()};
-  float eps = float(p.f("eps"));
-  if (!p.error)
-    return p.error;
+Status engramGate(CudaLaunchContext &c, const abi::EngramGateParams &p) {
+  float eps = float(p.eps);
   const CudaTensor &h = *c.inputs[0];
   long long S = h.dim(0), hc = h.dim(1), D = h.dim(2);
   // self.dim ** -0.5 rounded to fp32 (Engram.cpp).
@@ -285,18 +262,18 @@ Status engramGate(CudaLaunchContext &c) {
 } // namespace
 
 void registerCudaDenseAdapters(CudaAdapterTable &table) {
-  table["linear"] = linear;
-  table["rms_norm"] = rmsNorm;
-  table["hc_mixes"] = hcMixes;
-  table["hc_pre"] = hcPre;
-  table["hc_post"] = hcPost;
-  table["copy_mean"] = copyMean;
-  table["head"] = head;
-  table["grouped_output"] = groupedOutput;
-  table["moe_gate"] = moeGate;
-  table["moe_experts"] = moeExperts;
-  table["engram_lookup"] = engramLookup;
-  table["engram_gate"] = engramGate;
+  add<abi::LinearParams>(table, linear);
+  add<abi::RmsNormParams>(table, rmsNorm);
+  add<abi::HcMixesParams>(table, hcMixes);
+  add<abi::HcPreParams>(table, hcPre);
+  add<abi::HcPostParams>(table, hcPost);
+  add<abi::CopyMeanParams>(table, copyMean);
+  add<abi::HeadParams>(table, head);
+  add<abi::GroupedOutputParams>(table, groupedOutput);
+  add<abi::MoeGateParams>(table, moeGate);
+  add<abi::MoeExpertsParams>(table, moeExperts);
+  add<abi::EngramLookupParams>(table, engramLookup);
+  add<abi::EngramGateParams>(table, engramGate);
 }
 
 } // namespace dsc::cuda

@@ -428,10 +428,9 @@ public:
       return false;
     const runtime::Launch &a = program.launches[first], &r = program.launches[first + 1];
     const runtime::KernelSpec &ka = plan.kernels[size_t(a.kernel)], &kr = plan.kernels[size_t(r.kernel)];
-    const runtime::ParamValue *inv = kr.find("inverse");
+    const abi::RopeParams *rope = kr.as<abi::RopeParams>();
     if (!(program.fusions[size_t(a.fusion)].kernel == "attention" &&
-          ka.name == "sparse_attention" && kr.name == "rope" && inv &&
-          std::holds_alternative<int64_t>(*inv) && std::get<int64_t>(*inv) != 0 &&
+          ka.as<abi::SparseAttentionParams>() && rope && rope->inverse &&
           a.outputs.size() == 1 && r.inputs.size() == 1 && r.outputs.size() == 1 &&
           r.inputs[0] == a.outputs[0]))
       return false;

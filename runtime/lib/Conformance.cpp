@@ -129,18 +129,17 @@ void LayerDumper::write(const std::string &name, const Expected<HostTensor> &ten
 /// length after the call) of the block ids [rows, blocks] the plan holds.
 static Expected<HostTensor> candidateMask(const CallInfo &call, const KernelSpec &kernel,
                                           const HostTensor &ids) {
-  const ParamValue *ratio = kernel.find("ratio"), *blockSize = kernel.find("block_size");
-  if (!ratio || !blockSize || !std::holds_alternative<int64_t>(*ratio) ||
-      !std::holds_alternative<int64_t>(*blockSize) || std::get<int64_t>(*ratio) <= 0)
-    return invalidArgument("candidate_blocks: the kernel has no integer ratio / block_size");
+  const abi::CandidateBlocksParams *p = kernel.as<abi::CandidateBlocksParams>();
+  if (!p || p->ratio <= 0)
+    return invalidArgument("candidate_blocks: the kernel has no positive ratio");
   const int64_t rows = ids.dim(0), blocks = ids.dim(1);
-  const int64_t width = (call.startPos + call.tokens) / std::get<int64_t>(*ratio);
+  const int64_t width = (call.startPos + call.tokens) / p->ratio;
   HostTensor mask;
   if (Status s = mask.resetChecked(DType::U8, {rows, width}); !s)
     return s;
   for (int64_t r = 0; r < rows; ++r) {
     const std::vector<uint8_t> row = numerics::candidateMaskFromBlocks(
-        ids.data<int32_t>() + r * blocks, blocks, std::get<int64_t>(*blockSize), width);
+        ids.data<int32_t>() + r * blocks, blocks, p->block_size, width);
     std::copy(row.begin(), row.end(), mask.data<uint8_t>() + r * width);
   }
   return mask;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <climits>
 #include <optional>
+#include <span>
 
 namespace dsc::runtime {
 
@@ -114,67 +115,25 @@ struct Rel {
     return p;
   }
 
-  std::optional<int64_t> intParam(const char *key, bool required) {
-    const ParamValue *v = k.find(key);
-    if (!v) {
-      if (required)
-        fail(fmt::format("parameter '{}' is missing", key));
-      return std::nullopt;
-    }
-    if (const auto *x = std::get_if<int64_t>(v))
-      return *x;
-    fail(fmt::format("parameter '{}' must be an integer", key));
-    return std::nullopt;
-  }
-  /// An integer parameter in [lo, hi] (a missing optional one is `fallback`).
-  int64_t i(const char *key, int64_t lo, int64_t hi, std::optional<int64_t> fallback = {}) {
-    std::optional<int64_t> v = intParam(key, !fallback);
-    if (!v)
-      return fallback.value_or(lo);
-    if (*v < lo || *v > hi) {
+  /// A parameter in [lo, hi]; returns it (lo when out of range).
+  int64_t range(const char *key, int64_t v, int64_t lo, int64_t hi) {
+    if (ok() && (v < lo || v > hi)) {
       fail(hi == INT64_MAX
-               ? fmt::format("parameter '{}' is {}, expected >= {}", key, *v, lo)
-               : fmt::format("parameter '{}' is {}, expected in [{}, {}]", key, *v, lo, hi));
+               ? fmt::format("parameter '{}' is {}, expected >= {}", key, v, lo)
+               : fmt::format("parameter '{}' is {}, expected in [{}, {}]", key, v, lo, hi));
       return lo;
     }
-    return *v;
-  }
-  void number(const char *key, bool required) {
-    const ParamValue *v = k.find(key);
-    if (!v) {
-      if (required)
-        fail(fmt::format("parameter '{}' is missing", key));
-      return;
-    }
-    if (!std::get_if<double>(v) && !std::get_if<int64_t>(v))
-      fail(fmt::format("parameter '{}' must be a number", key));
-  }
-  std::vector<int64_t> ints(const char *key) {
-    const ParamValue *v = k.find(key);
-    if (!v) {
-      fail(fmt::format("parameter '{}' is missing", key));
-      return {};
-    }
-    if (const auto *x = std::get_if<std::vector<int64_t>>(v))
-      return *x;
-    if (std::get_if<int64_t>(v)) // a one-element list may have been flattened
-      return {std::get<int64_t>(*v)};
-    fail(fmt::format("parameter '{}' must be an integer array", key));
-    return {};
+    return v;
   }
   /// rope.*: dim even, > 0, <= `width` (the rotated operand's last dim).
-  void rope(const Dim &width) {
-    const int64_t d = i("rope.dim", 1, INT64_MAX);
+  void rope(const abi::Rope &rope, const Dim &width) {
+    const int64_t d = range("rope.dim", rope.dim, 1, INT64_MAX);
     if (ok() && d % 2 != 0)
       fail(fmt::format("parameter 'rope.dim' is {}, expected even", d));
     if (ok() && width.value > 0 && d > width.value)
       fail(fmt::format("parameter 'rope.dim' is {}, expected at most {} ({})", d, width.value,
                        width.label));
-    number("rope.theta", true);
-    i("rope.original_seq_len", 0, INT64_MAX, 0);
-    number("rope.factor", false);
-    number("rope.beta_fast", false);
-    number("rope.beta_slow", false);
+    range("rope.original_seq_len", rope.original_seq_len, 0, INT64_MAX);
   }
   const StateBuffer *stateIn(size_t pos) const { return in[pos].state; }
   const StateBuffer *stateOut(size_t pos) const { return out[pos].state; }
@@ -185,47 +144,48 @@ struct Rel {
                        s->name, s->layout.valuesPerEntry, d.value, d.label, what));
   }
   /// A parameter equal to a state's ratio, which must be positive.
-  void ratioOf(const char *key, const StateBuffer *s, bool required) {
-    std::optional<int64_t> r = intParam(key, required);
+  void ratioOf(const char *key, int64_t r, const StateBuffer *s) {
     if (!ok() || !s)
       return;
     if (s->ratio <= 0)
       fail(fmt::format("state '{}' has ratio {}, expected > 0", s->name, s->ratio));
-    else if (r && *r != s->ratio)
-      fail(fmt::format("parameter '{}' is {}, expected {} (the ratio of state '{}')", key, *r,
+    else if (r != s->ratio)
+      fail(fmt::format("parameter '{}' is {}, expected {} (the ratio of state '{}')", key, r,
                        s->ratio, s->name));
   }
 };
 
 using Ins = std::vector<OperandView>;
-#define REL(NAME)                                                                         \
+/// A relation of kernel T: `p` is the launch's typed parameters.
+#define REL(NAME, T)                                                                      \
   std::string NAME(const KernelSpec &k, const PlanModel &plan, const Ins &in, const Ins &out) { \
-    Rel r{k, plan, in, out, {}};
+    Rel r{k, plan, in, out, {}};                                                          \
+    const abi::T *typed = k.as<abi::T>();                                                 \
+    if (!typed)                                                                           \
+      return "the kernel's parameters are not " #T;                                      \
+    [[maybe_unused]] const abi::T &p = *typed;
 #define END                                                                               \
   return r.err;                                                                           \
   }
 
-REL(embedRel)
+REL(embedRel, EmbedParams)
   r.eq(r.O(0, 0), r.I(0, 0));
   r.eq(r.O(0, 1), r.I(1, 1));
 END
 
-REL(hcExpandRel)
+REL(hcExpandRel, HcExpandParams)
   r.eq(r.O(0, 0), r.I(0, 0));
   r.eq(r.O(0, 2), r.I(0, 1));
-  if (k.find("copies"))
-    r.is(r.O(0, 1), r.i("copies", 1, INT64_MAX), "parameter 'copies'");
+  r.is(r.O(0, 1), r.range("copies", p.copies, 1, INT64_MAX), "parameter 'copies'");
 END
 
-REL(hcIdentityMixRel)
+REL(hcIdentityMixRel, HcIdentityMixParams)
   r.eq(r.O(0, 0), r.I(0, 0));
   r.eq(r.O(0, 1), r.I(0, 1));
 END
 
-REL(hcMixesRel)
-  r.i("sinkhorn_iters", 0, 1 << 20);
-  r.number("eps", true);
-  r.number("norm_eps", true);
+REL(hcMixesRel, HcMixesParams)
+  r.range("sinkhorn_iters", p.sinkhorn_iters, 0, 1 << 20);
   Dim S = r.I(0, 0), hc = r.I(0, 1), Dm = r.I(0, 2);
   if (hc.value > 0 && Dm.value > 0) {
     r.is(r.I(1, 0), (2 + hc.value) * hc.value, "(2 + hc) * hc mixes");
@@ -240,14 +200,14 @@ REL(hcMixesRel)
   r.eq(r.O(2, 2), hc);
 END
 
-REL(hcPreRel)
+REL(hcPreRel, HcPreParams)
   r.eq(r.I(1, 0), r.I(0, 0));
   r.eq(r.I(1, 1), r.I(0, 1));
   r.eq(r.O(0, 0), r.I(0, 0));
   r.eq(r.O(0, 1), r.I(0, 2));
 END
 
-REL(hcPostRel)
+REL(hcPostRel, HcPostParams)
   // x [S, D], residual [S, hc, D], post [S, hc], comb [S, hc, hc].
   Dim S = r.I(1, 0), hc = r.I(1, 1), Dm = r.I(1, 2);
   r.eq(r.I(0, 0), S);
@@ -261,8 +221,7 @@ REL(hcPostRel)
     r.eq(r.O(0, a), r.I(1, a));
 END
 
-REL(rmsNormRel)
-  r.number("eps", true);
+REL(rmsNormRel, RmsNormParams)
   r.eq(r.I(1, 0), r.I(0, -1));
   const auto &x = in[0].slot->shape, &y = out[0].slot->shape;
   if (r.ok() && x.size() != y.size())
@@ -271,15 +230,17 @@ REL(rmsNormRel)
     r.eq(r.O(0, int(a)), r.I(0, int(a)));
 END
 
-REL(linearRel)
-  const ParamValue *q = k.find("quant");
-  const std::string *quant = q ? std::get_if<std::string>(q) : nullptr;
-  if (!quant || (*quant != "fp8" && *quant != "fp4" && *quant != "bf16")) {
-    r.fail("parameter 'quant' must be one of fp8, fp4, bf16");
+REL(linearRel, LinearParams)
+  using Q = abi::LinearQuant;
+  if (p.quant != Q::fp8 && p.quant != Q::fp4 && p.quant != Q::bf16) {
+    r.fail(fmt::format("parameter 'quant' is {}, expected fp8, fp4 or bf16",
+                       abi::kLinearQuantNames[int(p.quant)]));
     return r.err;
   }
-  const bool quantised = *quant != "bf16";
-  const D wantW = *quant == "fp8" ? D::F8_E4M3 : *quant == "fp4" ? D::I8 : D::BF16;
+  const std::string quantText = abi::kLinearQuantNames[int(p.quant)];
+  const std::string *quant = &quantText;
+  const bool quantised = p.quant != Q::bf16;
+  const D wantW = p.quant == Q::fp8 ? D::F8_E4M3 : p.quant == Q::fp4 ? D::I8 : D::BF16;
   const ValueSlot &w = *in[1].slot;
   if (w.dtype != wantW)
     r.fail(fmt::format("input 1 (weight) is {}, expected {} for quant '{}'", dtypeName(w.dtype),
@@ -316,10 +277,9 @@ REL(linearRel)
                        N.value));
 END
 
-REL(ropeRel)
-  r.rope(r.I(0, -1));
-  r.i("position_stride", 1, INT64_MAX, 1);
-  r.i("inverse", 0, 1, 0);
+REL(ropeRel, RopeParams)
+  r.rope(p.rope, r.I(0, -1));
+  r.range("position_stride", p.position_stride, 1, INT64_MAX);
   const auto &x = in[0].slot->shape, &y = out[0].slot->shape;
   if (r.ok() && x.size() != y.size())
     r.fail(fmt::format("output 0 has rank {}, expected {} (input 0's)", y.size(), x.size()));
@@ -327,8 +287,8 @@ REL(ropeRel)
     r.eq(r.O(0, int(a)), r.I(0, int(a)));
 END
 
-REL(windowKvRel)
-  const int64_t window = r.i("window", 1, INT64_MAX);
+REL(windowKvRel, WindowKvParams)
+  const int64_t window = r.range("window", p.window, 1, INT64_MAX);
   const StateBuffer *ring = r.stateOut(0);
   if (r.ok() && ring && window > ring->capacity)
     r.fail(fmt::format("parameter 'window' is {}, expected at most {} (the capacity of ring '{}')",
@@ -344,9 +304,8 @@ REL(windowKvRel)
                        plan.model.windowSize));
 END
 
-REL(compressorRel)
-  const int64_t ratio = r.i("ratio", 1, INT64_MAX);
-  r.number("eps", true);
+REL(compressorRel, CompressorParams)
+  const int64_t ratio = r.range("ratio", p.ratio, 1, INT64_MAX);
   const bool gated = in.size() == 5;
   if (r.ok() && ratio > 1 && !gated)
     r.fail(fmt::format("ratio {} needs the gate weight (5 inputs), the launch has 4", ratio));
@@ -354,7 +313,7 @@ REL(compressorRel)
   if (r.ok() && in[st].slot != out[0].slot)
     r.fail(fmt::format("input {} (state) and output 0 (state) must be the same value", st));
   const StateBuffer *s = r.stateOut(0);
-  r.ratioOf("ratio", s, true);
+  r.ratioOf("ratio", p.ratio, s);
   Dim Dh = r.I(1, 0);
   r.eq(r.I(1, 1), r.I(0, 1));
   if (gated) {
@@ -368,27 +327,26 @@ REL(compressorRel)
                        s->name, s->dim, Dh.value));
 END
 
-REL(compressKvRel)
+REL(compressKvRel, CompressKvParams)
   const StateBuffer *s = r.stateOut(0);
-  r.ratioOf("ratio", s, true);
-  r.rope(r.I(0, 1));
+  r.ratioOf("ratio", p.ratio, s);
+  r.rope(p.rope, r.I(0, 1));
   r.recordWidth(s, r.I(0, 1), "the latent width");
 END
 
-REL(indexKeysRel)
+REL(indexKeysRel, IndexKeysParams)
   const StateBuffer *s = r.stateOut(0);
-  r.ratioOf("ratio", s, false);
-  r.number("eps", true);
+  r.ratioOf("ratio", p.ratio, s);
   Dim Dk = r.I(1, 0);
-  r.rope(Dk);
+  r.rope(p.rope, Dk);
   r.eq(r.I(1, 1), r.I(0, 1));
   r.eq(r.I(2, 0), Dk);
   r.recordWidth(s, Dk, "the index head dim");
 END
 
-REL(indexQueriesRel)
+REL(indexQueriesRel, IndexQueriesParams)
   Dim S = r.I(0, 0), Hi = r.O(0, 1), Dk = r.O(0, 2);
-  r.rope(Dk);
+  r.rope(p.rope, Dk);
   r.eq(r.O(0, 0), S);
   r.eq(r.I(1, 1), r.I(0, 1));
   Dim N = r.I(1, 0), K = r.I(0, 1);
@@ -402,8 +360,7 @@ REL(indexQueriesRel)
   }
 END
 
-REL(indexerScoreRel)
-  r.number("weight_scale", true);
+REL(indexerScoreRel, IndexerScoreParams)
   Dim S = r.I(0, 0), Hi = r.I(0, 1), Dk = r.I(0, 2);
   r.eq(r.I(1, 0), S);
   r.eq(r.I(1, 1), Hi);
@@ -418,27 +375,26 @@ REL(indexerScoreRel)
                        o.ratio, s->ratio, s->name));
 END
 
-REL(candidateBlocksRel)
-  const int64_t blocks = r.i("blocks", 1, INT64_MAX);
-  r.i("block_size", 1, INT64_MAX);
-  r.i("ratio", 1, INT64_MAX);
+REL(candidateBlocksRel, CandidateBlocksParams)
+  const int64_t blocks = r.range("blocks", p.blocks, 1, INT64_MAX);
+  r.range("block_size", p.block_size, 1, INT64_MAX);
+  r.range("ratio", p.ratio, 1, INT64_MAX);
   r.eq(r.O(0, 0), r.I(0, 0));
   r.is(r.O(0, 1), blocks, "parameter 'blocks': the candidate block ids of a row");
 END
 
-REL(indexerTopkRel)
-  const int64_t kk = r.i("k", 1, INT64_MAX);
-  r.i("ratio", 1, INT64_MAX);
-  r.is(r.O(0, 1), kk, "parameter 'k'");
+REL(indexerTopkRel, IndexerTopKParams)
+  const int64_t kk = r.range("topk", p.topk, 1, INT64_MAX);
+  r.range("ratio", p.ratio, 1, INT64_MAX);
+  r.is(r.O(0, 1), kk, "parameter 'topk'");
   r.eq(r.O(0, 0), r.I(0, 0));
   if (in.size() == 2) { // the candidate block ids of each row
-    r.i("block_size", 1, INT64_MAX);
+    r.range("block_size", p.block_size, 1, INT64_MAX);
     r.eq(r.I(1, 0), r.I(0, 0));
   }
 END
 
-REL(sparseAttentionRel)
-  r.number("scale", true);
+REL(sparseAttentionRel, SparseAttentionParams)
   const bool compressed = in.size() == 6;
   Dim S = r.I(0, 0), H = r.I(0, 1), Dh = r.I(0, 2);
   r.recordWidth(r.stateIn(1), Dh, "the attention head dim");
@@ -462,9 +418,9 @@ REL(sparseAttentionRel)
     r.eq(r.O(0, a), r.I(0, a));
 END
 
-REL(groupedOutputRel)
+REL(groupedOutputRel, GroupedOutputParams)
   Dim H = r.I(0, 1), Dh = r.I(0, 2);
-  const int64_t groups = r.i("groups", 1, INT64_MAX);
+  const int64_t groups = r.range("groups", p.groups, 1, INT64_MAX);
   if (!r.ok())
     return r.err;
   if (H.value > 0 && H.value % groups != 0)
@@ -488,12 +444,9 @@ REL(groupedOutputRel)
   r.eq(r.O(0, 1), Dm);
 END
 
-REL(moeGateRel)
+REL(moeGateRel, MoeGateParams)
   Dim E = r.I(1, 0);
-  const int64_t topk = r.i("topk", 1, E.value > 0 ? E.value : INT64_MAX);
-  r.number("route_scale", true);
-  r.number("temperature", true);
-  r.intParam("normalize", true);
+  const int64_t topk = r.range("topk", p.topk, 1, E.value > 0 ? E.value : INT64_MAX);
   r.eq(r.I(1, 1), r.I(0, 1));
   r.eq(r.I(2, 0), E);
   for (size_t o = 0; o < 2; ++o) {
@@ -502,8 +455,7 @@ REL(moeGateRel)
   }
 END
 
-REL(moeExpertsRel)
-  r.number("swiglu_limit", true);
+REL(moeExpertsRel, MoeExpertsParams)
   Dim S = r.I(0, 0), Dm = r.I(0, 1);
   r.eq(r.I(1, 0), S);
   r.eq(r.I(2, 0), S);
@@ -535,11 +487,12 @@ REL(moeExpertsRel)
   r.eq(r.O(0, 1), Dm);
 END
 
-REL(engramHashRel)
-  const std::vector<int64_t> layers = r.ints("layers"), mult = r.ints("multipliers"),
-                             primes = r.ints("primes"), offsets = r.ints("offsets");
-  const int64_t maxNgram = r.i("max_ngram", 2, 64), heads = r.i("heads", 1, INT64_MAX);
-  const int64_t pad = r.i("pad_id", 0, INT64_MAX);
+REL(engramHashRel, EngramHashParams)
+  const std::span<const int64_t> layers = k.array(p.layers), mult = k.array(p.multipliers),
+                                 primes = k.array(p.primes), offsets = k.array(p.offsets);
+  const int64_t maxNgram = r.range("max_ngram", p.max_ngram, 2, 64),
+                heads = r.range("heads", p.heads, 1, INT64_MAX);
+  const int64_t pad = r.range("pad_id", p.pad_id, 0, INT64_MAX);
   if (!r.ok())
     return r.err;
   const int64_t L = static_cast<int64_t>(layers.size()), C = (maxNgram - 1) * heads;
@@ -572,9 +525,9 @@ REL(engramHashRel)
   r.is(r.O(1, 2), C, "(max_ngram - 1) * heads");
 END
 
-REL(engramLookupRel)
+REL(engramLookupRel, EngramLookupParams)
   Dim L = r.I(0, 1), C = r.I(0, 2), hd = r.I(1, 1);
-  r.i("slot", 0, L.value > 0 ? L.value - 1 : INT64_MAX, 0);
+  r.range("slot", p.slot, 0, L.value > 0 ? L.value - 1 : INT64_MAX);
   if (r.ok() && hd.value > 0 && hd.value % 32 != 0)
     r.fail(fmt::format("{} is {}, expected a multiple of 32", hd.label, hd.value));
   r.eq(r.I(2, 0), r.I(1, 0));
@@ -585,8 +538,7 @@ REL(engramLookupRel)
     r.is(r.O(0, 1), C.value * hd.value, "hash columns * table width");
 END
 
-REL(engramGateRel)
-  r.number("eps", true);
+REL(engramGateRel, EngramGateParams)
   Dim S = r.I(0, 0), hc = r.I(0, 1), Dm = r.I(0, 2);
   r.eq(r.I(1, 0), S);
   if (hc.value > 0 && Dm.value > 0)
@@ -601,19 +553,19 @@ END
 
 /// replay_slice (CED): the outputs are a row suffix of the inputs (rows are
 /// kTokens in, kReplayTokens out; the trailing dims must agree).
-REL(replaySliceRel)
+REL(replaySliceRel, ReplaySliceParams)
   r.eq(r.O(0, 1), r.I(0, 1));
   r.eq(r.O(0, 2), r.I(0, 2));
   r.eq(r.O(1, 1), r.I(1, 1));
   r.eq(r.I(1, 1), r.I(0, 1));
 END
 
-REL(copyMeanRel)
+REL(copyMeanRel, CopyMeanParams)
   r.eq(r.O(0, 0), r.I(0, 0));
   r.eq(r.O(0, 1), r.I(0, 2));
 END
 
-REL(concatRel)
+REL(concatRel, ConcatParams)
   const ValueSlot &o = *out[0].slot;
   int64_t width = 0;
   bool fixed = true;
@@ -638,8 +590,7 @@ REL(concatRel)
     r.fail("output 0's last dim is fixed but an input's is symbolic");
 END
 
-REL(headRel)
-  r.i("last_only", 0, 1, 0);
+REL(headRel, HeadParams)
   r.eq(r.I(1, 1), r.I(0, 1));
   r.eq(r.O(0, 1), r.I(1, 0));
   r.le(r.O(0, 0), r.I(0, 0));

@@ -199,37 +199,18 @@ flatbuffers::Offset<fb::StateBuffer> writeState(Builder &b, const StateBuffer &s
                                s.capacity, layout, s.dim);
 }
 
-flatbuffers::Offset<fb::KernelParam> writeParam(Builder &b, const KernelParam &p) {
-  auto key = b.CreateString(p.key);
-  fb::ParamValue type = fb::ParamValue::NONE;
-  flatbuffers::Offset<void> value;
-  if (const auto *i = std::get_if<int64_t>(&p.value)) {
-    type = fb::ParamValue::IntParam;
-    value = fb::CreateIntParam(b, *i).Union();
-  } else if (const auto *d = std::get_if<double>(&p.value)) {
-    type = fb::ParamValue::FloatParam;
-    value = fb::CreateFloatParam(b, *d).Union();
-  } else if (const auto *v = std::get_if<std::vector<int64_t>>(&p.value)) {
-    type = fb::ParamValue::IntListParam;
-    value = fb::CreateIntListParam(b, longs(b, *v)).Union();
-  } else {
-    type = fb::ParamValue::StringParam;
-    value = fb::CreateStringParam(b, b.CreateString(std::get<std::string>(p.value))).Union();
-  }
-  return fb::CreateKernelParam(b, key, type, value);
-}
+// The generated kernel-parameter pack/unpack (dsc-tblgen -gen-kernel-abi-fb-conv).
+#include "KernelParamsFb.inc"
 
 flatbuffers::Offset<fb::KernelSpec> writeKernel(Builder &b, const KernelSpec &k) {
   auto name = b.CreateString(k.name);
-  std::vector<flatbuffers::Offset<fb::KernelParam>> params;
-  params.reserve(k.params.size());
-  for (const KernelParam &p : k.params)
-    params.push_back(writeParam(b, p));
-  auto paramVec = b.CreateVector(params);
+  fb::KernelParams type = fb::KernelParams::NONE;
+  auto params = packKernelParams(b, k.params, type);
   b.ForceVectorAlignment(k.cubin.size(), sizeof(uint8_t), 16); // schema: force_align 16
   auto cubin = b.CreateVector(k.cubin);
   auto ptx = b.CreateString(k.ptx);
-  return fb::CreateKernelSpec(b, name, paramVec, cubin, ptx);
+  auto constants = longs(b, k.constants);
+  return fb::CreateKernelSpec(b, name, type, params, cubin, ptx, constants);
 }
 
 flatbuffers::Offset<fb::Program> writeProgram(Builder &b, const Program &p) {
@@ -294,31 +275,6 @@ std::string corrupt(const std::string &what) {
   return what + " (corrupted plan?)";
 }
 
-/// The union member of a parameter; nullopt for NONE, an unknown tag or a
-/// missing table.
-std::optional<ParamValue> readParamValue(const fb::KernelParam &p) {
-  switch (p.value_type()) {
-  case fb::ParamValue::IntParam:
-    if (const fb::IntParam *v = p.value_as_IntParam())
-      return ParamValue(v->value());
-    break;
-  case fb::ParamValue::FloatParam:
-    if (const fb::FloatParam *v = p.value_as_FloatParam())
-      return ParamValue(v->value());
-    break;
-  case fb::ParamValue::IntListParam:
-    if (const fb::IntListParam *v = p.value_as_IntListParam())
-      return ParamValue(readLongs(v->values()));
-    break;
-  case fb::ParamValue::StringParam:
-    if (const fb::StringParam *v = p.value_as_StringParam())
-      return ParamValue(readString(v->value()));
-    break;
-  default:
-    break;
-  }
-  return std::nullopt;
-}
 
 Expected<PlanModel> fromBuffer(const fb::Plan &root) {
   PlanModel plan;
@@ -414,18 +370,12 @@ Expected<PlanModel> fromBuffer(const fb::Plan &root) {
     const fb::KernelSpec *k = root.kernels()->Get(static_cast<flatbuffers::uoffset_t>(i));
     KernelSpec out;
     out.name = readString(k->name());
-    for (size_t j = 0; j < count(k->params()); ++j) {
-      const fb::KernelParam *p = k->params()->Get(static_cast<flatbuffers::uoffset_t>(j));
-      KernelParam param;
-      param.key = readString(p->key());
-      std::optional<ParamValue> value = readParamValue(*p);
-      if (!value)
-        return dataLoss(corrupt(fmt::format(
-            "kernel {} '{}': parameter '{}' has no value or an unknown value type {}", i,
-            out.name, param.key, static_cast<int>(p->value_type()))));
-      param.value = std::move(*value);
-      out.params.push_back(std::move(param));
-    }
+    Expected<abi::KernelParams> params = unpackKernelParams(
+        k->params_type(), k->params(), fmt::format("kernel {} '{}': ", i, out.name));
+    if (!params)
+      return params.status();
+    out.params = std::move(*params);
+    out.constants = readLongs(k->constants());
     if (const auto *cubin = k->cubin())
       out.cubin.assign(cubin->begin(), cubin->end());
     out.ptx = readString(k->ptx());
@@ -664,20 +614,43 @@ Status checkStates(const std::vector<StateBuffer> &states) {
   return Status::ok();
 }
 
+/// Every array parameter of k lies inside k.constants.
+Status checkArrays(const KernelSpec &k, size_t index) {
+  Status status = Status::ok();
+  auto check = [&](const char *field, const abi::KernelArray &a) {
+    if (status && (a.offset < 0 || a.count < 0 || a.offset > int64_t(k.constants.size()) ||
+                   a.count > int64_t(k.constants.size()) - a.offset))
+      status = invalidArgument(fmt::format(
+          "kernel {} '{}': array parameter '{}' (offset {}, count {}) lies outside the "
+          "kernel's {} constants",
+          index, k.name, field, a.offset, a.count, k.constants.size()));
+  };
+  if (const auto *e = k.as<abi::EngramHashParams>()) {
+    check("layers", e->layers);
+    check("multipliers", e->multipliers);
+    check("primes", e->primes);
+    check("offsets", e->offsets);
+  }
+  return status;
+}
+
 Status checkKernels(const std::vector<KernelSpec> &kernels) {
   for (size_t i = 0; i < kernels.size(); ++i) {
     const KernelSpec &k = kernels[i];
     if (k.name.empty())
       return invalidArgument(fmt::format("kernel {} has an empty name", i));
-    std::set<std::string_view> keys;
-    for (const KernelParam &p : k.params) {
-      if (p.key.empty())
-        return invalidArgument(
-            fmt::format("kernel {} '{}': a parameter has an empty key", i, k.name));
-      if (!keys.insert(p.key).second)
-        return invalidArgument(
-            fmt::format("kernel {} '{}': parameter '{}' appears twice", i, k.name, p.key));
-    }
+    // A kernel outside the vocabulary (a backend's own) carries no
+    // parameters; Backend::check rejects it unless the backend knows it.
+    const std::optional<abi::KernelParams> known = abi::defaultParams(k.name);
+    const size_t want = known ? known->index() : 0;
+    if (k.params.index() != want)
+      return invalidArgument(fmt::format(
+          "kernel {} '{}' carries the parameters of {}, expected {}", i, k.name,
+          k.params.index() == 0 ? std::string("no kernel")
+                                : "'" + std::string(abi::kernelName(k.params)) + "'",
+          known ? "its own" : "none (a kernel outside the vocabulary)"));
+    if (Status s = checkArrays(k, i); !s)
+      return s;
   }
   return Status::ok();
 }

@@ -168,12 +168,6 @@ Expected<std::unique_ptr<Engine>> Engine::createSynthetic(PlanModel plan,
   uint64_t experts = 0;
   for (const TensorBinding &b : plan.tensors)
     experts = std::max<uint64_t>(experts, uint64_t(std::max<int64_t>(b.experts, 0)));
-  for (const KernelSpec &k : plan.kernels)
-    if (k.name == "moe_gate")
-      for (const KernelParam &p : k.params)
-        if (p.key == "n_experts" || p.key == "experts")
-          if (const int64_t *v = std::get_if<int64_t>(&p.value))
-            experts = std::max<uint64_t>(experts, uint64_t(*v));
 
   uint64_t total = 0;
   for (const TensorBinding &b : plan.tensors) {

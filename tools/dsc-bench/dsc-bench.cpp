@@ -102,11 +102,6 @@ int64_t tensorBytes(const TensorBinding &b) {
   return n * int64_t(dtypeSize(b.dtype));
 }
 
-const int64_t *intParam(const KernelSpec &k, const std::string &key) {
-  const ParamValue *v = k.find(key);
-  return v ? std::get_if<int64_t>(v) : nullptr;
-}
-
 /// Bytes one decode step must move (docs/bench.md, "Roofline").
 struct StepBytes {
   struct Tensor {
@@ -149,9 +144,8 @@ StepBytes decodeBytes(const PlanModel &plan) {
   if (!decode)
     return result;
   for (const KernelSpec &k : plan.kernels)
-    if (k.name == "moe_gate")
-      if (const int64_t *topk = intParam(k, "topk"))
-        result.topk = std::max(result.topk, *topk);
+    if (const auto *gate = k.as<dsc::abi::MoeGateParams>())
+      result.topk = std::max<int64_t>(result.topk, gate->topk);
   // Weights read by embedding / Engram lookup kernels count only the rows read.
   std::map<int64_t, int64_t> lookupRows; // tensor -> rows read per token
   std::set<std::pair<int64_t, int64_t>> kv;

@@ -31,8 +31,26 @@ def DS_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
 }
 
+// A kernel parameter an op derives from its types rather than an attribute
+// (e.g. compress_kv's `ratio`, read off its !ds.kv_cache result). `getter` is
+// C++ over `$_op` (the op) returning a value of `type` (I64, F64 or Bool).
+class DS_KernelParam<string paramName, string paramType, code paramGetter, string doc> {
+  string name = paramName;
+  string type = paramType;
+  code getter = paramGetter;
+  string summary = doc;
+}
+
+// Every ds op is a kernel of the plan's vocabulary (docs/kernels.md) unless it
+// sets `isKernel = 0` (structure: parameters, weights, layers, fused groups,
+// terminators). A kernel's parameters are its attributes plus `kernelParams`;
+// dsc-tblgen -gen-kernel-abi-* turns them into the typed kernel ABI
+// (runtime/include/dsc/abi/KernelParams.h, runtime/schema/kernel_params.fbs).
 class DS_Op<string mnemonic, list<Trait> traits = []>
-    : Op<DS_Dialect, mnemonic, traits>;
+    : Op<DS_Dialect, mnemonic, traits> {
+  bit isKernel = 1;
+  list<DS_KernelParam> kernelParams = [];
+}
 
 //===----------------------------------------------------------------------===//
 // Enums

@@ -25,6 +25,7 @@ defvar Tensor = TensorRankOf<[AnyType], [1, 2, 3]>;
 //===----------------------------------------------------------------------===//
 
 def DS_ParameterOp : DS_Op<"parameter", [Symbol]> {
+  let isKernel = 0;
   let summary = "A checkpoint tensor the model binds (name, dtype, shape)";
   let description = [{
     Declares one tensor of the official checkpoint layout; the symbol name is
@@ -49,6 +50,7 @@ def DS_ParameterOp : DS_Op<"parameter", [Symbol]> {
 
 def DS_WeightOp : DS_Op<"weight", [Pure,
     DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let isKernel = 0;
   let summary = "Reads a checkpoint tensor declared by ds.parameter";
   let arguments = (ins FlatSymbolRefAttr:$parameter);
   let results = (outs Tensor:$result);
@@ -58,6 +60,7 @@ def DS_WeightOp : DS_Op<"weight", [Pure,
 def DS_LayerOp : DS_Op<"layer", [
     SingleBlockImplicitTerminator<"::dsc::ds::YieldOp">,
     DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
+  let isKernel = 0;
   let summary = "One transformer block (or DSpark stage) with its identity";
   let description = [{
     Groups the ops of layer `id`. `csa2` states the layer's role and the
@@ -101,6 +104,7 @@ def DS_LayerOp : DS_Op<"layer", [
 
 def DS_YieldOp : DS_Op<"yield", [Pure, Terminator, ReturnLike,
                                  HasParent<"::dsc::ds::LayerOp">]> {
+  let isKernel = 0;
   let summary = "Results of a ds.layer";
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
@@ -111,6 +115,7 @@ def DS_YieldOp : DS_Op<"yield", [Pure, Terminator, ReturnLike,
 def DS_FusedOp : DS_Op<"fused", [
     SingleBlockImplicitTerminator<"::dsc::ds::FusedYieldOp">,
     HasParent<"::dsc::ds::LayerOp">]> {
+  let isKernel = 0;
   let summary = "A fused kernel: the ops of its body run as one kernel launch";
   let description = [{
     Written by `ds-fuse-kernels` (docs/passes.md). `kernel` names the fused
@@ -142,6 +147,7 @@ def DS_FusedOp : DS_Op<"fused", [
 
 def DS_FusedYieldOp : DS_Op<"fused_yield", [Pure, Terminator, ReturnLike,
                                             HasParent<"::dsc::ds::FusedOp">]> {
+  let isKernel = 0;
   let summary = "Results of a ds.fused group";
   let arguments = (ins Variadic<AnyType>:$values);
   let assemblyFormat = "($values^ `:` type($values))? attr-dict";
@@ -287,6 +293,8 @@ def DS_RopeOp : DS_Op<"rope", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def DS_WindowKvOp : DS_Op<"window_kv"> {
+  let kernelParams = [DS_KernelParam<"window", "I64", [{ $_op.getWindow().getType().getSize() }],
+                                     "ring slots W (the window)">];
   let summary = "FP8-quantise window KV and write it into the layer's ring, spec §9.3";
   let description = [{
     act_quant QDQ over all channels (rope included; 32-value tiles, ue8m0
@@ -318,6 +326,8 @@ def DS_CompressorOp : DS_Op<"compressor"> {
 }
 
 def DS_CompressKvOp : DS_Op<"compress_kv"> {
+  let kernelParams = [DS_KernelParam<"ratio", "I64", [{ $_op.getCache().getType().getRatio() }],
+                                     "compress ratio of the KV it appends to">];
   let summary = "RoPE + FP4 (16-value tiles, e4m3 scales) + append to the KV cache, spec §9.4";
   let arguments = (ins Tensor:$latent, DS_RopeAttr:$rope);
   let results = (outs DS_KvCacheType:$cache);
@@ -326,6 +336,8 @@ def DS_CompressKvOp : DS_Op<"compress_kv"> {
 }
 
 def DS_IndexKeysOp : DS_Op<"index_keys"> {
+  let kernelParams = [DS_KernelParam<"ratio", "I64", [{ $_op.getKeys().getType().getRatio() }],
+                                     "compress ratio of the keys it appends to">];
   let summary = "k_norm(wk(latent)) + RoPE + FP4 (32-value tiles, ue8m0), spec §9.5.1";
   let arguments = (ins Tensor:$latent, Tensor:$wk, Tensor:$norm, DS_RopeAttr:$rope,
                        F64Attr:$eps);
@@ -357,6 +369,13 @@ def DS_IndexerScoreOp : DS_Op<"indexer_score", [Pure]> {
 }
 
 def DS_CandidateBlocksOp : DS_Op<"candidate_blocks", [Pure]> {
+  let kernelParams = [
+    DS_KernelParam<"blocks", "I64", [{ $_op.getCandidates().getType().getBlocks() }],
+                   "candidate block ids per row">,
+    DS_KernelParam<"block_size", "I64", [{ $_op.getCandidates().getType().getBlockSize() }],
+                   "compressed entries per block">,
+    DS_KernelParam<"ratio", "I64", [{ $_op.getCandidates().getType().getRatio() }],
+                   "compress ratio of the scores">];
   let summary = "Top blocks of max scores, newest block pinned, spec §9.6";
   let arguments = (ins Tensor:$scores);
   let results = (outs DS_CandidatesType:$candidates);
@@ -365,6 +384,14 @@ def DS_CandidateBlocksOp : DS_Op<"candidate_blocks", [Pure]> {
 }
 
 def DS_IndexerTopKOp : DS_Op<"indexer_topk", [Pure]> {
+  let kernelParams = [
+    DS_KernelParam<"topk", "I64", [{ $_op.getTopk().getType().getK() }],
+                   "entries selected per row">,
+    DS_KernelParam<"ratio", "I64", [{ $_op.getTopk().getType().getRatio() }],
+                   "compress ratio of the scores">,
+    DS_KernelParam<"block_size", "I64",
+                   [{ $_op.getCandidates() ? $_op.getCandidates().getType().getBlockSize() : 0 }],
+                   "block size of the candidate pool (0: no pool)">];
   let summary = "Top-k visible compressed positions, sorted ascending, spec §9.5.6";
   let description = [{
     Level two of the hierarchical indexer: with `candidates`, positions

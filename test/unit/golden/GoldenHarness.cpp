@@ -202,7 +202,7 @@ void GoldenComparator::afterLaunch(const runtime::CallInfo &call, const runtime:
             b.insert(v);
         same = a == b;
       } else { // our block ids against the golden mask
-        const int64_t blockSize = std::get<int64_t>(*kernel.find("block_size"));
+        const int64_t blockSize = kernel.as<dsc::abi::CandidateBlocksParams>()->block_size;
         const std::vector<uint8_t> mask = numerics::candidateMaskFromBlocks(
             mine.data<int32_t>() + r * myWidth, myWidth, blockSize, goldWidth);
         for (int64_t j = 0; j < goldWidth && same; ++j)

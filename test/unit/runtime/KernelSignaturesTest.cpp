@@ -56,13 +56,10 @@ KernelSpec &ownKernel(PlanModel &plan, Program &p, size_t launch) {
   return plan.kernels.back();
 }
 
-void setParam(KernelSpec &k, const std::string &key, ParamValue v) {
-  for (KernelParam &p : k.params)
-    if (p.key == key) {
-      p.value = std::move(v);
-      return;
-    }
-  k.params.push_back({key, std::move(v)});
+/// Edits a kernel's typed parameters of kernel T.
+template <typename T, typename F> void edit(KernelSpec &k, F &&change) {
+  ASSERT_NE(k.as<T>(), nullptr) << k.name;
+  change(std::get<T>(k.params));
 }
 
 TEST(KernelSignatures, FixturePasses) {
@@ -129,7 +126,8 @@ TEST(KernelSignatures, ShapeRelation) {
 TEST(KernelSignatures, GroupsZero) {
   std::string m = rejects([](PlanModel &plan) {
     Program &p = plan.programs[0];
-    setParam(ownKernel(plan, p, launchOf(plan, p, "grouped_output")), "groups", int64_t(0));
+    edit<dsc::abi::GroupedOutputParams>(ownKernel(plan, p, launchOf(plan, p, "grouped_output")),
+                                   [](auto &g) { g.groups = 0; });
   });
   EXPECT_THAT(m, HasSubstr("launch 20 (grouped_output): parameter 'groups' is 0, expected >= 1"));
 }
@@ -137,7 +135,8 @@ TEST(KernelSignatures, GroupsZero) {
 TEST(KernelSignatures, GroupsNotDividingHeads) {
   std::string m = rejects([](PlanModel &plan) {
     Program &p = plan.programs[0];
-    setParam(ownKernel(plan, p, launchOf(plan, p, "grouped_output")), "groups", int64_t(3));
+    edit<dsc::abi::GroupedOutputParams>(ownKernel(plan, p, launchOf(plan, p, "grouped_output")),
+                                   [](auto &g) { g.groups = 3; });
   });
   EXPECT_THAT(m, HasSubstr("parameter 'groups' is 3, expected a divisor of the 8 heads"));
 }
@@ -145,15 +144,17 @@ TEST(KernelSignatures, GroupsNotDividingHeads) {
 TEST(KernelSignatures, LinearQuant) {
   std::string m = rejects([](PlanModel &plan) {
     Program &p = plan.programs[0];
-    setParam(ownKernel(plan, p, launchOf(plan, p, "linear")), "quant", std::string("int3"));
+    edit<dsc::abi::LinearParams>(ownKernel(plan, p, launchOf(plan, p, "linear")),
+                            [](auto &l) { l.quant = dsc::abi::LinearQuant::fp32; });
   });
-  EXPECT_THAT(m, HasSubstr("(linear): parameter 'quant' must be one of fp8, fp4, bf16"));
+  EXPECT_THAT(m, HasSubstr("(linear): parameter 'quant' is fp32, expected fp8, fp4 or bf16"));
 }
 
 TEST(KernelSignatures, LinearWeightDTypeForQuant) {
   std::string m = rejects([](PlanModel &plan) {
     Program &p = plan.programs[0];
-    setParam(ownKernel(plan, p, launchOf(plan, p, "linear")), "quant", std::string("bf16"));
+    edit<dsc::abi::LinearParams>(ownKernel(plan, p, launchOf(plan, p, "linear")),
+                            [](auto &l) { l.quant = dsc::abi::LinearQuant::bf16; });
   });
   EXPECT_THAT(m, HasSubstr("input 1 (weight) is F8_E4M3, expected BF16 for quant 'bf16'"));
 }
@@ -178,7 +179,8 @@ TEST(KernelSignatures, LinearScaleShape) {
 TEST(KernelSignatures, RopeDim) {
   std::string m = rejects([](PlanModel &plan) {
     Program &p = plan.programs[0];
-    setParam(ownKernel(plan, p, launchOf(plan, p, "rope")), "rope.dim", int64_t(31));
+    edit<dsc::abi::RopeParams>(ownKernel(plan, p, launchOf(plan, p, "rope")),
+                          [](auto &r) { r.rope.dim = 31; });
   });
   EXPECT_THAT(m, HasSubstr("(rope): parameter 'rope.dim' is 31, expected even"));
 }
@@ -186,7 +188,8 @@ TEST(KernelSignatures, RopeDim) {
 TEST(KernelSignatures, CompressKvRatio) {
   std::string m = rejects([](PlanModel &plan) {
     Program &p = plan.programs[0];
-    setParam(ownKernel(plan, p, launchOf(plan, p, "compress_kv")), "ratio", int64_t(4));
+    edit<dsc::abi::CompressKvParams>(ownKernel(plan, p, launchOf(plan, p, "compress_kv")),
+                                [](auto &c) { c.ratio = 4; });
   });
   EXPECT_THAT(m, HasSubstr("(compress_kv): parameter 'ratio' is 4, expected 2 (the ratio of "
                            "state 'layers.1.main_kv')"));
@@ -214,7 +217,8 @@ TEST(KernelSignatures, RecordWidth) {
 TEST(KernelSignatures, WindowBeyondRing) {
   std::string m = rejects([](PlanModel &plan) {
     Program &p = plan.programs[0];
-    setParam(ownKernel(plan, p, launchOf(plan, p, "window_kv")), "window", int64_t(32));
+    edit<dsc::abi::WindowKvParams>(ownKernel(plan, p, launchOf(plan, p, "window_kv")),
+                              [](auto &w) { w.window = 32; });
   });
   EXPECT_THAT(m, HasSubstr("(window_kv): parameter 'window' is 32, expected at most 16 (the "
                            "capacity of ring 'layers.0.window')"));
@@ -232,8 +236,11 @@ TEST(KernelSignatures, MoeStackedShapes) {
 TEST(KernelSignatures, EngramHashArrays) {
   std::string m = rejects([](PlanModel &plan) {
     Program &p = plan.programs[0];
-    setParam(ownKernel(plan, p, launchOf(plan, p, "engram_hash")), "primes",
-             std::vector<int64_t>{211, 223});
+    KernelSpec &k = ownKernel(plan, p, launchOf(plan, p, "engram_hash"));
+    edit<dsc::abi::EngramHashParams>(k, [&](auto &e) {
+      e.primes = dsc::abi::KernelArray{int64_t(k.constants.size()), 2};
+    });
+    k.constants.insert(k.constants.end(), {211, 223});
   });
   EXPECT_THAT(m, HasSubstr("(engram_hash): parameter 'primes' has 2 values, expected 16"));
 }

@@ -88,18 +88,37 @@ PlanModel makePlan() {
 
   KernelSpec embed;
   embed.name = "test_embed"; // outside the vocabulary: no signature check
-  embed.params = {{"dim", int64_t{256}},
-                  {"eps", 1e-20},
-                  {"shape", std::vector<int64_t>{1, 2, -3}},
-                  {"mode", std::string("bf16")}};
   embed.cubin = {0x7f, 'E', 'L', 'F', 0, 255};
   embed.ptx = ".version 8.0\n.target sm_90a\n";
   KernelSpec norm;
   norm.name = "test_norm";
-  norm.params = {{"eps", 1e-6}};
   KernelSpec linear;
   linear.name = "linear_fp8";
-  plan.kernels = {embed, norm, norm /* duplicate kernels are allowed */, linear};
+  // Kernels of the vocabulary (not launched: no signature check) carry every
+  // kind of typed parameter: scalars, bools, an enum, a Rope, arrays.
+  dsc::abi::RopeParams rope;
+  rope.rope = {64, 10000.0, 4096, 16.0, 32.0, 1.0};
+  rope.position_stride = 2;
+  rope.inverse = true;
+  dsc::abi::EngramHashParams hash;
+  hash.max_ngram = 3;
+  hash.heads = 2;
+  hash.pad_id = 7;
+  hash.compressed_vocab_size = 1 << 20;
+  hash.layers = {0, 2};
+  hash.multipliers = {2, 4};
+  hash.primes = {4, 1};
+  KernelSpec hashSpec = KernelSpec::of(hash);
+  hashSpec.constants = {1, 5, 11, 13, 101, -3};
+  dsc::abi::LinearParams quant;
+  quant.quant = dsc::abi::LinearQuant::fp4;
+  dsc::abi::MoeGateParams gate;
+  gate.topk = 6;
+  gate.route_scale = 2.5;
+  gate.temperature = 1e-20;
+  gate.normalize = true;
+  plan.kernels = {embed, norm, norm /* duplicate kernels are allowed */, linear,
+                  KernelSpec::of(rope), hashSpec, KernelSpec::of(quant), KernelSpec::of(gate)};
 
   Program prefill;
   prefill.name = "prefill";
@@ -154,11 +173,6 @@ PlanModel makePlan() {
   decode.launches = {{0, {0, 2, 1}, {3}, -1}};
   plan.programs = {prefill, decode};
   return plan;
-}
-
-void expectSameParam(const ParamValue &a, const ParamValue &b, const std::string &where) {
-  ASSERT_EQ(a.index(), b.index()) << where;
-  EXPECT_TRUE(a == b) << where;
 }
 
 /// Field-by-field comparison (each mismatch reported with its place).
@@ -223,11 +237,9 @@ void expectSamePlan(const PlanModel &a, const PlanModel &b) {
     const KernelSpec &s = a.kernels[i], &t = b.kernels[i];
     SCOPED_TRACE("kernel " + std::to_string(i));
     EXPECT_EQ(s.name, t.name);
-    ASSERT_EQ(s.params.size(), t.params.size());
-    for (size_t j = 0; j < s.params.size(); ++j) {
-      EXPECT_EQ(s.params[j].key, t.params[j].key);
-      expectSameParam(s.params[j].value, t.params[j].value, s.params[j].key);
-    }
+    EXPECT_EQ(s.params.index(), t.params.index());
+    EXPECT_TRUE(s.params == t.params);
+    EXPECT_EQ(s.constants, t.constants);
     EXPECT_EQ(s.cubin, t.cubin);
     EXPECT_EQ(s.ptx, t.ptx);
   }
@@ -349,13 +361,26 @@ TEST(PlanFile, RoundTripThroughBytes) {
   Expected<PlanModel> back = parsePlan(bytes, "mem");
   ASSERT_TRUE(back.hasValue()) << back.status().message();
   expectSamePlan(plan, *back);
-  // Every field kind survives: spot-check the variant alternatives.
-  const KernelSpec &embed = back->kernels[0];
-  EXPECT_EQ(std::get<int64_t>(*embed.find("dim")), 256);
-  EXPECT_EQ(std::get<double>(*embed.find("eps")), 1e-20);
-  EXPECT_EQ(std::get<std::vector<int64_t>>(*embed.find("shape")),
-            (std::vector<int64_t>{1, 2, -3}));
-  EXPECT_EQ(std::get<std::string>(*embed.find("mode")), "bf16");
+  // Every field kind survives: spot-check the typed parameters.
+  const dsc::abi::RopeParams *rope = back->kernels[4].as<dsc::abi::RopeParams>();
+  ASSERT_NE(rope, nullptr);
+  EXPECT_EQ(rope->rope.dim, 64);
+  EXPECT_EQ(rope->rope.theta, 10000.0);
+  EXPECT_EQ(rope->rope.original_seq_len, 4096);
+  EXPECT_EQ(rope->rope.factor, 16.0);
+  EXPECT_EQ(rope->position_stride, 2);
+  EXPECT_TRUE(rope->inverse);
+  const dsc::abi::EngramHashParams *hash = back->kernels[5].as<dsc::abi::EngramHashParams>();
+  ASSERT_NE(hash, nullptr);
+  EXPECT_EQ(hash->pad_id, 7);
+  EXPECT_EQ(hash->compressed_vocab_size, 1 << 20);
+  EXPECT_EQ(std::vector<int64_t>(back->kernels[5].array(hash->multipliers).begin(),
+                                 back->kernels[5].array(hash->multipliers).end()),
+            (std::vector<int64_t>{11, 13, 101, -3}));
+  EXPECT_EQ(back->kernels[6].as<dsc::abi::LinearParams>()->quant, dsc::abi::LinearQuant::fp4);
+  EXPECT_EQ(back->kernels[7].as<dsc::abi::MoeGateParams>()->temperature, 1e-20);
+  EXPECT_TRUE(back->kernels[7].as<dsc::abi::MoeGateParams>()->normalize);
+  EXPECT_EQ(back->kernels[0].params.index(), 0u); // outside the vocabulary: none
   EXPECT_EQ(back->tensors[1].alternativeDType, DType::F8_E4M3);
   EXPECT_FALSE(back->tensors[0].alternativeDType.has_value());
   // Serialisation is deterministic.
@@ -520,7 +545,7 @@ TEST(PlanFile, RejectsWrongVersion) {
   PlanModel plan = makePlan();
   plan.version = 7;
   EXPECT_EQ(parseError(serializePlan(plan), StatusCode::FailedPrecondition),
-            "test.dscp: plan schema version 7, this runtime reads 2");
+            "test.dscp: plan schema version 7, this runtime reads 3");
 }
 
 TEST(PlanFile, ParseRunsTheSemanticVerifier) {
@@ -528,7 +553,7 @@ TEST(PlanFile, ParseRunsTheSemanticVerifier) {
   plan.programs[1].launches[0].kernel = 9;
   EXPECT_THAT(parseError(serializePlan(plan), StatusCode::InvalidArgument),
               HasSubstr("test.dscp: program 'decode': launch 0: kernel index 9 is out of "
-                        "range (the plan has 4 kernels)"));
+                        "range (the plan has 8 kernels)"));
 }
 
 TEST(PlanFile, EveryTruncationIsRejected) {
@@ -591,8 +616,8 @@ TEST(VerifyPlan, DuplicateKernelsAreAllowed) {
 
 TEST(VerifyPlan, Version) {
   PlanModel plan = makePlan();
-  plan.version = 1; // before fusions (Launch::fusion, Program::fusions)
-  EXPECT_EQ(verifyError(plan), "plan schema version 1, this runtime reads 2");
+  plan.version = 2; // before typed kernel parameters (kernel_params.fbs)
+  EXPECT_EQ(verifyError(plan), "plan schema version 2, this runtime reads 3");
 }
 
 TEST(VerifyPlan, ModelFacts) {
@@ -613,9 +638,9 @@ TEST(VerifyPlan, ModelFacts) {
 
 TEST(VerifyPlan, KernelIndexOutOfRange) {
   PlanModel plan = makePlan();
-  plan.programs[0].launches[1].kernel = 4;
+  plan.programs[0].launches[1].kernel = 8;
   EXPECT_EQ(verifyError(plan),
-            "program 'prefill': launch 1: kernel index 4 is out of range (the plan has 4 "
+            "program 'prefill': launch 1: kernel index 8 is out of range (the plan has 8 "
             "kernels)");
   plan.programs[0].launches[1].kernel = -1;
   EXPECT_THAT(verifyError(plan), HasSubstr("kernel index -1 is out of range"));
@@ -883,8 +908,21 @@ TEST(VerifyPlan, UniqueProgramNames) {
 
 TEST(VerifyPlan, KernelParameters) {
   PlanModel plan = makePlan();
-  plan.kernels[0].params.push_back({"dim", int64_t{512}});
-  EXPECT_EQ(verifyError(plan), "kernel 0 'test_embed': parameter 'dim' appears twice");
+  plan.kernels[0].params = dsc::abi::RmsNormParams{};
+  EXPECT_EQ(verifyError(plan), "kernel 0 'test_embed' carries the parameters of 'rms_norm', "
+                               "expected none (a kernel outside the vocabulary)");
+  plan = makePlan();
+  plan.kernels[6].params = dsc::abi::RmsNormParams{};
+  EXPECT_EQ(verifyError(plan), "kernel 6 'linear' carries the parameters of 'rms_norm', "
+                               "expected its own");
+  plan = makePlan();
+  plan.kernels[6].params = std::monostate{};
+  EXPECT_EQ(verifyError(plan), "kernel 6 'linear' carries the parameters of no kernel, "
+                               "expected its own");
+  plan = makePlan();
+  plan.kernels[5].constants.pop_back(); // multipliers [2, 6) no longer fit
+  EXPECT_EQ(verifyError(plan), "kernel 5 'engram_hash': array parameter 'multipliers' (offset 2, "
+                               "count 4) lies outside the kernel's 5 constants");
   plan = makePlan();
   plan.kernels[3].name.clear();
   EXPECT_EQ(verifyError(plan), "kernel 3 has an empty name");

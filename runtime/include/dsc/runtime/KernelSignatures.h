@@ -9,6 +9,10 @@
 // launch of every program against this table, so that no loader hands an
 // adapter a launch it would read or write out of bounds on.
 //
+// Parameters are typed (dsc/abi/KernelParams.h, generated from the ds ODS), so
+// this table holds only the memory-safety bounds the adapters rely on: value
+// ranges of parameters and shape relations between operands.
+//
 // Static checks only: dtypes, ranks, fixed dimensions, parameters, state
 // kinds and the dimensions shared between operands. A symbolic dimension
 // (kTokens, kCompressed*, kWindowRows) is compared with another symbolic one
@@ -51,8 +55,6 @@ struct KernelSignature {
   std::vector<std::vector<OperandSignature>> inputLayouts;
   std::vector<OperandSignature> outputs;
   bool variadicInputs = false;
-  /// Parameters that must be present (with their type checked by `relations`).
-  std::vector<const char *> requiredParams;
   /// Shape relations and parameter ranges; returns "" or what is wrong.
   std::string (*relations)(const KernelSpec &, const PlanModel &,
                            const std::vector<OperandView> &inputs,

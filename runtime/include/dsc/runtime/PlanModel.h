@@ -10,8 +10,8 @@
 //   - `states`: buffers that live across calls of a session (window rings, the
 //     compressed KV and index keys of each KV source, compressor partial
 //     groups, Engram hash history), each with its record layout as data;
-//   - `kernels`: distinct kernel specialisations (a name from the kernel
-//     vocabulary + constant parameters; later a cubin/PTX);
+//   - `kernels`: distinct kernel specialisations (a kernel of the vocabulary
+//     with its typed parameters, dsc/abi/KernelParams.h; a cubin/PTX);
 //   - `programs`: `prefill`, `decode`, ... Each is a list of values (typed
 //     slots: program inputs/outputs, activations, weights, states) and a list
 //     of launches reading and writing values.
@@ -31,11 +31,13 @@
 #ifndef DSC_RUNTIME_PLANMODEL_H
 #define DSC_RUNTIME_PLANMODEL_H
 
+#include "dsc/abi/KernelParams.h"
 #include "dsc/runtime/Safetensors.h" // DType
 
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -43,7 +45,7 @@
 namespace dsc::runtime {
 
 /// Plan file format version; bumped on any incompatible schema change.
-inline constexpr uint32_t kPlanSchemaVersion = 2;
+inline constexpr uint32_t kPlanSchemaVersion = 3;
 /// A dimension equal to the call's token count.
 inline constexpr int64_t kTokens = -1;
 /// A dimension equal to the compressed entries a call emits at the value's
@@ -131,26 +133,35 @@ struct StateBuffer {
   RecordLayout layout;  ///< for record-based kinds
 };
 
-/// A constant kernel parameter.
-using ParamValue = std::variant<int64_t, double, std::vector<int64_t>, std::string>;
-struct KernelParam {
-  std::string key;
-  ParamValue value;
-};
-
-/// A kernel specialisation: a name from the kernel vocabulary (docs/kernels.md)
-/// and its constants. Binaries (cubin, PTX) are filled by the CUDA codegen.
+/// A kernel specialisation: a kernel of the vocabulary (docs/kernels.md) and
+/// its typed parameters (dsc/abi/KernelParams.h, generated from the ds ODS:
+/// one definition shared by lowering, verification and both backends).
+/// `name` equals abi::kernelName(params) (verifyPlan checks it). Array
+/// parameters (abi::KernelArray) index `constants`. Binaries (cubin, PTX) are
+/// filled by the CUDA codegen.
 struct KernelSpec {
-  std::string name; ///< e.g. "rms_norm", "linear_fp8", "sparse_attention"
-  std::vector<KernelParam> params;
+  std::string name; ///< e.g. "rms_norm", "linear", "sparse_attention"
+  abi::KernelParams params;
+  std::vector<int64_t> constants; ///< out-of-line array parameters
   std::vector<uint8_t> cubin;
   std::string ptx;
 
-  const ParamValue *find(const std::string &key) const {
-    for (const KernelParam &p : params)
-      if (p.key == key)
-        return &p.value;
-    return nullptr;
+  /// The parameters as kernel T's struct, or null for another kernel.
+  template <typename T> const T *as() const { return std::get_if<T>(&params); }
+  /// The values of an array parameter (empty if out of range: verifyPlan
+  /// rejects such plans).
+  std::span<const int64_t> array(const abi::KernelArray &a) const {
+    if (a.offset < 0 || a.count < 0 || a.offset > int64_t(constants.size()) ||
+        a.count > int64_t(constants.size()) - a.offset)
+      return {};
+    return std::span<const int64_t>(constants.data() + a.offset, size_t(a.count));
+  }
+  /// A specialisation for kernel T with parameters `p`.
+  template <typename T> static KernelSpec of(const T &p) {
+    KernelSpec k;
+    k.name = T::kName;
+    k.params = p;
+    return k;
   }
 };
 

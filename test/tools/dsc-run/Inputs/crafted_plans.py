@@ -30,9 +30,7 @@ def set_param(p, prog, kernel, key, value):
     """Gives the first launch of `kernel` a private spec with `key` = value."""
     launch = kernel_launches(p, prog, kernel)[0]
     spec = copy.deepcopy(p["kernels"][launch.get("kernel", 0)])
-    for q in spec["params"]:
-        if q["key"] == key:
-            q["value"] = {"value": value}
+    spec["params"][key] = value  # the kernel's typed table (kernel_params.fbs)
     p["kernels"].append(spec)
     launch["kernel"] = len(p["kernels"]) - 1
 
