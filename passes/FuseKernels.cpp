@@ -217,7 +217,8 @@ private:
     builder.setInsertionPointAfter(last);
     auto fused = builder.create<FusedOp>(last->getLoc(), ValueRange(escaping).getTypes(),
                                          builder.getStringAttr(kernel),
-                                         builder.getI64IntegerAttr(kernel == "indexer" ? indexerTileRows_ : 0));
+                                         builder.getI64IntegerAttr(kernel == "indexer" ? indexerTileRows_ : 0),
+                                         /*executable=*/StringAttr());
     Block *body = builder.createBlock(&fused.getBody());
     builder.setInsertionPointToEnd(body);
     auto yield = builder.create<FusedYieldOp>(last->getLoc(), escaping);

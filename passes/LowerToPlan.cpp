@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <map>
@@ -205,10 +206,26 @@ bool PlanLowering::lowerLayer(LayerOp layer) {
 
 /// The body's ops become consecutive launches of one Program::fusions entry.
 bool PlanLowering::lowerFused(FusedOp fused, int64_t layer) {
-  program_->fusions.push_back({fused.getKernel().str(), layer, int64_t(fused.getTileRows())});
+  rt::Fusion fusion;
+  fusion.kernel = fused.getKernel().str();
+  fusion.layer = layer;
+  fusion.tileRows = int64_t(fused.getTileRows());
+  fusion.executable = fused.getExecutable().value_or("").str();
+  program_->fusions.push_back(std::move(fusion));
   fusion_ = int64_t(program_->fusions.size()) - 1;
   for (Operation &op : fused.getBody().front()) {
     if (auto yield = llvm::dyn_cast<FusedYieldOp>(op)) {
+      // The values the body computes but does not yield are internal.
+      llvm::SmallPtrSet<Value, 8> yielded(yield.getValues().begin(), yield.getValues().end());
+      for (Operation &inner : fused.getBody().front().without_terminator())
+        for (Value result : inner.getResults()) {
+          if (yielded.contains(result))
+            continue;
+          if (auto it = slots_.find(result); it != slots_.end() &&
+                                             program_->values[size_t(it->second)].kind ==
+                                                 rt::ValueKind::Activation)
+            program_->fusions.back().internal.push_back(it->second);
+        }
       for (auto [result, yielded] : llvm::zip(fused.getResults(), yield.getValues())) {
         slots_[result] = slots_.at(yielded);
         if (auto it = windowRows_.find(yielded); it != windowRows_.end())

@@ -15,5 +15,6 @@ void dsc::ds::buildAnalysisPipeline(mlir::OpPassManager &pm, llvm::StringRef ced
     options.kernels = llvm::to_vector(fuseKernels);
     options.indexerTileRows = indexerTileRows;
     pm.addPass(createFuseKernels(options));
+    pm.addPass(createSelectExecutables());
   }
 }

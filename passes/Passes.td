@@ -93,4 +93,18 @@ def FuseKernels : Pass<"ds-fuse-kernels", "::mlir::ModuleOp"> {
   ];
 }
 
+def SelectExecutables : Pass<"ds-select-executables", "::mlir::ModuleOp"> {
+  let summary = "Mark the fused groups a native executable runs";
+  let description = [{
+    Sets `executable = "<name>"` on every `ds.fused` whose group and ops
+    match an entry of runtime/include/dsc/abi/NativeExecutables.def (the one
+    list of native kernels: name, group, codegen template, step pattern).
+    Lowering writes the name into the plan's fusion, so the decision to run
+    a group as one native kernel is the compiler's and visible in the plan;
+    unmarked groups run step by step. A step whose results must stay internal
+    (`x*` in the pattern) only matches when the group does not yield them.
+    Values do not change.
+  }];
+}
+
 #endif // DSC_PASSES_TD

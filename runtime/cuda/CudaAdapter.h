@@ -94,8 +94,13 @@ public:
 
   /// Launches entry `entry` of this kernel's module. `args` point to the
   /// kernel's parameters in order (as cuLaunchKernel takes them).
-  virtual Status launchEntry(const char *entry, Dim3 grid, Dim3 block, size_t sharedBytes,
-                             std::vector<void *> args) = 0;
+  Status launchEntry(const char *entry, Dim3 grid, Dim3 block, size_t sharedBytes,
+                     std::vector<void *> args) {
+    return launchEntryIn(kernel.module, entry, grid, block, sharedBytes, std::move(args));
+  }
+  /// The same in module `module` of the plan (a native executable's).
+  virtual Status launchEntryIn(int64_t module, const char *entry, Dim3 grid, Dim3 block,
+                               size_t sharedBytes, std::vector<void *> args) = 0;
   /// Device scratch memory, persistent per launch site: the n-th scratch()
   /// of an adapter at one launch of a program returns the same buffer on
   /// every call (grown, outside graph capture, when a call needs more).
@@ -138,6 +143,28 @@ void add(CudaAdapterTable &table, Status (*fn)(CudaLaunchContext &, const T &)) 
 template <typename T> void add(CudaAdapterTable &table, Status (*fn)(CudaLaunchContext &)) {
   table[T::kName] = fn;
 }
+
+/// A native executable's launch (NativeExecutables.def): the contexts of
+/// the fused group's steps, bound like step launches, and the executable's
+/// module. `runStep(i)` runs step i through its ordinary adapter, so an
+/// executable may fuse some steps and run the others as they are.
+struct NativeLaunch {
+  const runtime::Fusion &fusion;
+  std::vector<CudaLaunchContext *> steps;
+  std::function<Status(size_t)> runStep;
+  /// The step computing kernel T (the first one), or null.
+  template <typename T> CudaLaunchContext *step() const {
+    for (CudaLaunchContext *c : steps)
+      if (c->kernel.template as<T>())
+        return c;
+    return nullptr;
+  }
+};
+using NativeHostFn = Status (*)(NativeLaunch &);
+
+// The host functions of the native executables (runtime/cuda/executables/).
+#define DSC_NATIVE_EXECUTABLE(Name, Group, Template, Steps, HostFn) Status HostFn(NativeLaunch &);
+#include "dsc/abi/NativeExecutables.def"
 
 void registerCudaBasicAdapters(CudaAdapterTable &table);     // embed, hc_expand, concat, engram_hash, ...
 void registerCudaDenseAdapters(CudaAdapterTable &table);     // linear, norms, mHC, MoE, Engram, head

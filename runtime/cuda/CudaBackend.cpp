@@ -125,14 +125,28 @@ public:
   bool deviceResident() const override { return true; }
 
   Status check(const runtime::PlanModel &plan) const override {
+    auto compiled = [&](int64_t module) {
+      return module >= 0 && size_t(module) < plan.modules.size() &&
+             !plan.modules[size_t(module)].cubin.empty();
+    };
     for (const runtime::KernelSpec &kernel : plan.kernels) {
       if (!table_.count(kernel.name))
         return runtime::failedPrecondition("the CUDA backend has no kernel '" + kernel.name + "'");
-      if (kernel.cubin.empty())
+      if (!compiled(kernel.module))
         return runtime::failedPrecondition("kernel '" + kernel.name +
-                                           "' has no cubin in the plan: compile it with "
-                                           "dsc-compile --gpu-arch=sm_90a");
+                                           "' has no compiled module in the plan: compile it "
+                                           "with dsc-compile --gpu-arch=sm_90a");
     }
+    for (const runtime::Program &program : plan.programs)
+      for (const runtime::Fusion &fusion : program.fusions)
+        if (!fusion.executable.empty()) {
+          if (!natives_.count(fusion.executable))
+            return runtime::failedPrecondition("the CUDA backend has no native executable '" +
+                                               fusion.executable + "'");
+          if (!compiled(fusion.module))
+            return runtime::failedPrecondition("native executable '" + fusion.executable +
+                                               "' has no compiled module in the plan");
+        }
     return Status::ok();
   }
 
@@ -420,51 +434,52 @@ public:
     return finish(status, c.kernel.name);
   }
 
-  /// Native fused kernels: `attention` (sparse_attention + inverse RoPE of
-  /// its output, the only reader) runs as one kernel with a RoPE epilogue.
-  bool runsFusion(const runtime::PlanModel &plan, const runtime::Program &program, size_t first,
+  /// Native executables: the plan names them (Fusion::executable, chosen by
+  /// ds-select-executables); nothing is matched here.
+  bool runsFusion(const runtime::PlanModel &, const runtime::Program &program, size_t first,
                   size_t count) const override {
-    if (count != 2 || first + 1 >= program.launches.size())
+    if (!count || first >= program.launches.size())
       return false;
-    const runtime::Launch &a = program.launches[first], &r = program.launches[first + 1];
-    const runtime::KernelSpec &ka = plan.kernels[size_t(a.kernel)], &kr = plan.kernels[size_t(r.kernel)];
-    const abi::RopeParams *rope = kr.as<abi::RopeParams>();
-    if (!(program.fusions[size_t(a.fusion)].kernel == "attention" &&
-          ka.as<abi::SparseAttentionParams>() && rope && rope->inverse &&
-          a.outputs.size() == 1 && r.inputs.size() == 1 && r.outputs.size() == 1 &&
-          r.inputs[0] == a.outputs[0]))
+    const int64_t f = program.launches[first].fusion;
+    if (f < 0 || size_t(f) >= program.fusions.size())
       return false;
-    // The attention output is never written natively: only the RoPE step
-    // may read it (no other launch, program output or boundary).
-    const int64_t mid = a.outputs[0];
-    for (size_t l = 0; l < program.launches.size(); ++l)
-      if (l != first + 1)
-        for (int64_t v : program.launches[l].inputs)
-          if (v == mid)
-            return false;
-    for (int64_t v : program.outputs)
-      if (v == mid)
-        return false;
-    for (const runtime::LayerBoundary &b : program.boundaries)
-      if (b.stream == mid || b.mix == mid)
-        return false;
-    return true;
+    const runtime::Fusion &fusion = program.fusions[size_t(f)];
+    return !fusion.executable.empty() && natives_.count(fusion.executable) && fusion.module >= 0;
   }
 
   Status launchFusion(std::span<runtime::LaunchContext> steps) override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (Status s = makeCurrentStatus(); !s)
       return s;
-    if (steps.size() != 2)
-      return runtime::internalError("launchFusion: the attention kernel has 2 steps");
-    Context attention(*this, steps[0]), rope(*this, steps[1]);
-    Status status = prepare(steps[0], attention);
+    if (steps.empty() || steps[0].launch.fusion < 0 ||
+        size_t(steps[0].launch.fusion) >= steps[0].program.fusions.size())
+      return runtime::internalError("launchFusion: the steps are no fusion's");
+    const runtime::Fusion &fusion = steps[0].program.fusions[size_t(steps[0].launch.fusion)];
+    auto native = natives_.find(fusion.executable);
+    if (native == natives_.end())
+      return runtime::internalError("launchFusion: no native executable '" + fusion.executable +
+                                    "'");
+    std::vector<std::unique_ptr<Context>> contexts;
+    NativeLaunch launch{fusion, {}, {}};
+    Status status = Status::ok();
+    for (runtime::LaunchContext &step : steps) {
+      contexts.push_back(std::make_unique<Context>(*this, step));
+      if (status)
+        status = prepare(step, *contexts.back());
+      launch.steps.push_back(contexts.back().get());
+    }
+    launch.runStep = [&](size_t i) -> Status {
+      if (i >= contexts.size())
+        return runtime::internalError("native executable: no step " + std::to_string(i));
+      auto it = table_.find(contexts[i]->kernel.name);
+      if (it == table_.end())
+        return runtime::failedPrecondition("the CUDA backend has no kernel '" +
+                                           contexts[i]->kernel.name + "'");
+      return it->second(*contexts[i]);
+    };
     if (status)
-      status = prepare(steps[1], rope);
-    if (status)
-      status = attentionWithInverseRope(attention, steps[1].kernel, steps[1].launch.kernel,
-                                        rope.outputTensors[0]);
-    return finish(status, "attention (fused)");
+      status = native->second(launch);
+    return finish(status, fusion.executable + " (native)");
   }
 
 private:
@@ -491,9 +506,9 @@ private:
       device.shape = host.shape();
       return Status::ok();
     }
-    Status launchEntry(const char *entry, Dim3 grid, Dim3 block, size_t sharedBytes,
-                       std::vector<void *> args) override {
-      Expected<CUfunction> fn = backend_.function(launch.kernel, kernel, entry);
+    Status launchEntryIn(int64_t module, const char *entry, Dim3 grid, Dim3 block,
+                         size_t sharedBytes, std::vector<void *> args) override {
+      Expected<CUfunction> fn = backend_.function(plan, module, entry);
       if (!fn)
         return fn.status();
       if (grid.x == 0 || grid.y == 0 || grid.z == 0)
@@ -743,6 +758,8 @@ private:
     registerCudaBasicAdapters(table_);
     registerCudaDenseAdapters(table_);
     registerCudaAttentionAdapters(table_);
+#define DSC_NATIVE_EXECUTABLE(Name, Group, Template, Steps, HostFn) natives_[Name] = HostFn;
+#include "dsc/abi/NativeExecutables.def"
     const char *sync = std::getenv("DSC_CUDA_SYNC");
     syncEachLaunch_ = sync && *sync && *sync != '0';
     const char *graphs = std::getenv("DSC_CUDA_GRAPHS");
@@ -803,22 +820,28 @@ private:
     return buffer.ptr;
   }
 
-  Expected<CUfunction> function(int64_t kernelIndex, const runtime::KernelSpec &kernel,
+  /// Entry `entry` of module `moduleIndex` of the plan (mutex_ held); each
+  /// module is loaded once, on first use.
+  Expected<CUfunction> function(const runtime::PlanModel &plan, int64_t moduleIndex,
                                 const std::string &entry) {
-    auto key = std::make_pair(kernelIndex, entry);
+    auto key = std::make_pair(moduleIndex, entry);
     if (auto it = functions_.find(key); it != functions_.end())
       return it->second;
+    if (moduleIndex < 0 || size_t(moduleIndex) >= plan.modules.size())
+      return runtime::failedPrecondition("entry '" + entry + "': module " +
+                                         std::to_string(moduleIndex) + " is not in the plan");
+    const runtime::Module &source = plan.modules[size_t(moduleIndex)];
     CUmodule module = nullptr;
-    if (auto it = modules_.find(kernelIndex); it != modules_.end()) {
+    if (auto it = modules_.find(moduleIndex); it != modules_.end()) {
       module = it->second;
     } else {
-      if (kernel.cubin.empty())
-        return runtime::failedPrecondition("kernel '" + kernel.name + "' has no cubin");
-      if (Status s = d_.check(d_.cuModuleLoadData(&module, kernel.cubin.data()),
-                              "cuModuleLoadData(" + kernel.name + ")");
+      if (source.cubin.empty())
+        return runtime::failedPrecondition("module '" + source.templateName + "' has no cubin");
+      if (Status s = d_.check(d_.cuModuleLoadData(&module, source.cubin.data()),
+                              "cuModuleLoadData(" + source.templateName + ")");
           !s)
         return s;
-      modules_[kernelIndex] = module;
+      modules_[moduleIndex] = module;
     }
     CUfunction fn = nullptr;
     if (Status s = d_.check(d_.cuModuleGetFunction(&fn, module, entry.c_str()),
@@ -833,6 +856,7 @@ private:
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   CudaAdapterTable table_;
+  std::map<std::string, NativeHostFn> natives_; ///< by executable name
   bool syncEachLaunch_ = false;
   bool graphs_ = true; ///< DSC_CUDA_GRAPHS != 0
   bool graphsVerbose_ = false;

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/PlanFile.h"
 
+#include "dsc/abi/NativeExecutables.h"
 #include "dsc/runtime/KernelSignatures.h"
 
 #include "dsc/numerics/KvLayout.h"
@@ -206,11 +207,16 @@ flatbuffers::Offset<fb::KernelSpec> writeKernel(Builder &b, const KernelSpec &k)
   auto name = b.CreateString(k.name);
   fb::KernelParams type = fb::KernelParams::NONE;
   auto params = packKernelParams(b, k.params, type);
-  b.ForceVectorAlignment(k.cubin.size(), sizeof(uint8_t), 16); // schema: force_align 16
-  auto cubin = b.CreateVector(k.cubin);
-  auto ptx = b.CreateString(k.ptx);
   auto constants = longs(b, k.constants);
-  return fb::CreateKernelSpec(b, name, type, params, cubin, ptx, constants);
+  return fb::CreateKernelSpec(b, name, type, params, constants, k.module);
+}
+
+flatbuffers::Offset<fb::Module> writeModule(Builder &b, const Module &m) {
+  auto name = b.CreateString(m.templateName);
+  b.ForceVectorAlignment(m.cubin.size(), sizeof(uint8_t), 16); // schema: force_align 16
+  auto cubin = b.CreateVector(m.cubin);
+  auto ptx = b.CreateString(m.ptx);
+  return fb::CreateModule(b, name, cubin, ptx);
 }
 
 flatbuffers::Offset<fb::Program> writeProgram(Builder &b, const Program &p) {
@@ -240,7 +246,9 @@ flatbuffers::Offset<fb::Program> writeProgram(Builder &b, const Program &p) {
   auto boundaryVec = b.CreateVector(boundaries);
   std::vector<flatbuffers::Offset<fb::Fusion>> fusions;
   for (const Fusion &f : p.fusions)
-    fusions.push_back(fb::CreateFusion(b, b.CreateString(f.kernel), f.layer, f.tileRows));
+    fusions.push_back(fb::CreateFusion(b, b.CreateString(f.kernel), f.layer, f.tileRows,
+                                       f.executable.empty() ? 0 : b.CreateString(f.executable),
+                                       f.module, longs(b, f.internal)));
   auto fusionVec = b.CreateVector(fusions);
   return fb::CreateProgram(b, name, valueVec, inputs, outputs, launchVec, boundaryVec, fusionVec,
                            p.peakBytes, p.peakBytesUntiled);
@@ -376,10 +384,19 @@ Expected<PlanModel> fromBuffer(const fb::Plan &root) {
       return params.status();
     out.params = std::move(*params);
     out.constants = readLongs(k->constants());
-    if (const auto *cubin = k->cubin())
-      out.cubin.assign(cubin->begin(), cubin->end());
-    out.ptx = readString(k->ptx());
+    out.module = k->module_();
     plan.kernels.push_back(std::move(out));
+  }
+
+  plan.modules.reserve(count(root.modules()));
+  for (size_t i = 0; i < count(root.modules()); ++i) {
+    const fb::Module *m = root.modules()->Get(static_cast<flatbuffers::uoffset_t>(i));
+    Module out;
+    out.templateName = readString(m->template_());
+    if (const auto *cubin = m->cubin())
+      out.cubin.assign(cubin->begin(), cubin->end());
+    out.ptx = readString(m->ptx());
+    plan.modules.push_back(std::move(out));
   }
 
   plan.programs.reserve(count(root.programs()));
@@ -422,7 +439,14 @@ Expected<PlanModel> fromBuffer(const fb::Plan &root) {
     out.peakBytesUntiled = p->peak_bytes_untiled();
     for (size_t j = 0; j < count(p->fusions()); ++j) {
       const fb::Fusion *f = p->fusions()->Get(static_cast<flatbuffers::uoffset_t>(j));
-      out.fusions.push_back({f->kernel()->str(), f->layer(), f->tile_rows()});
+      Fusion fusion;
+      fusion.kernel = f->kernel()->str();
+      fusion.layer = f->layer();
+      fusion.tileRows = f->tile_rows();
+      fusion.executable = readString(f->executable());
+      fusion.module = f->module_();
+      fusion.internal = readLongs(f->internal());
+      out.fusions.push_back(std::move(fusion));
     }
     for (size_t j = 0; j < count(p->boundaries()); ++j) {
       const fb::LayerBoundary *b = p->boundaries()->Get(static_cast<flatbuffers::uoffset_t>(j));
@@ -634,7 +658,7 @@ Status checkArrays(const KernelSpec &k, size_t index) {
   return status;
 }
 
-Status checkKernels(const std::vector<KernelSpec> &kernels) {
+Status checkKernels(const std::vector<KernelSpec> &kernels, const std::vector<Module> &modules) {
   for (size_t i = 0; i < kernels.size(); ++i) {
     const KernelSpec &k = kernels[i];
     if (k.name.empty())
@@ -651,7 +675,14 @@ Status checkKernels(const std::vector<KernelSpec> &kernels) {
           known ? "its own" : "none (a kernel outside the vocabulary)"));
     if (Status s = checkArrays(k, i); !s)
       return s;
+    if (k.module < -1 || k.module >= int64_t(modules.size()))
+      return invalidArgument(fmt::format("kernel {} '{}': module {} is out of range (the plan has "
+                                         "{} modules; -1: none)",
+                                         i, k.name, k.module, modules.size()));
   }
+  for (size_t i = 0; i < modules.size(); ++i)
+    if (modules[i].templateName.empty())
+      return invalidArgument(fmt::format("module {} has an empty template name", i));
   return Status::ok();
 }
 
@@ -742,9 +773,30 @@ Status checkProgram(const PlanModel &plan, size_t index) {
   for (size_t fi = 0; fi < p.fusions.size(); ++fi) {
     if (p.fusions[fi].kernel.empty())
       return invalidArgument(fmt::format("{}fusion {}: the kernel name is empty", where, fi));
-    if (p.fusions[fi].tileRows < 0)
+    const Fusion &f = p.fusions[fi];
+    if (f.tileRows < 0)
       return invalidArgument(fmt::format("{}fusion {} ('{}'): tileRows is {}, must not be negative",
-                                         where, fi, p.fusions[fi].kernel, p.fusions[fi].tileRows));
+                                         where, fi, f.kernel, f.tileRows));
+    if (f.module < -1 || f.module >= static_cast<int64_t>(plan.modules.size()))
+      return invalidArgument(fmt::format("{}fusion {} ('{}'): module {} is out of range (the plan "
+                                         "has {} modules; -1: none)",
+                                         where, fi, f.kernel, f.module, plan.modules.size()));
+    if (!f.executable.empty()) {
+      const abi::NativeExecutableInfo *e = abi::findNativeExecutable(f.executable);
+      if (!e)
+        return invalidArgument(fmt::format("{}fusion {} ('{}'): executable '{}' is not a native "
+                                           "executable of this runtime (NativeExecutables.def)",
+                                           where, fi, f.kernel, f.executable));
+      if (f.kernel != e->group)
+        return invalidArgument(fmt::format("{}fusion {} ('{}'): executable '{}' runs '{}' groups",
+                                           where, fi, f.kernel, f.executable, e->group));
+    }
+    for (int64_t v : f.internal)
+      if (v < 0 || v >= static_cast<int64_t>(p.values.size()) ||
+          p.values[static_cast<size_t>(v)].kind != ValueKind::Activation)
+        return invalidArgument(fmt::format("{}fusion {} ('{}'): internal value {} is not an "
+                                           "Activation value of the program",
+                                           where, fi, f.kernel, v));
   }
   std::vector<int64_t> fusionEnd(p.fusions.size(), -1); // last launch seen
   for (size_t li = 0; li < p.launches.size(); ++li) {
@@ -784,6 +836,34 @@ Status checkProgram(const PlanModel &plan, size_t index) {
           "{}launch {}: fusion {} ('{}') mixes replayed and full-prompt launches", where, li,
           l.fusion, f.kernel));
     end = static_cast<int64_t>(li);
+  }
+  // Internal values: written by a step of their fusion, read by nothing
+  // outside it (a native executable may never write them).
+  for (size_t fi = 0; fi < p.fusions.size(); ++fi) {
+    const Fusion &f = p.fusions[fi];
+    for (int64_t v : f.internal) {
+      bool writtenInside = false;
+      for (size_t li = 0; li < p.launches.size(); ++li) {
+        const Launch &l = p.launches[li];
+        const bool inside = l.fusion == static_cast<int64_t>(fi);
+        if (inside && std::find(l.outputs.begin(), l.outputs.end(), v) != l.outputs.end())
+          writtenInside = true;
+        if (!inside && (std::find(l.inputs.begin(), l.inputs.end(), v) != l.inputs.end() ||
+                        std::find(l.outputs.begin(), l.outputs.end(), v) != l.outputs.end()))
+          return invalidArgument(fmt::format("{}fusion {} ('{}'): internal value {} '{}' is used "
+                                             "by launch {} outside the fusion",
+                                             where, fi, f.kernel, v,
+                                             p.values[static_cast<size_t>(v)].name, li));
+      }
+      bool exposed = std::find(p.outputs.begin(), p.outputs.end(), v) != p.outputs.end();
+      for (const LayerBoundary &b : p.boundaries)
+        exposed |= b.stream == v || b.mix == v;
+      if (!writtenInside || exposed)
+        return invalidArgument(fmt::format(
+            "{}fusion {} ('{}'): internal value {} '{}' is {}", where, fi, f.kernel, v,
+            p.values[static_cast<size_t>(v)].name,
+            exposed ? "a program output or a layer boundary" : "not written by the fusion"));
+    }
   }
 
   // Launches, in order: reads only of available values.
@@ -899,8 +979,8 @@ Status checkProgram(const PlanModel &plan, size_t index) {
 
 std::vector<uint8_t> serializePlan(const PlanModel &plan) {
   size_t guess = 4096;
-  for (const KernelSpec &k : plan.kernels)
-    guess += k.cubin.size() + k.ptx.size();
+  for (const Module &m : plan.modules)
+    guess += m.cubin.size() + m.ptx.size();
   Builder b(guess);
   auto facts = writeFacts(b, plan.model);
   std::vector<flatbuffers::Offset<fb::TensorBinding>> tensors;
@@ -919,7 +999,12 @@ std::vector<uint8_t> serializePlan(const PlanModel &plan) {
   for (const Program &p : plan.programs)
     programs.push_back(writeProgram(b, p));
   auto programVec = b.CreateVector(programs);
-  auto root = fb::CreatePlan(b, plan.version, facts, tensorVec, stateVec, kernelVec, programVec);
+  std::vector<flatbuffers::Offset<fb::Module>> modules;
+  for (const Module &m : plan.modules)
+    modules.push_back(writeModule(b, m));
+  auto moduleVec = b.CreateVector(modules);
+  auto root = fb::CreatePlan(b, plan.version, facts, tensorVec, stateVec, kernelVec, programVec,
+                             moduleVec);
   fb::FinishPlanBuffer(b, root);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
@@ -999,7 +1084,7 @@ Status verifyPlan(const PlanModel &plan) {
     return s;
   if (Status s = checkStates(plan.states); !s)
     return s;
-  if (Status s = checkKernels(plan.kernels); !s)
+  if (Status s = checkKernels(plan.kernels, plan.modules); !s)
     return s;
   std::map<std::string_view, size_t> names;
   for (size_t i = 0; i < plan.programs.size(); ++i) {

@@ -1633,6 +1633,21 @@ func.func @fused_bad_name(%x: tensor<?x64xbf16>, %w: tensor<64xbf16>, %s: tensor
 
 // -----
 
+func.func @fused_bad_executable(%x: tensor<?x64xbf16>, %w: tensor<64xbf16>, %s: tensor<?x2x64xbf16>, %m: tensor<?x2xf32>) {
+  %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x2x64xbf16>, tensor<?x2xf32> {
+    // expected-error @+1 {{'ds.fused' op executable name 'Norm-Twice' must be lower_snake_case (letters, digits, '_')}}
+    %n = ds.fused "norm_twice" -> tensor<?x64xbf16> attributes {executable = "Norm-Twice"} {
+      %y = ds.rms_norm %x, %w {eps = 1.0e-6 : f64} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+      %z = ds.rms_norm %y, %w {eps = 1.0e-6 : f64} : (tensor<?x64xbf16>, tensor<64xbf16>) -> tensor<?x64xbf16>
+      ds.fused_yield %z : tensor<?x64xbf16>
+    }
+    ds.yield %s, %m : tensor<?x2x64xbf16>, tensor<?x2xf32>
+  }
+  return
+}
+
+// -----
+
 func.func @fused_yield_type(%x: tensor<?x64xbf16>, %w: tensor<64xbf16>, %s: tensor<?x2x64xbf16>, %m: tensor<?x2xf32>) {
   %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x2x64xbf16>, tensor<?x2xf32> {
     %n = ds.fused "norm_twice" -> tensor<?x64xf32> {

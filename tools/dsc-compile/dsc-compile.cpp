@@ -20,6 +20,7 @@
 #include "tools/dsc-compile/Report.h"
 
 #include "dsc/numerics/EngramTokenMap.h"
+#include "dsc/abi/NativeExecutables.h"
 #include "dsc/runtime/PlanFile.h"
 #include "codegen/KernelCompiler.h"
 
@@ -263,6 +264,16 @@ int main(int argc, char **argv) {
     dsc::codegen::KernelCompileOptions compileOptions;
     compileOptions.arch = gpuArch;
     bool warned = false;
+    // One module per template: its specialisations and the native
+    // executables built on it share it (PlanModel::modules).
+    auto moduleOf = [&](const std::string &templateName,
+                        const dsc::codegen::CompiledKernel &compiled) -> int64_t {
+      for (size_t m = 0; m < plan.modules.size(); ++m)
+        if (plan.modules[m].templateName == templateName)
+          return int64_t(m);
+      plan.modules.push_back({templateName, compiled.cubin, compiled.ptx});
+      return int64_t(plan.modules.size()) - 1;
+    };
     for (size_t i = 0; i < plan.kernels.size(); ++i) {
       dsc::runtime::KernelSpec &kernel = plan.kernels[i];
       if (!dsc::codegen::hasKernelSource(kernel.name)) {
@@ -286,15 +297,31 @@ int main(int argc, char **argv) {
         }
         it = compiledByName.emplace(kernel.name, std::move(*compiled)).first;
       }
-      if (writePlan) {
-        kernel.cubin = it->second.cubin;
-        kernel.ptx = it->second.ptx;
-      }
+      if (writePlan)
+        kernel.module = moduleOf(kernel.name, it->second);
       if (sys::Process::StandardErrIsDisplayed())
         errs() << "\rcompiling kernels: " << i + 1 << "/" << plan.kernels.size();
     }
     if (sys::Process::StandardErrIsDisplayed() && !plan.kernels.empty())
       errs() << "\n";
+    // Native executables load their template's module.
+    for (dsc::runtime::Program &program : plan.programs)
+      for (dsc::runtime::Fusion &fusion : program.fusions) {
+        if (fusion.executable.empty() || !writePlan)
+          continue;
+        const dsc::abi::NativeExecutableInfo *e =
+            dsc::abi::findNativeExecutable(fusion.executable);
+        if (!e)
+          return fail("internal error: unknown native executable '" + fusion.executable + "'");
+        auto it = compiledByName.find(e->templateName);
+        if (it == compiledByName.end()) {
+          auto compiled = dsc::codegen::compileKernel(e->templateName, compileOptions);
+          if (!compiled)
+            return fail(compiled.status().message());
+          it = compiledByName.emplace(e->templateName, std::move(*compiled)).first;
+        }
+        fusion.module = moduleOf(e->templateName, it->second);
+      }
   }
   if (writePlan) {
     // The activation peaks at the plan's limits travel with the plan.

@@ -138,12 +138,19 @@ LogicalResult YieldOp::verify() {
   return success();
 }
 
+static bool isLowerSnakeCase(StringRef name) {
+  return !name.empty() && llvm::all_of(name, [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
 LogicalResult FusedOp::verifyRegions() {
   StringRef kernel = getKernel();
-  if (kernel.empty() || !llvm::all_of(kernel, [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-      }))
+  if (!isLowerSnakeCase(kernel))
     return emitOpError() << "kernel name '" << kernel
+                         << "' must be lower_snake_case (letters, digits, '_')";
+  if (std::optional<StringRef> executable = getExecutable(); executable && !isLowerSnakeCase(*executable))
+    return emitOpError() << "executable name '" << *executable
                          << "' must be lower_snake_case (letters, digits, '_')";
   if (getTileRows() < 0)
     return emitOpError() << "tile_rows is " << getTileRows() << ", must not be negative";

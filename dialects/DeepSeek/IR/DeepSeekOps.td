@@ -133,12 +133,18 @@ def DS_FusedOp : DS_Op<"fused", [
     values it does not yield exist one tile at a time (the [S, T] indexer
     scores never whole; runtime/MemoryPlan.h).
 
+    `executable`, set by `ds-select-executables`, names the native kernel
+    that runs the whole group (runtime/include/dsc/abi/NativeExecutables.def);
+    absent, a backend runs the steps one by one. Values the body computes but
+    does not yield are internal: a native executable may never write them.
+
     Invariants (verifier): the body holds at least two ops besides the
     terminator and no `ds.layer`, `ds.fused` or `ds.weight`; the yielded
-    types are the results' types; `kernel` is a lower_snake_case name;
-    `tile_rows` >= 0.
+    types are the results' types; `kernel` and `executable` are
+    lower_snake_case names; `tile_rows` >= 0.
   }];
-  let arguments = (ins StrAttr:$kernel, DefaultValuedAttr<I64Attr, "0">:$tile_rows);
+  let arguments = (ins StrAttr:$kernel, DefaultValuedAttr<I64Attr, "0">:$tile_rows,
+                       OptionalAttr<StrAttr>:$executable);
   let results = (outs Variadic<AnyType>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = "$kernel (`->` type($results)^)? attr-dict-with-keyword $body";

@@ -88,8 +88,8 @@ PlanModel makePlan() {
 
   KernelSpec embed;
   embed.name = "test_embed"; // outside the vocabulary: no signature check
-  embed.cubin = {0x7f, 'E', 'L', 'F', 0, 255};
-  embed.ptx = ".version 8.0\n.target sm_90a\n";
+  embed.module = 0;
+  plan.modules = {{"embed", {0x7f, 'E', 'L', 'F', 0, 255}, ".version 8.0\n.target sm_90a\n"}};
   KernelSpec norm;
   norm.name = "test_norm";
   KernelSpec linear;
@@ -240,8 +240,13 @@ void expectSamePlan(const PlanModel &a, const PlanModel &b) {
     EXPECT_EQ(s.params.index(), t.params.index());
     EXPECT_TRUE(s.params == t.params);
     EXPECT_EQ(s.constants, t.constants);
-    EXPECT_EQ(s.cubin, t.cubin);
-    EXPECT_EQ(s.ptx, t.ptx);
+    EXPECT_EQ(s.module, t.module);
+  }
+  ASSERT_EQ(a.modules.size(), b.modules.size());
+  for (size_t i = 0; i < a.modules.size(); ++i) {
+    EXPECT_EQ(a.modules[i].templateName, b.modules[i].templateName);
+    EXPECT_EQ(a.modules[i].cubin, b.modules[i].cubin);
+    EXPECT_EQ(a.modules[i].ptx, b.modules[i].ptx);
   }
   ASSERT_EQ(a.programs.size(), b.programs.size());
   for (size_t i = 0; i < a.programs.size(); ++i) {
@@ -904,6 +909,45 @@ TEST(VerifyPlan, UniqueProgramNames) {
   EXPECT_EQ(verifyError(plan), "program 1 'prefill': the name is also used by program 0");
   plan.programs[1].name = "";
   EXPECT_EQ(verifyError(plan), "program 1 has an empty name");
+}
+
+TEST(VerifyPlan, ModulesAndExecutables) {
+  PlanModel plan = makePlan();
+  plan.kernels[1].module = 1;
+  EXPECT_EQ(verifyError(plan), "kernel 1 'test_norm': module 1 is out of range (the plan has 1 "
+                               "modules; -1: none)");
+  plan = makePlan();
+  plan.modules[0].templateName.clear();
+  EXPECT_EQ(verifyError(plan), "module 0 has an empty template name");
+  plan = makePlan();
+  plan.programs[0].fusions[0].executable = "no_such_executable";
+  EXPECT_EQ(verifyError(plan), "program 'prefill': fusion 0 ('test_fused'): executable "
+                               "'no_such_executable' is not a native executable of this runtime "
+                               "(NativeExecutables.def)");
+  plan = makePlan();
+  plan.programs[0].fusions[0].executable = "attention_inverse_rope";
+  EXPECT_EQ(verifyError(plan), "program 'prefill': fusion 0 ('test_fused'): executable "
+                               "'attention_inverse_rope' runs 'attention' groups");
+  plan = makePlan();
+  plan.programs[0].fusions[0].module = 3;
+  EXPECT_EQ(verifyError(plan), "program 'prefill': fusion 0 ('test_fused'): module 3 is out of "
+                               "range (the plan has 1 modules; -1: none)");
+  plan = makePlan();
+  plan.programs[0].fusions[0].internal = {6}; // read by launch 3, outside the fusion
+  EXPECT_EQ(verifyError(plan), "program 'prefill': fusion 0 ('test_fused'): internal value 6 "
+                               "'layers.0.compressed' is used by launch 3 outside the fusion");
+  plan = makePlan();
+  plan.programs[0].fusions[0].internal = {7}; // written by launch 3 only
+  EXPECT_EQ(verifyError(plan), "program 'prefill': fusion 0 ('test_fused'): internal value 7 "
+                               "'logits' is used by launch 3 outside the fusion");
+  plan = makePlan();
+  plan.programs[0].fusions[0].internal = {1}; // a weight
+  EXPECT_EQ(verifyError(plan), "program 'prefill': fusion 0 ('test_fused'): internal value 1 is "
+                               "not an Activation value of the program");
+  plan = makePlan();
+  plan.programs[0].fusions[0].internal = {5}; // the boundary mix
+  EXPECT_EQ(verifyError(plan), "program 'prefill': fusion 0 ('test_fused'): internal value 5 "
+                               "'layers.0.pre_mix' is used by launch 3 outside the fusion");
 }
 
 TEST(VerifyPlan, KernelParameters) {

@@ -137,14 +137,13 @@ struct StateBuffer {
 /// its typed parameters (dsc/abi/KernelParams.h, generated from the ds ODS:
 /// one definition shared by lowering, verification and both backends).
 /// `name` equals abi::kernelName(params) (verifyPlan checks it). Array
-/// parameters (abi::KernelArray) index `constants`. Binaries (cubin, PTX) are
-/// filled by the CUDA codegen.
+/// parameters (abi::KernelArray) index `constants`. `module` is the compiled
+/// template holding its entry points (PlanModel::modules, filled by codegen).
 struct KernelSpec {
   std::string name; ///< e.g. "rms_norm", "linear", "sparse_attention"
   abi::KernelParams params;
   std::vector<int64_t> constants; ///< out-of-line array parameters
-  std::vector<uint8_t> cubin;
-  std::string ptx;
+  int64_t module = -1;            ///< index into PlanModel::modules (-1: none)
 
   /// The parameters as kernel T's struct, or null for another kernel.
   template <typename T> const T *as() const { return std::get_if<T>(&params); }
@@ -163,6 +162,15 @@ struct KernelSpec {
     k.params = p;
     return k;
   }
+};
+
+/// One compiled kernel template (codegen/kernels/<templateName>.cu) with all
+/// its entry points: every specialisation of the template, and every native
+/// executable built on it, loads this one module.
+struct Module {
+  std::string templateName;
+  std::vector<uint8_t> cubin;
+  std::string ptx;
 };
 
 enum class ValueKind : uint8_t {
@@ -198,11 +206,11 @@ struct Launch {
 
 /// A fused kernel (ds-fuse-kernels, docs/passes.md): the launches naming it
 /// are consecutive, of one layer and one replay mark, and form one kernel
-/// launch of the template `kernel` (e.g. "mhc_entry"); each of them is a
-/// step computing one op. A backend runs a fused kernel natively or, as
-/// both backends do today, by running its steps in order (same values).
+/// launch of the group `kernel` (e.g. "mhc_entry"); each of them is a step
+/// computing one op. The plan names the executable that runs it: a native
+/// one (`executable`) or, when empty, the steps in order (same values).
 struct Fusion {
-  std::string kernel;
+  std::string kernel; ///< the ds.fused group, e.g. "mhc_entry"
   int64_t layer = -1;
   /// > 0: a row-tiled fusion (the `indexer`): every step is row-independent
   /// (kRowTileableKernels), so a backend that runs row tiles
@@ -210,6 +218,15 @@ struct Fusion {
   /// time and the fusion's internal values (rowTiledValues) hold one tile:
   /// the indexer's [tokens, T] scores never exist whole.
   int64_t tileRows = 0;
+  /// The native executable that runs the whole group
+  /// (dsc/abi/NativeExecutables.def, chosen by ds-select-executables); ""
+  /// runs the steps one by one. A backend without it runs the steps.
+  std::string executable;
+  int64_t module = -1; ///< index into PlanModel::modules: the executable's
+  /// Values the steps write that nothing outside the group reads (the
+  /// ds.fused body's values it does not yield): a native executable may
+  /// never materialise them.
+  std::vector<int64_t> internal;
 };
 
 /// Kernels whose rows are independent given the call's start position: the
@@ -260,6 +277,7 @@ struct PlanModel {
   std::vector<StateBuffer> states;
   std::vector<KernelSpec> kernels;
   std::vector<Program> programs;
+  std::vector<Module> modules; ///< compiled kernel templates (codegen)
 
   const Program *program(const std::string &name) const {
     for (const Program &p : programs)

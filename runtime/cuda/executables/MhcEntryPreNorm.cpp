@@ -1,0 +1,59 @@
+//===- MhcEntryPreNorm.cpp - native `mhc_entry`: pre-collapse + norm fused -===//
+//
+// What: the host side of the native executable mhc_entry_pre_norm
+// (NativeExecutables.def). The `mhc_entry` group is [hc_post] hc_mixes
+// hc_pre rms_norm [copy_mean]; this executable runs hc_post, hc_mixes and
+// copy_mean through their own kernels and hc_pre + rms_norm as one kernel,
+// dsc_mhc_pre_norm (codegen/kernels/mhc_entry.cu): one block per row
+// collapses the copies into shared memory and normalises them there, so the
+// collapsed row (internal to the group) never reaches global memory and the
+// group is one launch shorter.
+// Invariants: byte-identical to the steps (same fp32 order, same bf16
+// rounding points as dsc_hc_pre and dsc_rms_norm); rows wider than the
+// shared-memory budget run the two steps as they are.
+//===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaAdapter.h"
+
+namespace dsc::cuda {
+
+namespace {
+/// Shared memory of one row's collapsed values (bf16), within the 48 KiB a
+/// kernel gets without opting in.
+constexpr long long kMaxSharedBytes = 48 * 1024;
+} // namespace
+
+Status mhcEntryPreNorm(NativeLaunch &launch) {
+  size_t pre = launch.steps.size(), norm = launch.steps.size();
+  for (size_t i = 0; i < launch.steps.size(); ++i) {
+    if (launch.steps[i]->kernel.as<abi::HcPreParams>())
+      pre = i;
+    else if (launch.steps[i]->kernel.as<abi::RmsNormParams>() && pre != launch.steps.size() &&
+             norm == launch.steps.size())
+      norm = i;
+  }
+  if (pre == launch.steps.size() || norm != pre + 1)
+    return runtime::internalError("mhc_entry_pre_norm: the group has no hc_pre + rms_norm pair");
+  CudaLaunchContext &p = *launch.steps[pre], &n = *launch.steps[norm];
+  const CudaTensor &h = *p.inputs[0];
+  long long S = h.dim(0), hc = h.dim(1), D = h.dim(2);
+  const bool fits = 2 * D <= kMaxSharedBytes && n.inputs[0] == p.outputs[0];
+  for (size_t i = 0; i < launch.steps.size(); ++i) {
+    if (fits && (i == pre || i == norm)) {
+      if (i == norm)
+        continue;
+      float eps = float(n.kernel.as<abi::RmsNormParams>()->eps);
+      CUdeviceptr hp = h.ptr, mix = p.inputs[1]->ptr, w = n.inputs[1]->ptr,
+                  y = n.outputs[0]->ptr;
+      if (Status s = p.launchEntryIn(launch.fusion.module, "dsc_mhc_pre_norm", gridRows(S),
+                                     block1(), size_t(2 * D), args(hp, S, hc, D, mix, w, eps, y));
+          !s)
+        return s;
+      continue;
+    }
+    if (Status s = launch.runStep(i); !s)
+      return s;
+  }
+  return Status::ok();
+}
+
+} // namespace dsc::cuda
