@@ -1,13 +1,15 @@
 //===- LowerToPlan.h - ds module -> runtime PlanModel ----------------------===//
 //
 // Lowers every phase function of a verified ds module to a plan Program:
-// one launch per ds op (unfused; fusion passes later group them), one value
-// slot per SSA value, checkpoint bindings from ds.parameter, and the state a
-// session keeps (window rings, per-source KV and index keys, compressor
-// partial groups, Engram history) as StateBuffers with their record layouts.
-// The kernel vocabulary is the ds op names without the prefix (docs/kernels.md);
-// a kernel's constant parameters are the op's attributes (RoPE flattened to
-// rope.*), plus the ratio / k / sizes of shared-value types.
+// one kernel step per ds op, grouped into one Program::fusions entry per
+// ds.fused (its executable and internal values included), one value slot per
+// SSA value, checkpoint bindings from ds.parameter, and the state a session
+// keeps (window rings, per-source KV and index keys, compressor partial
+// groups, Engram history) as StateBuffers with their record layouts. The
+// kernel vocabulary is the ds op names without the prefix (docs/kernels.md);
+// a kernel's typed parameters come from the generated kernel ABI
+// (lowerKernelParams, dsc-tblgen: the op's attributes plus its
+// `kernelParams` derived from types).
 //===----------------------------------------------------------------------===//
 #ifndef DSC_PASSES_LOWERTOPLAN_H
 #define DSC_PASSES_LOWERTOPLAN_H

@@ -166,6 +166,10 @@ using NativeHostFn = Status (*)(NativeLaunch &);
 #define DSC_NATIVE_EXECUTABLE(Name, Group, Template, Steps, HostFn) Status HostFn(NativeLaunch &);
 #include "dsc/abi/NativeExecutables.def"
 
+/// The host function of native executable `name` (NativeExecutables.def), or
+/// null for a name this backend does not know.
+NativeHostFn findNativeHostFn(std::string_view name);
+
 void registerCudaBasicAdapters(CudaAdapterTable &table);     // embed, hc_expand, concat, engram_hash, ...
 void registerCudaDenseAdapters(CudaAdapterTable &table);     // linear, norms, mHC, MoE, Engram, head
 void registerCudaAttentionAdapters(CudaAdapterTable &table); // RoPE, window, compressor, indexer, attention

@@ -140,7 +140,7 @@ public:
     for (const runtime::Program &program : plan.programs)
       for (const runtime::Fusion &fusion : program.fusions)
         if (!fusion.executable.empty()) {
-          if (!natives_.count(fusion.executable))
+          if (!findNativeHostFn(fusion.executable))
             return runtime::failedPrecondition("the CUDA backend has no native executable '" +
                                                fusion.executable + "'");
           if (!compiled(fusion.module))
@@ -444,7 +444,7 @@ public:
     if (f < 0 || size_t(f) >= program.fusions.size())
       return false;
     const runtime::Fusion &fusion = program.fusions[size_t(f)];
-    return !fusion.executable.empty() && natives_.count(fusion.executable) && fusion.module >= 0;
+    return !fusion.executable.empty() && findNativeHostFn(fusion.executable) && fusion.module >= 0;
   }
 
   Status launchFusion(std::span<runtime::LaunchContext> steps) override {
@@ -455,8 +455,8 @@ public:
         size_t(steps[0].launch.fusion) >= steps[0].program.fusions.size())
       return runtime::internalError("launchFusion: the steps are no fusion's");
     const runtime::Fusion &fusion = steps[0].program.fusions[size_t(steps[0].launch.fusion)];
-    auto native = natives_.find(fusion.executable);
-    if (native == natives_.end())
+    const NativeHostFn native = findNativeHostFn(fusion.executable);
+    if (!native)
       return runtime::internalError("launchFusion: no native executable '" + fusion.executable +
                                     "'");
     std::vector<std::unique_ptr<Context>> contexts;
@@ -478,7 +478,7 @@ public:
       return it->second(*contexts[i]);
     };
     if (status)
-      status = native->second(launch);
+      status = native(launch);
     return finish(status, fusion.executable + " (native)");
   }
 
@@ -758,8 +758,7 @@ private:
     registerCudaBasicAdapters(table_);
     registerCudaDenseAdapters(table_);
     registerCudaAttentionAdapters(table_);
-#define DSC_NATIVE_EXECUTABLE(Name, Group, Template, Steps, HostFn) natives_[Name] = HostFn;
-#include "dsc/abi/NativeExecutables.def"
+
     const char *sync = std::getenv("DSC_CUDA_SYNC");
     syncEachLaunch_ = sync && *sync && *sync != '0';
     const char *graphs = std::getenv("DSC_CUDA_GRAPHS");
@@ -856,7 +855,6 @@ private:
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   CudaAdapterTable table_;
-  std::map<std::string, NativeHostFn> natives_; ///< by executable name
   bool syncEachLaunch_ = false;
   bool graphs_ = true; ///< DSC_CUDA_GRAPHS != 0
   bool graphsVerbose_ = false;

@@ -32,7 +32,7 @@
 #define DSC_RUNTIME_PLANMODEL_H
 
 #include "dsc/abi/KernelParams.h"
-#include "dsc/runtime/Safetensors.h" // DType
+#include "dsc/runtime/DType.h"
 
 #include <cstdint>
 #include <map>

@@ -41,16 +41,9 @@
 #include <string_view>
 #include <vector>
 
+#include "dsc/runtime/DType.h"
+
 namespace dsc::runtime {
-
-enum class DType { BF16, F16, F32, F64, I8, U8, I16, I32, I64, Bool, F8_E4M3, F8_E8M0 };
-
-/// "BF16", "F8_E4M3", ... as written in safetensors headers.
-const char *dtypeName(DType dtype);
-/// Bytes per element.
-size_t dtypeSize(DType dtype);
-/// Parses a safetensors dtype string; nullopt if unknown.
-std::optional<DType> parseDType(std::string_view name);
 
 /// A tensor inside a mapped file; valid while the file object lives.
 struct TensorView {

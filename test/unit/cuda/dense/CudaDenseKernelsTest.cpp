@@ -43,6 +43,7 @@ std::vector<KernelCase> denseKernels() {
         "dsc_moe_experts_down_fp8"}},
       {"engram_lookup", {"dsc_engram_lookup"}},
       {"engram_gate", {"dsc_engram_gate"}},
+      {"mhc_entry", {"dsc_mhc_pre_norm"}}, // native executable mhc_entry_pre_norm
   };
 }
 
