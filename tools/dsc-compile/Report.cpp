@@ -126,6 +126,13 @@ json::Value dsc::tools::reportToJson(const Report &report) {
       counts[kernel] = n;
     fusedKernels[program] = std::move(counts);
   }
+  json::Object nativeExecutables;
+  for (const auto &[program, perExecutable] : report.nativeExecutables) {
+    json::Object counts;
+    for (const auto &[executable, n] : perExecutable)
+      counts[executable] = n;
+    nativeExecutables[program] = std::move(counts);
+  }
   json::Array kernels;
   for (const KernelUsage &k : report.kernels) {
     json::Value entries = nullptr;
@@ -191,6 +198,7 @@ json::Value dsc::tools::reportToJson(const Report &report) {
       {"activated_prefill_by_mode", std::move(byMode)},
       {"launches", std::move(launches)},
       {"fused_kernels", std::move(fusedKernels)},
+      {"native_executables", std::move(nativeExecutables)},
       {"kernels", std::move(kernels)},
       {"distinct_kernels", report.distinctKernels},
       {"model",
@@ -272,6 +280,13 @@ void dsc::tools::printReportText(const Report &report, llvm::raw_ostream &os) {
     }
     os << "launches (" << program << "): " << total << " per call, " << reuseMax
        << " per Reuse layer (" << (report.fused ? "fused" : "unfused") << ")\n";
+    if (auto it = report.nativeExecutables.find(program);
+        it != report.nativeExecutables.end() && !it->second.empty()) {
+      os << "  native executables:";
+      for (const auto &[executable, n] : it->second)
+        os << " " << executable << " " << n;
+      os << "\n";
+    }
   }
   if (!report.kernels.empty()) {
     os << "\nkernels: " << report.kernels.size() << " distinct\n";

@@ -74,6 +74,9 @@ struct Report {
   std::map<std::string, std::map<int64_t, int64_t>> launches;
   /// Fused kernel launches per program and template (ds-fuse-kernels).
   std::map<std::string, std::map<std::string, int64_t>> fusedKernels;
+  /// Fused launches per program run by each native executable
+  /// (ds-select-executables; Fusion::executable).
+  std::map<std::string, std::map<std::string, int64_t>> nativeExecutables;
   bool fused = false; ///< the plan was compiled with fusion
   /// The prefill CED split of the compiled module (passes/CedSummary.h) and
   /// the activated parameters per prompt token of every mode.

@@ -347,8 +347,12 @@ int main(int argc, char **argv) {
     for (const dsc::runtime::Program &program : plan.programs) {
       r.launches[program.name] = dsc::runtime::launchesByLayer(program);
       auto &perKernel = r.fusedKernels[program.name];
-      for (const dsc::runtime::Fusion &fusion : program.fusions)
+      auto &perExecutable = r.nativeExecutables[program.name];
+      for (const dsc::runtime::Fusion &fusion : program.fusions) {
         ++perKernel[fusion.kernel];
+        if (!fusion.executable.empty())
+          ++perExecutable[fusion.executable];
+      }
     }
     r.fused = !fuseGroups.empty();
     r.distinctKernels = int64_t(plan.kernels.size());
