@@ -100,15 +100,22 @@ static int describe(const std::string &planPath) {
   std::printf("  max_seq_len %lld, ced %s (replay %lld rows), prefill chunk %lld%s\n",
               (long long)m.maxSeqLen, m.cedMode.c_str(), (long long)m.cedReplayTokens,
               (long long)m.prefillChunk, m.layerBoundaries ? ", layer boundaries" : "");
-  std::printf("  %zu tensors, %zu states, %zu kernels\n", plan->tensors.size(), plan->states.size(),
-              plan->kernels.size());
+  size_t cubinBytes = 0;
+  for (const Module &module : plan->modules)
+    cubinBytes += module.cubin.size();
+  std::printf("  %zu tensors, %zu states, %zu kernels, %zu modules (%zu cubin bytes)\n",
+              plan->tensors.size(), plan->states.size(), plan->kernels.size(),
+              plan->modules.size(), cubinBytes);
   for (const Program &p : plan->programs) {
     int64_t launches = 0;
     for (auto [layer, n] : launchesByLayer(p))
       launches += n;
-    std::printf("  program %s: %lld kernel launches (%zu steps, %zu fused kernels), activation "
-                "peak %llu B (%llu B without row tiles)\n",
-                p.name.c_str(), (long long)launches, p.launches.size(), p.fusions.size(),
+    size_t native = 0;
+    for (const Fusion &f : p.fusions)
+      native += !f.executable.empty();
+    std::printf("  program %s: %lld kernel launches (%zu steps, %zu fused kernels, %zu native), "
+                "activation peak %llu B (%llu B without row tiles)\n",
+                p.name.c_str(), (long long)launches, p.launches.size(), p.fusions.size(), native,
                 (unsigned long long)p.peakBytes, (unsigned long long)p.peakBytesUntiled);
   }
   return 0;
