@@ -167,7 +167,7 @@ Status windowKv(CudaLaunchContext &c) {
     return pool.status();
   CUdeviceptr kvp = kv.ptr, ring = c.outputs[0]->ptr, rows = c.outputs[1]->ptr, cs = c.callState;
   int64_t tiles = dim / pool->tile;
-  if (c.call.chunk) { // prefill or a CED replay chunk (ring slots (p + t) % window)
+  if (c.call.prefillLike) { // prefill or a CED replay chunk (ring slots (p + t) % window)
     // A continuation chunk first decodes the ring's last ringRows positions
     // ahead of its own rows, before its records overwrite their slots.
     int64_t ringRows = c.call.ringRows;
@@ -226,7 +226,7 @@ Status compressor(CudaLaunchContext &c) {
   int64_t start = c.call.startPos;
   // Prefill at p = 0, a continuation chunk (p > 0, chunk) or decode (CED
   // replays no compressor: the projection layer runs it on every token).
-  if (ratio < 1 || ratio > 16 || (ratio > 1 && !gated) || (!c.call.chunk && (start == 0 || S != 1)))
+  if (ratio < 1 || ratio > 16 || (ratio > 1 && !gated) || (!c.call.prefillLike && (start == 0 || S != 1)))
     return runtime::internalError("compressor: unsupported ratio/gate/call shape");
   int64_t n = latentCount(ratio, start, S);
   if (n != latents.dim(0))
@@ -262,7 +262,7 @@ Status compressor(CudaLaunchContext &c) {
     int64_t rowFrom = n * ratio, count = S - n * ratio;
     DSC_TRY(launch1D(c, "dsc_compressor_state", count * d,
                      {&kvb, &scb, &rowFrom, &count, &cs, &ratio, &d, &sp}));
-  } else if (c.call.chunk) {
+  } else if (c.call.prefillLike) {
     // A continuation chunk (Compressor.cpp's rule): the rows finishing the
     // group an earlier call opened go to its state slots and that group is
     // pooled there; whole groups pool from the rows; the rows of a group a
@@ -478,7 +478,7 @@ Status indexerTopK(CudaLaunchContext &c) {
   int64_t S = scores.dim(0), width = scores.dim(1);
   int64_t window = c.plan.model.windowSize;
   // windowKvRows: a chunk's ring rows and own rows, the ring in decode.
-  int64_t offset = c.call.chunk ? c.call.ringRows + S : window;
+  int64_t offset = c.call.prefillLike ? c.call.ringRows + S : window;
   DSC_TRY(checkWidth(c, "indexer_topk", width, ratio));
   CUdeviceptr sp = scores.ptr, cand = c.inputs.size() > 1 ? c.inputs[1]->ptr : 0,
               out = c.outputs[0]->ptr, cs = c.callState;
@@ -534,7 +534,7 @@ Status sparseAttentionWith(CudaLaunchContext &c, const RopeEpilogue &epilogue) {
   int64_t window = c.plan.model.windowSize;
   int64_t R = rows.dim(0);
   int64_t start = c.call.startPos;
-  const bool chunk = c.call.chunk; // prefill-like: ring rows (continuation) + the call's own
+  const bool chunk = c.call.prefillLike; // prefill-like: ring rows (continuation) + the call's own
   const int64_t reads = chunk ? c.call.ringRows + S : window;
   int64_t windowWidth = chunk ? std::min(reads, window) : window;
   if (R < reads || windowWidth > R)

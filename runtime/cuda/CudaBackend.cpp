@@ -20,9 +20,10 @@
 // toHost/toDevice synchronise it. Activation zeroing is deferred to the
 // launches, so it can be part of a captured graph.
 // Each Session (keyed by its token-input tensor) has a device call state
-// {startPos, tokens, chunk} written before every call (beginLaunches); kernels
-// read p and the prefill-like flag from it. A CED plan's replayed launches
-// (Launch::replay, CallInfo {S - R', R', chunk}) read a second call state of
+// {startPos, tokens, prefill-like + ring rows} written before every call
+// (beginLaunches) from the call plan's geometry (CallGeometry); kernels read
+// p and the prefill-like flag from it. A CED plan's replayed launches
+// (Launch::replay, geometry {S - R', R', prefill-like}) read a second call state of
 // the session, written before the first replayed launch of a call (prefill is
 // never captured, so the choice is per launch). Slots with a kCompressed* dim get device twins sized for the
 // plan's capacity (in the arena: the capacity plan), scratch is persistent per
@@ -269,9 +270,7 @@ public:
         if (Expected<CUdeviceptr> p = ensure(*values[i], capacityBytes(plan, program.values[i], *values[i], call));
             !p)
           return p.status();
-    session.hostState[0] = call.startPos;
-    session.hostState[1] = call.tokens;
-    session.hostState[2] = call.chunk ? 1 + call.ringRows : 0; // DSC_CALL_RING_ROWS
+    callStateWords(call, session.hostState);
     session.replayWritten = false;
     if (Status s = d_.check(d_.cuMemcpyHtoDAsync(session.callState, session.hostState,
                                                  sizeof(session.hostState), stream_),
@@ -592,7 +591,7 @@ private:
   /// Per Session and program (keyed by the program's token-input tensor).
   struct SessionState {
     CUdeviceptr callState = 0;
-    long long hostState[3] = {0, 0, 0}; ///< {startPos, tokens, chunk}
+    long long hostState[3] = {0, 0, 0}; ///< callStateWords of the call
     /// CED replayed launches: {S - R', R', 1}, written once per call.
     CUdeviceptr replayState = 0;
     long long replayHost[3] = {0, 0, 0};
@@ -702,7 +701,16 @@ private:
     return std::max(t.byteSize(), n * runtime::dtypeSize(t.dtype()));
   }
 
-  /// The call state of a CED replayed launch (CallInfo {S - R', R', chunk}):
+  /// The device call state of a call geometry (the CallPlan's: the call's,
+  /// or a CED replay's): {startPos, tokens, prefill-like ? 1 + ring rows : 0}
+  /// (the last word is DSC_CALL_RING_ROWS in the kernels).
+  static void callStateWords(const runtime::CallGeometry &g, long long out[3]) {
+    out[0] = g.startPos;
+    out[1] = g.tokens;
+    out[2] = g.prefillLike ? 1 + g.ringRows : 0;
+  }
+
+  /// The call state of a CED replayed launch (CallInfo {S - R', R', prefill-like}):
   /// the session's second buffer, written at the first replayed launch of a
   /// call (or when the values change). Prefill only: never inside a capture.
   Status replayCallState(SessionState &session, const runtime::CallInfo &call, CUdeviceptr &out) {
@@ -713,7 +721,8 @@ private:
                               "cuMemAlloc(replay call state)");
           !s)
         return s;
-    long long want[3] = {call.startPos, call.tokens, call.chunk ? 1 + call.ringRows : 0};
+    long long want[3];
+    callStateWords(call, want);
     out = session.replayState;
     if (session.replayWritten && std::equal(want, want + 3, session.replayHost))
       return Status::ok();
@@ -731,9 +740,7 @@ private:
                               "cuMemAlloc(call state)");
           !s)
         return s;
-    fallbackHost_[0] = call.startPos;
-    fallbackHost_[1] = call.tokens;
-    fallbackHost_[2] = call.chunk ? 1 + call.ringRows : 0;
+    callStateWords(call, fallbackHost_);
     out = fallbackState_;
     return d_.check(d_.cuMemcpyHtoDAsync(fallbackState_, fallbackHost_, sizeof(fallbackHost_),
                                          stream_),
