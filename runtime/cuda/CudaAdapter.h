@@ -77,6 +77,9 @@ public:
   /// slot, RoPE positions, emission, visibility, ...) from here, never from a
   /// kernel argument, so that a captured decode graph replays at any p.
   CUdeviceptr callState = 0;
+  /// CudaOptions::quadraticTopk: the first-cut O(T^2) top-k and serial
+  /// candidate kernels instead of the radix selects.
+  bool quadraticTopk = false;
 
   CudaLaunchContext(const runtime::PlanModel &plan, const runtime::Program &program,
                     const runtime::Launch &launch, const runtime::KernelSpec &kernel,

@@ -428,16 +428,10 @@ Status indexerScore(CudaLaunchContext &c) {
   return launch1D(c, "dsc_indexer_score", S * c.compressedLengthCapacity(ratio), std::move(args));
 }
 
-/// DSC_CUDA_TOPK_QUADRATIC=1: the first-cut O(T^2) top-k and serial
+/// CudaOptions::quadraticTopk: the first-cut O(T^2) top-k and serial
 /// candidate kernels instead of the radix selects (comparison runs only,
 /// docs/device.md).
-bool firstCutSelection() {
-  static const bool on = [] {
-    const char *v = std::getenv("DSC_CUDA_TOPK_QUADRATIC");
-    return v && std::string(v) == "1";
-  }();
-  return on;
-}
+bool firstCutSelection(const CudaLaunchContext &c) { return c.quadraticTopk; }
 
 Status candidateBlocks(CudaLaunchContext &c) {
   Params p{c.kernel, Status::ok()};
@@ -447,7 +441,7 @@ Status candidateBlocks(CudaLaunchContext &c) {
   const CudaTensor &scores = *c.inputs[0];
   int64_t S = scores.dim(0), width = scores.dim(1);
   DSC_TRY(checkWidth(c, "candidate_blocks", width, ratio));
-  if (!firstCutSelection()) { // one block per row, O(T), no scratch
+  if (!firstCutSelection(c)) { // one block per row, O(T), no scratch
     if (S <= 0)
       return Status::ok();
     CUdeviceptr sp = scores.ptr, out = c.outputs[0]->ptr, cs = c.callState;
@@ -490,7 +484,7 @@ Status indexerTopK(CudaLaunchContext &c) {
   }
   if (S <= 0)
     return Status::ok();
-  if (firstCutSelection()) {
+  if (firstCutSelection(c)) {
     const int64_t widthCap = c.compressedLengthCapacity(ratio);
     Scratch s;
     size_t sel = s.add(size_t(std::max<int64_t>(S * widthCap, 1)));

@@ -13,8 +13,10 @@
 // writing launch, inputs at the call's first launch. Kernels come
 // from the plan's cubins (one module per kernel specialisation, loaded on
 // first launch) and are launched by the adapters in CudaAdapters*.cpp.
-// DSC_CUDA_SYNC=1 synchronises after every launch so that a fault names its
-// launch.
+// CudaOptions::syncEachLaunch synchronises after every launch so that a
+// fault names its launch (the backend reads no environment variable: the
+// tools map DSC_CUDA_SYNC / DSC_CUDA_GRAPHS / DSC_CUDA_TOPK_QUADRATIC onto
+// CudaOptions).
 //
 // Stream and graphs: all work goes to one backend-owned non-blocking stream;
 // toHost/toDevice synchronise it. Activation zeroing is deferred to the
@@ -32,8 +34,8 @@
 // observer (beginLaunches' graphable), a session's first decode runs eagerly,
 // the second is captured (cuStreamBeginCapture .. cuGraphInstantiate) and
 // every later decode replays the graph after updating the call state and the
-// token id on the stream. DSC_CUDA_GRAPHS=0 (or DSC_CUDA_SYNC=1) disables
-// graphs. A buffer reallocated or freed after a capture invalidates the
+// token id on the stream. CudaOptions::graphs = false (or syncEachLaunch)
+// disables graphs. A buffer reallocated or freed after a capture invalidates the
 // graphs (generation_), a moved arena its session's graph; the next decode
 // re-captures.
 //
@@ -60,11 +62,11 @@ using runtime::HostTensor;
 
 class CudaBackend final : public runtime::Backend {
 public:
-  static Expected<std::unique_ptr<runtime::Backend>> create() {
+  static Expected<std::unique_ptr<runtime::Backend>> create(const runtime::CudaOptions &options) {
     Expected<const CudaDriver *> driver = CudaDriver::get();
     if (!driver)
       return driver.status();
-    std::unique_ptr<CudaBackend> backend(new CudaBackend(*driver.value()));
+    std::unique_ptr<CudaBackend> backend(new CudaBackend(*driver.value(), options));
     if (runtime::Status s = backend->init(); !s)
       return s;
     return std::unique_ptr<runtime::Backend>(std::move(backend));
@@ -481,6 +483,7 @@ private:
           inputTensors(c.inputs.size()), outputTensors(c.outputs.size()) {
       inputSlots = c.inputSlots;
       outputSlots = c.outputSlots;
+      quadraticTopk = backend.quadraticTopk_;
     }
     Status bind(HostTensor &host, CudaTensor &device) {
       Expected<CUdeviceptr> ptr = backend_.ensure(host);
@@ -573,7 +576,7 @@ private:
   }
 
 
-  /// After a launch: DSC_CUDA_SYNC, and a failed capture abandoned.
+  /// After a launch: CudaOptions::syncEachLaunch, and a failed capture abandoned.
   Status finish(Status status, const std::string &what) {
     if (status && syncEachLaunch_)
       status = d_.check(d_.cuStreamSynchronize(stream_), "launch of '" + what + "'");
@@ -747,15 +750,14 @@ private:
                     "cuMemcpyHtoDAsync(call state)");
   }
 
-  explicit CudaBackend(const CudaDriver &driver) : d_(driver) {
+  CudaBackend(const CudaDriver &driver, const runtime::CudaOptions &options) : d_(driver) {
     registerCudaBasicAdapters(table_);
     registerCudaDenseAdapters(table_);
     registerCudaAttentionAdapters(table_);
-    const char *sync = std::getenv("DSC_CUDA_SYNC");
-    syncEachLaunch_ = sync && *sync && *sync != '0';
-    const char *graphs = std::getenv("DSC_CUDA_GRAPHS");
-    graphs_ = !syncEachLaunch_ && !(graphs && *graphs == '0');
-    graphsVerbose_ = graphs && *graphs == '2'; // DSC_CUDA_GRAPHS=2: say when a graph is captured
+    syncEachLaunch_ = options.syncEachLaunch;
+    graphs_ = options.graphs && !syncEachLaunch_;
+    graphsVerbose_ = graphs_ && options.logGraphs; // say when a graph is captured
+    quadraticTopk_ = options.quadraticTopk;
   }
 
   Status init() {
@@ -841,9 +843,10 @@ private:
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   CudaAdapterTable table_;
-  bool syncEachLaunch_ = false;
-  bool graphs_ = true; ///< DSC_CUDA_GRAPHS != 0
-  bool graphsVerbose_ = false;
+  bool syncEachLaunch_ = false; ///< CudaOptions::syncEachLaunch
+  bool graphs_ = true;          ///< CudaOptions::graphs (off with syncEachLaunch)
+  bool graphsVerbose_ = false;  ///< CudaOptions::logGraphs
+  bool quadraticTopk_ = false;  ///< CudaOptions::quadraticTopk (CudaLaunchContext)
   bool logged_ = false;
   CUstream stream_ = nullptr; ///< every copy, memset and launch goes here
   std::vector<HostTensor *> pending_; ///< activations to zero at the next launch
@@ -924,6 +927,7 @@ dsc::runtime::measureDeviceCopyBandwidth(size_t bytes, int iterations) {
   return result;
 }
 
-dsc::runtime::Expected<std::unique_ptr<dsc::runtime::Backend>> dsc::runtime::createCudaBackend() {
-  return dsc::cuda::CudaBackend::create();
+dsc::runtime::Expected<std::unique_ptr<dsc::runtime::Backend>>
+dsc::runtime::createCudaBackend(const CudaOptions &options) {
+  return dsc::cuda::CudaBackend::create(options);
 }

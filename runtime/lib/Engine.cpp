@@ -44,7 +44,7 @@ Expected<std::unique_ptr<Backend>> Engine::makeBackend(const EngineOptions &opti
   if (options.backend == "cpu")
     return createCpuBackend();
   if (options.backend == "cuda") {
-    Expected<std::unique_ptr<Backend>> cuda = createCudaBackend();
+    Expected<std::unique_ptr<Backend>> cuda = createCudaBackend(options.cuda);
     if (!cuda) // Unavailable: no driver or no GPU
       return cuda.status();
     return std::move(cuda.value());

@@ -73,8 +73,27 @@ public:
   }
 };
 
+/// Switches of the CUDA backend (createCudaBackend). The runtime reads no
+/// environment variable: the tools map DSC_CUDA_GRAPHS, DSC_CUDA_SYNC and
+/// DSC_CUDA_TOPK_QUADRATIC onto these (docs/runtime.md).
+struct CudaOptions {
+  /// Decode runs as a CUDA graph when no observer is attached (captured at a
+  /// session's second decode, replayed after). Bit-identical either way.
+  bool graphs = true;
+  /// With graphs: a line on stderr when a graph is captured, and how often it
+  /// was replayed when its session goes.
+  bool logGraphs = false;
+  /// Synchronise the stream after every launch, so that a kernel fault names
+  /// its launch; implies no graphs. Slow: never time with it.
+  bool syncEachLaunch = false;
+  /// The first-cut O(T^2) indexer top-k and serial candidate-block kernels
+  /// instead of the O(T) radix selects (for comparisons; same sets).
+  bool quadraticTopk = false;
+};
+
 struct EngineOptions {
   std::string backend = "cpu"; ///< "cpu" (reference backend) or "cuda"
+  CudaOptions cuda;            ///< the CUDA backend's switches
   /// Host activations of a call are views into one arena per program, laid
   /// out by planMemory (MemoryPlan.h); false: one allocation per value slot
   /// (every slot then keeps its value after the call, see Session::value).
