@@ -75,7 +75,7 @@ Status rope(LaunchContext &c, const abi::RopeParams &p) {
 /// The start position the window helpers (windowKvRows, windowIdxWidth) see:
 /// 0 in a chunk call (prefill, CED replay: the window source is the chunk's
 /// own rows), the position in decode.
-int64_t windowPos(const LaunchContext &c) { return c.call.chunk ? 0 : c.call.startPos; }
+int64_t windowPos(const LaunchContext &c) { return c.call.prefillLike ? 0 : c.call.startPos; }
 
 Status windowKv(LaunchContext &c, const abi::WindowKvParams &p) {
   int64_t window = p.window;
@@ -94,7 +94,7 @@ Status windowKv(LaunchContext &c, const abi::WindowKvParams &p) {
                                     std::to_string(c.outputs[1]->dim(0)) + " window rows, " +
                                     std::to_string(ringRows) + " ring rows before position " +
                                     std::to_string(c.call.startPos));
-  if (c.call.chunk) {
+  if (c.call.prefillLike) {
     // A continuation chunk reads the ring's last rows before overwriting them.
     float *rows = c.outputs[1]->data<float>();
     windowRingPrefix(pool, window, c.call.startPos, ringRows, rows);
@@ -298,7 +298,7 @@ Status sparseAttentionAdapter(LaunchContext &c, const abi::SparseAttentionParams
   // idx = cat(window idx, top-k idx).
   int64_t K = windowWidth + k;
   std::vector<int32_t> windowIdx(S * windowWidth), idx(S * K);
-  if (c.call.chunk)
+  if (c.call.prefillLike)
     windowIdxPrefill(S, window, windowIdx.data(), ringRows);
   else
     windowIdxDecode(c.call.startPos, window, windowIdx.data());

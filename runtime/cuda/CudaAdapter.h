@@ -72,12 +72,15 @@ public:
   std::vector<CudaTensor *> inputs, outputs; ///< in Launch order
   std::vector<const runtime::ValueSlot *> inputSlots, outputSlots;
   /// The call state on the device: long long[3] = {start position, tokens,
-  /// chunk} (CallInfo), written by the backend before each call and each
+  /// prefill-like ? 1 + ring rows : 0} (CallGeometry), written by the backend before each call and each
   /// graph replay; CED replayed launches get their own ({S - R', R', 1}). Every
   /// position-dependent kernel reads p (and T = (p + S) / ratio, the ring
   /// slot, RoPE positions, emission, visibility, ...) from here, never from a
   /// kernel argument, so that a captured decode graph replays at any p.
   CUdeviceptr callState = 0;
+  /// CudaOptions::quadraticTopk: the first-cut O(T^2) top-k and serial
+  /// candidate kernels instead of the radix selects.
+  bool quadraticTopk = false;
 
   CudaLaunchContext(const runtime::PlanModel &plan, const runtime::Program &program,
                     const runtime::Launch &launch, const runtime::KernelSpec &kernel,

@@ -159,7 +159,7 @@ Status windowKv(CudaLaunchContext &c, const abi::WindowKvParams &p) {
     return pool.status();
   CUdeviceptr kvp = kv.ptr, ring = c.outputs[0]->ptr, rows = c.outputs[1]->ptr, cs = c.callState;
   int64_t tiles = dim / pool->tile;
-  if (c.call.chunk) { // prefill or a CED replay chunk (ring slots (p + t) % window)
+  if (c.call.prefillLike) { // prefill or a CED replay chunk (ring slots (p + t) % window)
     // A continuation chunk first decodes the ring's last ringRows positions
     // ahead of its own rows, before its records overwrite their slots.
     int64_t ringRows = c.call.ringRows;
@@ -215,7 +215,7 @@ Status compressor(CudaLaunchContext &c, const abi::CompressorParams &p) {
   int64_t start = c.call.startPos;
   // Prefill at p = 0, a continuation chunk (p > 0, chunk) or decode (CED
   // replays no compressor: the projection layer runs it on every token).
-  if (ratio < 1 || ratio > 16 || (ratio > 1 && !gated) || (!c.call.chunk && (start == 0 || S != 1)))
+  if (ratio < 1 || ratio > 16 || (ratio > 1 && !gated) || (!c.call.prefillLike && (start == 0 || S != 1)))
     return runtime::internalError("compressor: unsupported ratio/gate/call shape");
   int64_t n = latentCount(ratio, start, S);
   if (n != latents.dim(0))
@@ -251,7 +251,7 @@ Status compressor(CudaLaunchContext &c, const abi::CompressorParams &p) {
     int64_t rowFrom = n * ratio, count = S - n * ratio;
     DSC_TRY(launch1D(c, "dsc_compressor_state", count * d,
                      {&kvb, &scb, &rowFrom, &count, &cs, &ratio, &d, &sp}));
-  } else if (c.call.chunk) {
+  } else if (c.call.prefillLike) {
     // A continuation chunk (Compressor.cpp's rule): the rows finishing the
     // group an earlier call opened go to its state slots and that group is
     // pooled there; whole groups pool from the rows; the rows of a group a
@@ -405,23 +405,17 @@ Status indexerScore(CudaLaunchContext &c, const abi::IndexerScoreParams &p) {
   return launch1D(c, "dsc_indexer_score", S * c.compressedLengthCapacity(ratio), std::move(args));
 }
 
-/// DSC_CUDA_TOPK_QUADRATIC=1: the first-cut O(T^2) top-k and serial
+/// CudaOptions::quadraticTopk: the first-cut O(T^2) top-k and serial
 /// candidate kernels instead of the radix selects (comparison runs only,
 /// docs/device.md).
-bool firstCutSelection() {
-  static const bool on = [] {
-    const char *v = std::getenv("DSC_CUDA_TOPK_QUADRATIC");
-    return v && std::string(v) == "1";
-  }();
-  return on;
-}
+bool firstCutSelection(const CudaLaunchContext &c) { return c.quadraticTopk; }
 
 Status candidateBlocks(CudaLaunchContext &c, const abi::CandidateBlocksParams &p) {
   int64_t blocks = p.blocks, blockSize = p.block_size, ratio = p.ratio;
   const CudaTensor &scores = *c.inputs[0];
   int64_t S = scores.dim(0), width = scores.dim(1);
   DSC_TRY(checkWidth(c, "candidate_blocks", width, ratio));
-  if (!firstCutSelection()) { // one block per row, O(T), no scratch
+  if (!firstCutSelection(c)) { // one block per row, O(T), no scratch
     if (S <= 0)
       return Status::ok();
     CUdeviceptr sp = scores.ptr, out = c.outputs[0]->ptr, cs = c.callState;
@@ -449,7 +443,7 @@ Status indexerTopK(CudaLaunchContext &c, const abi::IndexerTopKParams &p) {
   int64_t S = scores.dim(0), width = scores.dim(1);
   int64_t window = c.plan.model.windowSize;
   // windowKvRows: a chunk's ring rows and own rows, the ring in decode.
-  int64_t offset = c.call.chunk ? c.call.ringRows + S : window;
+  int64_t offset = c.call.prefillLike ? c.call.ringRows + S : window;
   DSC_TRY(checkWidth(c, "indexer_topk", width, ratio));
   CUdeviceptr sp = scores.ptr, cand = c.inputs.size() > 1 ? c.inputs[1]->ptr : 0,
               out = c.outputs[0]->ptr, cs = c.callState;
@@ -459,7 +453,7 @@ Status indexerTopK(CudaLaunchContext &c, const abi::IndexerTopKParams &p) {
   }
   if (S <= 0)
     return Status::ok();
-  if (firstCutSelection()) {
+  if (firstCutSelection(c)) {
     const int64_t widthCap = c.compressedLengthCapacity(ratio);
     Scratch s;
     size_t sel = s.add(size_t(std::max<int64_t>(S * widthCap, 1)));
@@ -504,7 +498,7 @@ Status sparseAttentionWith(CudaLaunchContext &c, const abi::SparseAttentionParam
   int64_t window = c.plan.model.windowSize;
   int64_t R = rows.dim(0);
   int64_t start = c.call.startPos;
-  const bool chunk = c.call.chunk; // prefill-like: ring rows (continuation) + the call's own
+  const bool chunk = c.call.prefillLike; // prefill-like: ring rows (continuation) + the call's own
   const int64_t reads = chunk ? c.call.ringRows + S : window;
   int64_t windowWidth = chunk ? std::min(reads, window) : window;
   if (R < reads || windowWidth > R)

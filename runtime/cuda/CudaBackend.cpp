@@ -13,16 +13,19 @@
 // writing launch, inputs at the call's first launch. Kernels come
 // from the plan's cubins (one module per kernel specialisation, loaded on
 // first launch) and are launched by the adapters in CudaAdapters*.cpp.
-// DSC_CUDA_SYNC=1 synchronises after every launch so that a fault names its
-// launch.
+// CudaOptions::syncEachLaunch synchronises after every launch so that a
+// fault names its launch (the backend reads no environment variable: the
+// tools map DSC_CUDA_SYNC / DSC_CUDA_GRAPHS / DSC_CUDA_TOPK_QUADRATIC onto
+// CudaOptions).
 //
 // Stream and graphs: all work goes to one backend-owned non-blocking stream;
 // toHost/toDevice synchronise it. Activation zeroing is deferred to the
 // launches, so it can be part of a captured graph.
 // Each Session (keyed by its token-input tensor) has a device call state
-// {startPos, tokens, chunk} written before every call (beginLaunches); kernels
-// read p and the prefill-like flag from it. A CED plan's replayed launches
-// (Launch::replay, CallInfo {S - R', R', chunk}) read a second call state of
+// {startPos, tokens, prefill-like + ring rows} written before every call
+// (beginLaunches) from the call plan's geometry (CallGeometry); kernels read
+// p and the prefill-like flag from it. A CED plan's replayed launches
+// (Launch::replay, geometry {S - R', R', prefill-like}) read a second call state of
 // the session, written before the first replayed launch of a call (prefill is
 // never captured, so the choice is per launch). Slots with a kCompressed* dim get device twins sized for the
 // plan's capacity (in the arena: the capacity plan), scratch is persistent per
@@ -31,8 +34,8 @@
 // observer (beginLaunches' graphable), a session's first decode runs eagerly,
 // the second is captured (cuStreamBeginCapture .. cuGraphInstantiate) and
 // every later decode replays the graph after updating the call state and the
-// token id on the stream. DSC_CUDA_GRAPHS=0 (or DSC_CUDA_SYNC=1) disables
-// graphs. A buffer reallocated or freed after a capture invalidates the
+// token id on the stream. CudaOptions::graphs = false (or syncEachLaunch)
+// disables graphs. A buffer reallocated or freed after a capture invalidates the
 // graphs (generation_), a moved arena its session's graph; the next decode
 // re-captures.
 //
@@ -59,11 +62,11 @@ using runtime::HostTensor;
 
 class CudaBackend final : public runtime::Backend {
 public:
-  static Expected<std::unique_ptr<runtime::Backend>> create() {
+  static Expected<std::unique_ptr<runtime::Backend>> create(const runtime::CudaOptions &options) {
     Expected<const CudaDriver *> driver = CudaDriver::get();
     if (!driver)
       return driver.status();
-    std::unique_ptr<CudaBackend> backend(new CudaBackend(*driver.value()));
+    std::unique_ptr<CudaBackend> backend(new CudaBackend(*driver.value(), options));
     if (runtime::Status s = backend->init(); !s)
       return s;
     return std::unique_ptr<runtime::Backend>(std::move(backend));
@@ -283,9 +286,7 @@ public:
         if (Expected<CUdeviceptr> p = ensure(*values[i], capacityBytes(plan, program.values[i], *values[i], call));
             !p)
           return p.status();
-    session.hostState[0] = call.startPos;
-    session.hostState[1] = call.tokens;
-    session.hostState[2] = call.chunk ? 1 + call.ringRows : 0; // DSC_CALL_RING_ROWS
+    callStateWords(call, session.hostState);
     session.replayWritten = false;
     if (Status s = d_.check(d_.cuMemcpyHtoDAsync(session.callState, session.hostState,
                                                  sizeof(session.hostState), stream_),
@@ -496,6 +497,7 @@ private:
           inputTensors(c.inputs.size()), outputTensors(c.outputs.size()) {
       inputSlots = c.inputSlots;
       outputSlots = c.outputSlots;
+      quadraticTopk = backend.quadraticTopk_;
     }
     Status bind(HostTensor &host, CudaTensor &device) {
       Expected<CUdeviceptr> ptr = backend_.ensure(host);
@@ -588,7 +590,7 @@ private:
   }
 
 
-  /// After a launch: DSC_CUDA_SYNC, and a failed capture abandoned.
+  /// After a launch: CudaOptions::syncEachLaunch, and a failed capture abandoned.
   Status finish(Status status, const std::string &what) {
     if (status && syncEachLaunch_)
       status = d_.check(d_.cuStreamSynchronize(stream_), "launch of '" + what + "'");
@@ -606,7 +608,7 @@ private:
   /// Per Session and program (keyed by the program's token-input tensor).
   struct SessionState {
     CUdeviceptr callState = 0;
-    long long hostState[3] = {0, 0, 0}; ///< {startPos, tokens, chunk}
+    long long hostState[3] = {0, 0, 0}; ///< callStateWords of the call
     /// CED replayed launches: {S - R', R', 1}, written once per call.
     CUdeviceptr replayState = 0;
     long long replayHost[3] = {0, 0, 0};
@@ -716,7 +718,16 @@ private:
     return std::max(t.byteSize(), n * runtime::dtypeSize(t.dtype()));
   }
 
-  /// The call state of a CED replayed launch (CallInfo {S - R', R', chunk}):
+  /// The device call state of a call geometry (the CallPlan's: the call's,
+  /// or a CED replay's): {startPos, tokens, prefill-like ? 1 + ring rows : 0}
+  /// (the last word is DSC_CALL_RING_ROWS in the kernels).
+  static void callStateWords(const runtime::CallGeometry &g, long long out[3]) {
+    out[0] = g.startPos;
+    out[1] = g.tokens;
+    out[2] = g.prefillLike ? 1 + g.ringRows : 0;
+  }
+
+  /// The call state of a CED replayed launch (CallInfo {S - R', R', prefill-like}):
   /// the session's second buffer, written at the first replayed launch of a
   /// call (or when the values change). Prefill only: never inside a capture.
   Status replayCallState(SessionState &session, const runtime::CallInfo &call, CUdeviceptr &out) {
@@ -727,7 +738,8 @@ private:
                               "cuMemAlloc(replay call state)");
           !s)
         return s;
-    long long want[3] = {call.startPos, call.tokens, call.chunk ? 1 + call.ringRows : 0};
+    long long want[3];
+    callStateWords(call, want);
     out = session.replayState;
     if (session.replayWritten && std::equal(want, want + 3, session.replayHost))
       return Status::ok();
@@ -745,25 +757,21 @@ private:
                               "cuMemAlloc(call state)");
           !s)
         return s;
-    fallbackHost_[0] = call.startPos;
-    fallbackHost_[1] = call.tokens;
-    fallbackHost_[2] = call.chunk ? 1 + call.ringRows : 0;
+    callStateWords(call, fallbackHost_);
     out = fallbackState_;
     return d_.check(d_.cuMemcpyHtoDAsync(fallbackState_, fallbackHost_, sizeof(fallbackHost_),
                                          stream_),
                     "cuMemcpyHtoDAsync(call state)");
   }
 
-  explicit CudaBackend(const CudaDriver &driver) : d_(driver) {
+  CudaBackend(const CudaDriver &driver, const runtime::CudaOptions &options) : d_(driver) {
     registerCudaBasicAdapters(table_);
     registerCudaDenseAdapters(table_);
     registerCudaAttentionAdapters(table_);
-
-    const char *sync = std::getenv("DSC_CUDA_SYNC");
-    syncEachLaunch_ = sync && *sync && *sync != '0';
-    const char *graphs = std::getenv("DSC_CUDA_GRAPHS");
-    graphs_ = !syncEachLaunch_ && !(graphs && *graphs == '0');
-    graphsVerbose_ = graphs && *graphs == '2'; // DSC_CUDA_GRAPHS=2: say when a graph is captured
+    syncEachLaunch_ = options.syncEachLaunch;
+    graphs_ = options.graphs && !syncEachLaunch_;
+    graphsVerbose_ = graphs_ && options.logGraphs; // say when a graph is captured
+    quadraticTopk_ = options.quadraticTopk;
   }
 
   Status init() {
@@ -855,9 +863,10 @@ private:
   CUdevice device_ = 0;
   CUcontext context_ = nullptr;
   CudaAdapterTable table_;
-  bool syncEachLaunch_ = false;
-  bool graphs_ = true; ///< DSC_CUDA_GRAPHS != 0
-  bool graphsVerbose_ = false;
+  bool syncEachLaunch_ = false; ///< CudaOptions::syncEachLaunch
+  bool graphs_ = true;          ///< CudaOptions::graphs (off with syncEachLaunch)
+  bool graphsVerbose_ = false;  ///< CudaOptions::logGraphs
+  bool quadraticTopk_ = false;  ///< CudaOptions::quadraticTopk (CudaLaunchContext)
   bool logged_ = false;
   CUstream stream_ = nullptr; ///< every copy, memset and launch goes here
   std::vector<HostTensor *> pending_; ///< activations to zero at the next launch
@@ -938,6 +947,7 @@ dsc::runtime::measureDeviceCopyBandwidth(size_t bytes, int iterations) {
   return result;
 }
 
-dsc::runtime::Expected<std::unique_ptr<dsc::runtime::Backend>> dsc::runtime::createCudaBackend() {
-  return dsc::cuda::CudaBackend::create();
+dsc::runtime::Expected<std::unique_ptr<dsc::runtime::Backend>>
+dsc::runtime::createCudaBackend(const CudaOptions &options) {
+  return dsc::cuda::CudaBackend::create(options);
 }

@@ -1,7 +1,7 @@
 //===- CudaUnavailable.cpp - The CUDA backend in a build without CUDA headers ===//
 #include "dsc/runtime/Backend.h"
 
-dsc::runtime::Expected<std::unique_ptr<dsc::runtime::Backend>> dsc::runtime::createCudaBackend() {
+dsc::runtime::Expected<std::unique_ptr<dsc::runtime::Backend>> dsc::runtime::createCudaBackend(const CudaOptions &) {
   return dsc::runtime::unavailable("this dsc was built without the CUDA toolkit's headers");
 }
 

@@ -1,14 +1,16 @@
 //===- Engine.cpp - Engine and Session -------------------------------------===//
 //
-// The Session sizes every value slot of a program for the call's token count
-// (planMemory, MemoryPlan.h: symbolic dims resolved by resolveDim), lays the
-// activations out as views into one host arena per program (or, with
-// EngineOptions::arena = false, one allocation per slot), runs the launches in
-// order through the backend, calls the observer, and advances the position.
-// A value is zeroed right before its first writing launch (inputs before the
-// first launch), so every launch sees what a fresh zeroed slot would hold.
-// States are zero-initialised except compressor scores (-inf, reference-spec
-// §9.4) and the Engram history (-1 = nothing yet).
+// A Session call finds its CallPlan (CallPlan.h: made once per call shape,
+// cached per program, moved to the call's start position), lays the
+// activations out as views into one host arena per program as the plan says
+// (or, with EngineOptions::arena = false, one allocation per slot), hands a
+// device backend the plan's capacity layout, and runs the plan's steps in
+// order through the backend (CallRun), calling the observer; then it
+// advances the position. A value is zeroed right before its first writing
+// launch (inputs before the first launch, the plan's zeroing schedule), so
+// every launch sees what a fresh zeroed slot would hold. States are
+// zero-initialised except compressor scores (-inf, reference-spec §9.4) and
+// the Engram history (-1 = nothing yet).
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/Engine.h"
 #include "dsc/runtime/Backend.h"
@@ -19,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <deque>
 #include <limits>
 
@@ -41,7 +44,7 @@ Expected<std::unique_ptr<Backend>> Engine::makeBackend(const EngineOptions &opti
   if (options.backend == "cpu")
     return createCpuBackend();
   if (options.backend == "cuda") {
-    Expected<std::unique_ptr<Backend>> cuda = createCudaBackend();
+    Expected<std::unique_ptr<Backend>> cuda = createCudaBackend(options.cuda);
     if (!cuda) // Unavailable: no driver or no GPU
       return cuda.status();
     return std::move(cuda.value());
@@ -123,9 +126,14 @@ Engine::~Engine() {
 
 std::unique_ptr<Session> Engine::newSession() { return std::make_unique<Session>(*this); }
 
-Session::Session(Engine &engine) : engine_(engine) {
+Session::Session(Engine &engine) : engine_(engine), traits_(traitsOf(engine.backend())) {
   activations_.resize(engine_.plan().programs.size());
   memory_.resize(engine_.plan().programs.size());
+  for (size_t p = 0; p < memory_.size(); ++p) {
+    const std::vector<Launch> &launches = engine_.plan().programs[p].launches;
+    memory_[p].replays =
+        std::any_of(launches.begin(), launches.end(), [](const Launch &l) { return l.replay; });
+  }
   reset();
 }
 
@@ -255,8 +263,7 @@ Expected<HostTensor> Session::prefill(std::span<const int32_t> ids) {
     call.program = "prefill";
     call.startPos = chunk.startPos;
     call.tokens = chunk.tokens;
-    call.chunk = true;
-    call.ringRows = std::min(std::max<int64_t>(model.windowSize - 1, 0), chunk.startPos);
+    call.prefillLike = true; // ring rows and window rows: the call's plan
     const bool last = i + 1 == chunks.size();
     logits = run("prefill", ids.subspan(size_t(chunk.startPos), size_t(chunk.tokens)),
                  std::move(call), /*runReplay=*/last);
@@ -292,283 +299,237 @@ Expected<HostTensor> Session::decode(int32_t id) {
   return run("decode", std::span<const int32_t>(one, 1), std::move(call));
 }
 
-Expected<HostTensor> Session::run(const std::string &programName, std::span<const int32_t> ids,
-                                  CallInfo call, bool runReplay) {
+const CallPlan *Session::lastCallPlan(const std::string &program) const {
   const PlanModel &plan = engine_.plan();
-  const Program *program = plan.program(programName);
-  if (!program)
-    return failedPrecondition("the plan has no '" + programName + "' program");
-  size_t programIndex = size_t(program - plan.programs.data());
-  const PlanModelFacts &model = plan.model;
-  if (ids.empty())
-    return invalidArgument(programName + ": no tokens");
-  if (call.startPos + call.tokens > model.maxSeqLen)
-    return invalidArgument(programName + ": position " + std::to_string(call.startPos + call.tokens) +
-                           " exceeds the plan's max_seq_len " + std::to_string(model.maxSeqLen));
-  for (size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] < 0 || ids[i] >= model.vocabSize)
-      return invalidArgument(programName + ": token " + std::to_string(i) + " has id " +
-                             std::to_string(ids[i]) + ", outside the vocabulary [0, " +
-                             std::to_string(model.vocabSize) + ")");
+  for (size_t p = 0; p < plan.programs.size(); ++p)
+    if (plan.programs[p].name == program && memory_[p].called && !memory_[p].plans.empty())
+      return memory_[p].plans.front().get();
+  return nullptr;
+}
 
-  if (!stateError_)
-    return stateError_;
-  if (program->outputs.empty())
-    return internalError(programName + ": the program has no outputs");
-  int64_t outputSlot = program->outputs.front();
-  if (outputSlot < 0 || size_t(outputSlot) >= program->values.size())
-    return internalError(programName + ": output 0 is value " + std::to_string(outputSlot) +
-                         ", outside the program's " + std::to_string(program->values.size()) +
-                         " values");
-  {
-    const ValueSlot &out = program->values[outputSlot];
-    if (out.dtype != DType::F32 || out.shape.size() != 2)
-      return failedPrecondition(programName + ": output 0 (value " + std::to_string(outputSlot) +
-                                " '" + out.name + "') is " + dtypeName(out.dtype) + " of rank " +
-                                std::to_string(out.shape.size()) +
-                                ", expected F32 of rank 2 (the logits)");
+Expected<const CallPlan *> Session::callPlanFor(size_t programIndex, const CallShape &shape) {
+  const PlanModel &plan = engine_.plan();
+  const Program &program = plan.programs[programIndex];
+  std::vector<std::unique_ptr<CallPlan>> &plans = memory_[programIndex].plans;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (!sameCallClass(plans[i]->shape, shape))
+      continue;
+    std::rotate(plans.begin(), plans.begin() + ptrdiff_t(i), plans.begin() + ptrdiff_t(i) + 1);
+    CallPlan &hit = *plans.front();
+    ++planStats_.plansReused;
+    if (hit.shape.startPos != shape.startPos) {
+      const uint64_t placements = hit.hostPlacements;
+      if (Status s = resolveStart(hit, plan, program, shape.startPos, traits_); !s)
+        return s;
+      ++planStats_.startsResolved;
+      planStats_.hostPlacements += hit.hostPlacements - placements;
+    }
+    return &hit;
   }
-  if (program->inputs.empty())
-    return internalError(programName + ": the program takes no token ids");
-  Backend &backend = engine_.backend();
-  bool syncForObserver = observer_ && backend.deviceResident();
-  // Size and place every activation of this call (validates every shape).
-  const bool rowTiles = backend.runsRowTiles();
-  Expected<MemoryPlan> memoryPlan =
-      planMemory(plan, *program, call.tokens, call.startPos, /*capacity=*/false, rowTiles);
-  if (!memoryPlan)
-    return memoryPlan.status();
-  const bool useArena = engine_.options().arena;
-  ProgramMemory &memory = memory_[programIndex];
-  if (useArena && memory.arena.byteSize() < memoryPlan->peakBytes)
-    if (Status s = memory.arena.resetChecked(DType::U8, {int64_t(memoryPlan->peakBytes)}); !s)
-      return s.withContext(programName + ": activation arena: ");
-  std::vector<HostTensor> &values = activations_[programIndex];
-  values.resize(program->values.size());
-  std::vector<HostTensor *> resolved(program->values.size(), nullptr);
-  for (size_t i = 0; i < program->values.size(); ++i) {
-    const ValueSlot &slot = program->values[i];
-    std::string where = programName + ": value slot " + std::to_string(i) + " ('" + slot.name + "'): ";
-    switch (slot.kind) {
-    case ValueKind::Weight:
-      if (slot.tensor < 0 || size_t(slot.tensor) >= engine_.weights().size())
-        return internalError(where + "weight " + std::to_string(slot.tensor) + " does not exist");
-      resolved[i] = const_cast<HostTensor *>(&engine_.weights()[slot.tensor]);
-      break;
-    case ValueKind::State:
-      if (slot.state < 0 || size_t(slot.state) >= states_.size())
-        return internalError(where + "state " + std::to_string(slot.state) + " does not exist");
-      resolved[i] = &states_[slot.state];
-      break;
-    case ValueKind::Input:
-    case ValueKind::Activation: {
-      const ValueMemory &m = memoryPlan->values[i];
-      Status s = useArena ? values[i].viewChecked(slot.dtype, m.shape,
-                                                  memory.arena.bytes() + m.offset,
-                                                  memory.arena.byteSize() - m.offset)
-                          : values[i].resetChecked(slot.dtype, m.shape);
-      if (!s)
-        return s.withContext(where);
-      resolved[i] = &values[i];
-      break;
-    }
-    }
-  }
-  for (int64_t v : program->inputs)
-    if (v < 0 || size_t(v) >= resolved.size())
-      return internalError(programName + ": input value " + std::to_string(v) + " does not exist");
-  // Arena views are zeroed when they come alive: inputs (and untouched
-  // slots) now, the others right before their first writing launch.
-  std::vector<std::vector<HostTensor *>> bornAt(program->launches.size());
-  if (useArena)
-    for (size_t i = 0; i < program->values.size(); ++i) {
-      const ValueMemory &m = memoryPlan->values[i];
-      if (!m.planned || !resolved[i]->byteSize())
-        continue;
-      if (m.first < 0)
-        std::memset(resolved[i]->bytes(), 0, resolved[i]->byteSize());
-      else
-        bornAt[size_t(m.first)].push_back(resolved[i]);
-    }
-  HostTensor &input = *resolved[program->inputs.front()];
-  if (input.dtype() != DType::I32 || input.numElements() != int64_t(ids.size()))
-    return internalError(programName + ": token input slot does not match the call");
-  std::copy(ids.begin(), ids.end(), input.data<int32_t>());
+  Expected<CallPlan> made = planCall(plan, program, shape, traits_);
+  if (!made)
+    return made.status();
+  ++planStats_.plansMade;
+  planStats_.hostPlacements += made->hostPlacements;
+  plans.insert(plans.begin(), std::make_unique<CallPlan>(std::move(made.value())));
+  if (plans.size() > kCallPlansPerProgram)
+    plans.pop_back(); // the least recently used
+  return plans.front().get();
+}
 
-  // Observed live bytes (independent of the planner's ranges): a slot is
-  // allocated at its first write and freed after its last use.
-  const bool boundariesObserved = observer_ && model.layerBoundaries;
-  std::vector<int64_t> lastUse(program->values.size(), -1);
-  std::vector<char> allocated(program->values.size(), 0);
-  auto isActivation = [&](int64_t v) {
-    return program->values[v].kind == ValueKind::Input ||
-           program->values[v].kind == ValueKind::Activation;
-  };
-  for (size_t k = 0; k < program->launches.size(); ++k) {
-    for (int64_t v : program->launches[k].inputs)
-      lastUse[v] = int64_t(k);
-    for (int64_t v : program->launches[k].outputs)
-      lastUse[v] = int64_t(k);
-  }
-  if (boundariesObserved)
-    for (const LayerBoundary &b : program->boundaries)
-      for (int64_t v : {b.stream, b.mix})
-        lastUse[v] = std::max(lastUse[v], b.afterLaunch);
-  // A fusion is one launch (native, or its steps rerun per row tile): what
-  // its steps touch lives to its end, as the planner assumes.
-  for (const auto &[first, last] : fusionRanges(*program))
-      for (int64_t k = first; k <= last; ++k)
-        for (const std::vector<int64_t> *vs : {&program->launches[size_t(k)].inputs,
-                                               &program->launches[size_t(k)].outputs})
-          for (int64_t v : *vs)
-            lastUse[v] = std::max(lastUse[v], last);
-  for (int64_t v : program->outputs)
-    lastUse[v] = int64_t(program->launches.size());
-  uint64_t liveBytes = 0, livePeak = 0;
-  for (int64_t v : program->inputs)
-    if (isActivation(v) && !allocated[v]) {
-      allocated[v] = 1;
-      liveBytes += resolved[v]->byteSize();
-    }
-  livePeak = liveBytes;
-  for (int64_t v : program->inputs) // inputs no launch reads die at once
-    if (isActivation(v) && allocated[v] == 1 && lastUse[v] < 0) {
-      allocated[v] = 2;
-      liveBytes -= resolved[v]->byteSize();
-    }
-  memory.called = true;
-  memory.stats = SessionMemoryStats();
-  memory.stats.arena = useArena;
-  memory.stats.arenaBytes = useArena ? memory.arena.byteSize() : 0;
-  memory.stats.plannedPeakBytes = memoryPlan->peakBytes;
-  memory.stats.plannedSumBytes = memoryPlan->sumBytes;
-  memory.stats.observedPeakBytes = livePeak;
+namespace {
 
-  // From here on launches update the states: a failure leaves them
-  // half-updated, so the session refuses further calls until reset().
-  size_t l = 0;
-  auto failAt = [&](Status status) -> Status {
-    failure_ = "the session failed at " + programName + " launch " + std::to_string(l) +
-               "; call reset()";
-    return status;
-  };
-  // A device backend lays the activations out in one device arena. Its plan
-  // sizes every kCompressed* dim at capacity and, past position 0, is planned
-  // at the last position (max_seq_len - S): one layout for every decode call,
-  // so a captured decode graph keeps its addresses.
-  if (backend.deviceResident()) {
-    int64_t deviceStart = call.startPos == 0 ? 0 : model.maxSeqLen - call.tokens;
-    if (!memory.haveDevicePlan || memory.devicePlan.tokens != call.tokens ||
-        (memory.devicePlan.startPos == 0) != (deviceStart == 0)) {
-      Expected<MemoryPlan> devicePlan =
-          planMemory(plan, *program, call.tokens, deviceStart, /*capacity=*/true);
-      if (!devicePlan)
-        return devicePlan.status().withContext(programName + ": device arena: ");
-      memory.devicePlan = std::move(devicePlan.value());
-      memory.haveDevicePlan = true;
-    }
-    if (Status s = backend.bindArena(*program, memory.devicePlan,
-                                     std::span<HostTensor *const>(resolved.data(), resolved.size()));
-        !s)
-      return failAt(s.withContext(programName + ": device arena: "));
-  }
-  {
-    std::vector<HostTensor *> activations;
-    for (size_t i = 0; i < program->values.size(); ++i)
-      if (program->values[i].kind == ValueKind::Input ||
-          program->values[i].kind == ValueKind::Activation)
-        activations.push_back(resolved[i]);
-    if (Status s = backend.beginCall(activations); !s)
-      return failAt(s);
-    if (Status s = backend.toDevice(input); !s)
-      return failAt(s);
+/// One call's run of its CallPlan's steps (Session::run): the tensors of
+/// every slot, the observed live bytes, the observer and the backend.
+class CallRun {
+public:
+  CallRun(const PlanModel &plan, const Program &program, const CallPlan &callPlan,
+          const CallInfo &call, std::vector<HostTensor *> values, bool zeroArena,
+          Backend &backend, SessionObserver *observer, SessionMemoryStats &stats)
+      : plan_(plan), program_(program), cp_(callPlan), call_(call), values_(std::move(values)),
+        zeroArena_(zeroArena), backend_(backend), observer_(observer), stats_(stats),
+        syncForObserver_(observer && backend.deviceResident()),
+        allocated_(program.values.size(), 0) {
+    replayCall_ = call;
+    static_cast<CallGeometry &>(replayCall_) = callPlan.replay;
   }
 
-  // The backend may run the whole program itself (a replayed CUDA graph,
-  // docs/runtime.md); only without an observer.
-  Expected<bool> replayed = backend.beginLaunches(
-      plan, call, *program, std::span<HostTensor *const>(resolved.data(), resolved.size()),
-      !observer_);
-  if (!replayed)
-    return failAt(replayed.status());
-  if (*replayed)
-    l = program->launches.size();
-  size_t nextBoundary = 0;
-  // CED replayed launches (Launch::replay) run on the last R' = min(R, S)
-  // rows of the prefill, positions S - R' .. S - 1, in chunk mode.
-  CallInfo replayCall = call;
-  if (model.cedReplayTokens > 0) {
-    int64_t rows = std::min(model.cedReplayTokens, call.tokens);
-    replayCall.startPos = call.startPos + call.tokens - rows;
-    replayCall.tokens = rows;
-    replayCall.chunk = true;
-    replayCall.ringRows = 0; // the replay's window starts at its first row
+  std::span<HostTensor *const> values() const { return values_; }
+  HostTensor &value(size_t slot) { return *values_[slot]; }
+  /// The launch a failure is reported at (Session::failure_).
+  size_t at() const { return at_; }
+
+  /// Zeroes what lives from the start and counts the inputs as live.
+  void start() {
+    if (zeroArena_)
+      for (int64_t v : cp_.zeroAtStart)
+        zero(*values_[size_t(v)]);
+    for (int64_t v : program_.inputs)
+      if (isActivation(v) && !allocated_[size_t(v)]) {
+        allocated_[size_t(v)] = 1;
+        liveBytes_ += values_[size_t(v)]->byteSize();
+      }
+    livePeak_ = liveBytes_;
+    for (int64_t v : program_.inputs) // inputs no launch reads die at once
+      if (isActivation(v) && allocated_[size_t(v)] == 1 && cp_.lastUse[size_t(v)] < 0) {
+        allocated_[size_t(v)] = 2;
+        liveBytes_ -= values_[size_t(v)]->byteSize();
+      }
+    stats_.observedPeakBytes = livePeak_;
   }
-  // The context of a launch on the call's whole tensors.
-  auto contextOf = [&](const Launch &at, const CallInfo &info) {
-    LaunchContext context{plan, *program, at, plan.kernels[at.kernel], info, {}, {}, {}, {}, &call};
+
+  /// The steps, from the first (or none: the backend replayed the program).
+  Status runSteps(bool replayedByBackend) {
+    if (replayedByBackend) {
+      at_ = program_.launches.size();
+      return Status::ok();
+    }
+    for (const CallStep &step : cp_.steps)
+      if (Status s = runStep(step); !s)
+        return s;
+    return Status::ok();
+  }
+
+private:
+  bool isActivation(int64_t v) const {
+    const ValueKind kind = program_.values[size_t(v)].kind;
+    return kind == ValueKind::Input || kind == ValueKind::Activation;
+  }
+  static void zero(HostTensor &t) {
+    if (t.byteSize())
+      std::memset(t.bytes(), 0, t.byteSize());
+  }
+  const CallInfo &infoOf(const CallStep &step) const { return step.replay ? replayCall_ : call_; }
+
+  /// Launch k's values are born: zeroed (arena) and counted live.
+  void born(size_t k) {
+    if (zeroArena_)
+      for (int64_t v : cp_.zeroBefore[k])
+        zero(*values_[size_t(v)]);
+    for (int64_t v : program_.launches[k].outputs)
+      if (isActivation(v) && !allocated_[size_t(v)]) {
+        allocated_[size_t(v)] = 1;
+        liveBytes_ += values_[size_t(v)]->byteSize();
+      }
+    livePeak_ = std::max(livePeak_, liveBytes_);
+    stats_.observedPeakBytes = livePeak_;
+  }
+  void retire(size_t k) {
+    for (int64_t v : cp_.dieAfter[k])
+      if (allocated_[size_t(v)] == 1) {
+        allocated_[size_t(v)] = 2;
+        liveBytes_ -= values_[size_t(v)]->byteSize();
+      }
+  }
+
+  /// The context of launch k on the call's whole tensors.
+  LaunchContext contextOf(size_t k, const CallInfo &info) const {
+    const Launch &at = program_.launches[k];
+    LaunchContext context{plan_, program_, at, plan_.kernels[size_t(at.kernel)], info, {}, {}, {}, {},
+                          &call_};
     for (int64_t v : at.inputs) {
-      context.inputs.push_back(resolved[v]);
-      context.inputSlots.push_back(&program->values[v]);
+      context.inputs.push_back(values_[size_t(v)]);
+      context.inputSlots.push_back(&program_.values[size_t(v)]);
     }
     for (int64_t v : at.outputs) {
-      context.outputs.push_back(resolved[v]);
-      context.outputSlots.push_back(&program->values[v]);
+      context.outputs.push_back(values_[size_t(v)]);
+      context.outputSlots.push_back(&program_.values[size_t(v)]);
     }
     return context;
-  };
-  // Row-tiled fusions (Fusion::tileRows, the indexer) run all their steps
-  // on one tile of rows at a time when the backend runs row tiles; their
-  // internal values hold one tile (planMemory with rowTiles).
-  const std::vector<int64_t> tiles =
-      rowTiles ? rowTiledValues(*program) : std::vector<int64_t>(program->values.size(), 0);
-  size_t tiledEnd = 0; // launches before it already ran in row tiles
-  // Values freed after launch k: those whose last use is k.
-  std::vector<std::vector<int64_t>> dieAt(program->launches.size());
-  for (size_t v = 0; v < program->values.size(); ++v)
-    if (lastUse[v] >= 0 && size_t(lastUse[v]) < program->launches.size())
-      dieAt[size_t(lastUse[v])].push_back(int64_t(v));
-  auto retireAt = [&](size_t k) {
-    for (int64_t v : dieAt[k])
-      if (isActivation(v) && allocated[v] == 1) {
-        allocated[v] = 2;
-        liveBytes -= resolved[v]->byteSize();
-      }
-  };
-  auto bornAndAllocate = [&](size_t k) {
-    for (HostTensor *t : bornAt[k])
-      std::memset(t->bytes(), 0, t->byteSize());
-    for (int64_t v : program->launches[k].outputs)
-      if (isActivation(v) && !allocated[v]) {
-        allocated[v] = 1;
-        liveBytes += resolved[v]->byteSize();
-      }
-    livePeak = std::max(livePeak, liveBytes);
-    memory.stats.observedPeakBytes = livePeak;
-  };
-  auto launchError = [&](size_t k, const Status &status) {
-    const Launch &at = program->launches[k];
-    return status.withContext(programName + " launch " + std::to_string(k) + " (" +
-                              plan.kernels[at.kernel].name + ", layer " +
+  }
+  Status launchError(size_t k, const Status &status) const {
+    const Launch &at = program_.launches[k];
+    return status.withContext(program_.name + " launch " + std::to_string(k) + " (" +
+                              plan_.kernels[size_t(at.kernel)].name + ", layer " +
                               std::to_string(at.layer) + "): ");
-  };
-  // Runs launches [first, end) of a row-tiled fusion, tile by tile.
-  auto runRowTiles = [&](size_t first, size_t end, const CallInfo &base) -> Status {
-    const int64_t tileRows = program->fusions[size_t(program->launches[first].fusion)].tileRows;
-    for (int64_t r0 = 0; r0 < base.tokens; r0 += tileRows) {
-      const int64_t rows = std::min(tileRows, base.tokens - r0);
+  }
+
+  Status runStep(const CallStep &step) {
+    const CallInfo &info = infoOf(step);
+    at_ = step.first;
+    switch (step.kind) {
+    case CallStep::Kind::SkipReplay: // its slots stay zero and unread; its boundary is not reached
+      for (size_t k = step.first; k < step.end; ++k)
+        retire(k);
+      return Status::ok();
+    case CallStep::Kind::Launch: {
+      born(step.first);
+      LaunchContext context = contextOf(step.first, info);
+      if (Status s = backend_.launch(context); !s)
+        return launchError(step.first, s);
+      break;
+    }
+    case CallStep::Kind::NativeFusion: {
+      for (size_t k = step.first; k < step.end; ++k)
+        born(k);
+      std::vector<LaunchContext> contexts;
+      contexts.reserve(step.end - step.first);
+      for (size_t k = step.first; k < step.end; ++k)
+        contexts.push_back(contextOf(k, info));
+      if (Status s = backend_.launchFusion(contexts); !s)
+        return launchError(step.first, s);
+      break;
+    }
+    case CallStep::Kind::RowTiles:
+      for (size_t k = step.first; k < step.end; ++k)
+        born(k);
+      if (Status s = runRowTiles(step, info); !s)
+        return s;
+      break;
+    }
+    // Observers see every launch's outputs whole, then the boundaries.
+    for (size_t k = step.first; k < step.end; ++k) {
+      at_ = k;
+      if (Status s = observe(k, info); !s)
+        return s;
+      retire(k);
+    }
+    return Status::ok();
+  }
+
+  Status observe(size_t k, const CallInfo &info) {
+    if (observer_) {
+      LaunchContext context = contextOf(k, info);
+      if (syncForObserver_)
+        for (HostTensor *out : context.outputs)
+          if (Status s = backend_.toHost(*out); !s)
+            return s;
+      observer_->afterLaunch(info, program_, context.launch, context.kernel,
+                             std::span<const HostTensor *const>(context.outputs.data(),
+                                                                context.outputs.size()));
+    }
+    if (!observer_ || !plan_.model.layerBoundaries)
+      return Status::ok();
+    for (size_t index : cp_.boundariesAfter[k]) {
+      const LayerBoundary &b = program_.boundaries[index];
+      HostTensor &stream = *values_[size_t(b.stream)], &mix = *values_[size_t(b.mix)];
+      if (Status s = observer_->atBoundary(call_, b.layer, stream, mix); !s)
+        return s;
+      if (syncForObserver_) {
+        if (Status s = backend_.toDevice(stream); !s)
+          return s;
+        if (Status s = backend_.toDevice(mix); !s)
+          return s;
+      }
+    }
+    return Status::ok();
+  }
+
+  /// Launches [first, end) of a row-tiled fusion, tile by tile: operands
+  /// with symbolic rows are row views (an internal value holds one tile).
+  Status runRowTiles(const CallStep &step, const CallInfo &base) {
+    for (const RowTile &rowTile : step.tiles) {
       CallInfo tile = base;
-      tile.startPos = base.startPos + r0;
-      tile.tokens = rows;
-      tile.windowRows = base.chunk ? base.ringRows + base.tokens : model.windowSize;
+      static_cast<CallGeometry &>(tile) = tileGeometry(base, rowTile);
+      const int64_t r0 = rowTile.offset, rows = rowTile.rows;
       std::deque<HostTensor> views; // stable addresses for the contexts
       auto operand = [&](int64_t v) -> Expected<HostTensor *> {
-        const ValueSlot &slot = program->values[v];
-        HostTensor *whole = resolved[v];
+        const ValueSlot &slot = program_.values[size_t(v)];
+        HostTensor *whole = values_[size_t(v)];
         if (!isActivation(v) || slot.shape.empty() ||
             (slot.shape[0] != kTokens && slot.shape[0] != kReplayTokens))
           return whole;
-        const int64_t from = tiles[v] > 0 ? 0 : r0; // an internal value holds one tile
+        const int64_t from = cp_.tileRows[size_t(v)] > 0 ? 0 : r0; // an internal value holds one tile
         std::vector<int64_t> shape = whole->shape();
         if (shape.empty() || from + rows > shape[0])
           return internalError("row tile [" + std::to_string(r0) + ", " +
@@ -584,123 +545,174 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
           return st;
         return &view;
       };
-      for (size_t k = first; k < end; ++k) {
-        const Launch &step = program->launches[k];
-        LaunchContext context{plan, *program, step, plan.kernels[step.kernel], tile, {}, {}, {}, {}, &call};
-        for (int64_t v : step.inputs) {
+      for (size_t k = step.first; k < step.end; ++k) {
+        const Launch &launch = program_.launches[k];
+        LaunchContext context{plan_, program_, launch, plan_.kernels[size_t(launch.kernel)], tile,
+                              {}, {}, {}, {}, &call_};
+        for (int64_t v : launch.inputs) {
           Expected<HostTensor *> t = operand(v);
           if (!t)
             return launchError(k, t.status());
           context.inputs.push_back(*t);
-          context.inputSlots.push_back(&program->values[v]);
+          context.inputSlots.push_back(&program_.values[size_t(v)]);
         }
-        for (int64_t v : step.outputs) {
+        for (int64_t v : launch.outputs) {
           Expected<HostTensor *> t = operand(v);
           if (!t)
             return launchError(k, t.status());
-          if (tiles[v] > 0) // a fresh tile of an internal value
-            std::memset((*t)->bytes(), 0, (*t)->byteSize());
+          if (cp_.tileRows[size_t(v)] > 0) // a fresh tile of an internal value
+            zero(**t);
           context.outputs.push_back(*t);
-          context.outputSlots.push_back(&program->values[v]);
+          context.outputSlots.push_back(&program_.values[size_t(v)]);
         }
-        if (Status status = backend.launch(context); !status)
+        if (Status status = backend_.launch(context); !status)
           return launchError(k, status);
       }
     }
     return Status::ok();
-  };
-  for (; l < program->launches.size(); ++l) {
-    const Launch &launch = program->launches[l];
-    // An earlier chunk of a chunked CED prefill: the replay is the last
-    // chunk's (its slots stay zero and unread).
-    if (launch.replay && !runReplay) {
-      retireAt(l);
-      while (nextBoundary < program->boundaries.size() &&
-             program->boundaries[nextBoundary].afterLaunch == int64_t(l))
-        ++nextBoundary; // a replayed layer's boundary: not reached in this chunk
-      continue;
-    }
-    if (launch.replay && (model.cedReplayTokens <= 0 || !call.chunk))
-      return failAt(internalError(programName + " launch " + std::to_string(l) +
-                                  ": a replayed launch outside a CED prefill"));
-    const CallInfo &launchCall = launch.replay ? replayCall : call;
-    if (l >= tiledEnd && launch.fusion >= 0 && size_t(launch.fusion) < program->fusions.size() &&
-        program->fusions[size_t(launch.fusion)].tileRows > 0 && rowTiles) {
-      size_t end = l;
-      while (end < program->launches.size() && program->launches[end].fusion == launch.fusion)
-        ++end;
-      for (size_t k = l; k < end; ++k)
-        bornAndAllocate(k);
-      if (Status status = runRowTiles(l, end, launchCall); !status)
-        return failAt(status);
-      tiledEnd = end;
-    } else if (l >= tiledEnd && !observer_ && launch.fusion >= 0 &&
-               size_t(launch.fusion) < program->fusions.size() &&
-               (l == 0 || program->launches[l - 1].fusion != launch.fusion)) {
-      // (With an observer attached, steps run one by one: it sees every
-      // step's output, which a native kernel may never write.)
-      // A fused kernel the backend runs as one kernel (Backend::runsFusion).
-      size_t end = l;
-      while (end < program->launches.size() && program->launches[end].fusion == launch.fusion)
-        ++end;
-      if (backend.runsFusion(plan, *program, l, end - l)) {
-        for (size_t k = l; k < end; ++k)
-          bornAndAllocate(k);
-        std::vector<LaunchContext> steps;
-        steps.reserve(end - l);
-        for (size_t k = l; k < end; ++k)
-          steps.push_back(contextOf(program->launches[k], launchCall));
-        if (Status status = backend.launchFusion(steps); !status)
-          return failAt(launchError(l, status));
-        tiledEnd = end;
-      } else {
-        bornAndAllocate(l);
-      }
-    } else if (l >= tiledEnd) {
-      bornAndAllocate(l);
-    }
-    LaunchContext context = contextOf(launch, launchCall);
-    if (l >= tiledEnd)
-      if (Status status = backend.launch(context); !status)
-        return failAt(launchError(l, status));
-    if (syncForObserver)
-      for (HostTensor *out : context.outputs)
-        if (Status s = backend.toHost(*out); !s)
-          return failAt(s);
-    if (observer_)
-      observer_->afterLaunch(launchCall, *program, launch, context.kernel,
-                             std::span<const HostTensor *const>(context.outputs.data(),
-                                                                context.outputs.size()));
-    while (nextBoundary < program->boundaries.size() &&
-           program->boundaries[nextBoundary].afterLaunch == int64_t(l)) {
-      const LayerBoundary &b = program->boundaries[nextBoundary++];
-      if (observer_ && model.layerBoundaries) {
-        if (Status status = observer_->atBoundary(call, b.layer, *resolved[b.stream], *resolved[b.mix]);
-            !status)
-          return failAt(status);
-        if (syncForObserver) {
-          if (Status s = backend.toDevice(*resolved[b.stream]); !s)
-            return failAt(s);
-          if (Status s = backend.toDevice(*resolved[b.mix]); !s)
-            return failAt(s);
-        }
-      }
-    }
-    retireAt(l);
   }
+
+  const PlanModel &plan_;
+  const Program &program_;
+  const CallPlan &cp_;
+  const CallInfo &call_;
+  CallInfo replayCall_;
+  std::vector<HostTensor *> values_; ///< per slot
+  bool zeroArena_;
+  Backend &backend_;
+  SessionObserver *observer_;
+  SessionMemoryStats &stats_;
+  bool syncForObserver_;
+  std::vector<char> allocated_; ///< 0: not yet, 1: live, 2: freed
+  uint64_t liveBytes_ = 0, livePeak_ = 0;
+  size_t at_ = 0;
+};
+
+} // namespace
+
+Expected<HostTensor> Session::run(const std::string &programName, std::span<const int32_t> ids,
+                                  CallInfo call, bool runReplay) {
+  const PlanModel &plan = engine_.plan();
+  const Program *program = plan.program(programName);
+  if (!program)
+    return failedPrecondition("the plan has no '" + programName + "' program");
+  const size_t programIndex = size_t(program - plan.programs.data());
+  const PlanModelFacts &model = plan.model;
+  if (ids.empty())
+    return invalidArgument(programName + ": no tokens");
+  if (call.startPos + call.tokens > model.maxSeqLen)
+    return invalidArgument(programName + ": position " + std::to_string(call.startPos + call.tokens) +
+                           " exceeds the plan's max_seq_len " + std::to_string(model.maxSeqLen));
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= model.vocabSize)
+      return invalidArgument(programName + ": token " + std::to_string(i) + " has id " +
+                             std::to_string(ids[i]) + ", outside the vocabulary [0, " +
+                             std::to_string(model.vocabSize) + ")");
+  if (!stateError_)
+    return stateError_;
+
+  // The call's plan (cached per shape; CallPlan.h) and its geometry.
+  CallShape shape;
+  shape.tokens = call.tokens;
+  shape.startPos = call.startPos;
+  shape.prefillLike = call.prefillLike;
+  shape.runReplay = runReplay || !memory_[programIndex].replays;
+  shape.observed = observer_ != nullptr;
+  Expected<const CallPlan *> planned = callPlanFor(programIndex, shape);
+  if (!planned)
+    return planned.status();
+  const CallPlan &callPlan = **planned;
+  static_cast<CallGeometry &>(call) = callPlan.call;
+
+  // Every slot's tensor: weights, states, and the call's activations as
+  // views into the program's host arena (or one allocation each).
+  Backend &backend = engine_.backend();
+  const bool useArena = engine_.options().arena;
+  ProgramMemory &memory = memory_[programIndex];
+  if (useArena && memory.arena.byteSize() < callPlan.host.peakBytes)
+    if (Status s = memory.arena.resetChecked(DType::U8, {int64_t(callPlan.host.peakBytes)}); !s)
+      return s.withContext(programName + ": activation arena: ");
+  std::vector<HostTensor> &values = activations_[programIndex];
+  values.resize(program->values.size());
+  std::vector<HostTensor *> resolved(program->values.size(), nullptr);
+  for (size_t i = 0; i < program->values.size(); ++i) {
+    const ValueSlot &slot = program->values[i];
+    switch (slot.kind) {
+    case ValueKind::Weight:
+      resolved[i] = const_cast<HostTensor *>(&engine_.weights()[size_t(slot.tensor)]);
+      break;
+    case ValueKind::State:
+      resolved[i] = &states_[size_t(slot.state)];
+      break;
+    case ValueKind::Input:
+    case ValueKind::Activation: {
+      const ValueMemory &m = callPlan.host.values[i];
+      Status s = useArena ? values[i].viewChecked(slot.dtype, m.shape,
+                                                  memory.arena.bytes() + m.offset,
+                                                  memory.arena.byteSize() - m.offset)
+                          : values[i].resetChecked(slot.dtype, m.shape);
+      if (!s)
+        return s.withContext(programName + ": value slot " + std::to_string(i) + " ('" +
+                             slot.name + "'): ");
+      resolved[i] = &values[i];
+      break;
+    }
+    }
+  }
+  CallRun runner(plan, *program, callPlan, call, std::move(resolved), useArena, backend, observer_,
+                 memory.stats);
+  HostTensor &input = runner.value(callPlan.tokenInput);
+  memory.called = true;
+  memory.stats = SessionMemoryStats();
+  memory.stats.arena = useArena;
+  memory.stats.arenaBytes = useArena ? memory.arena.byteSize() : 0;
+  memory.stats.plannedPeakBytes = callPlan.host.peakBytes;
+  memory.stats.plannedSumBytes = callPlan.host.sumBytes;
+  runner.start();
+  std::copy(ids.begin(), ids.end(), input.data<int32_t>());
+
+  // From here on launches update the states: a failure leaves them
+  // half-updated, so the session refuses further calls until reset().
+  auto failAt = [&](Status status) -> Status {
+    failure_ = "the session failed at " + programName + " launch " + std::to_string(runner.at()) +
+               "; call reset()";
+    return status;
+  };
+  // A device backend lays the activations out in one device arena (the
+  // plan's capacity layout: one for every decode call).
+  if (callPlan.hasDevicePlan)
+    if (Status s = backend.bindArena(*program, callPlan.device, runner.values()); !s)
+      return failAt(s.withContext(programName + ": device arena: "));
+  {
+    std::vector<HostTensor *> activations;
+    for (size_t i = 0; i < program->values.size(); ++i)
+      if (callPlan.host.values[i].planned)
+        activations.push_back(&runner.value(i));
+    if (Status s = backend.beginCall(activations); !s)
+      return failAt(s);
+    if (Status s = backend.toDevice(input); !s)
+      return failAt(s);
+  }
+  // The backend may run the whole program itself (a replayed CUDA graph,
+  // docs/runtime.md); only without an observer.
+  Expected<bool> replayed = backend.beginLaunches(plan, call, *program, runner.values(), !observer_);
+  if (!replayed)
+    return failAt(replayed.status());
+  if (Status s = runner.runSteps(*replayed); !s)
+    return failAt(s);
   if (Status s = backend.endLaunches(call, *program); !s)
     return failAt(s);
   position_ = call.startPos + call.tokens;
   if (call.decodeStep >= 0)
     ++decodeSteps_;
-  HostTensor &out = *resolved[outputSlot];
+  HostTensor &out = runner.value(callPlan.logitsOutput);
   if (Status s = backend.toHost(out); !s)
     return s;
   if (out.dtype() != DType::F32 || out.shape().size() != 2)
     return internalError(programName + ": output 0 is not F32 of rank 2");
   // Only an activation of this call may be moved out; a weight or a state
   // output is copied (never move out of the engine's weights or the states).
-  if (program->values[outputSlot].kind != ValueKind::Activation || out.isView())
+  if (program->values[callPlan.logitsOutput].kind != ValueKind::Activation || out.isView())
     return HostTensor(out); // an arena view is copied: the arena is reused
   HostTensor logits = std::move(out);
   return logits;

@@ -114,30 +114,27 @@ std::vector<int64_t> rowTiledValues(const Program &program) {
   return tile;
 }
 
-Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, int64_t tokens,
-                                int64_t startPos, bool capacity, bool rowTiles) {
+Expected<std::vector<ValueMemory>> sizeValues(const PlanModel &plan, const Program &program,
+                                              int64_t tokens, int64_t startPos, bool capacity,
+                                              bool rowTiles) {
   const std::vector<int64_t> tiles =
       rowTiles ? rowTiledValues(program) : std::vector<int64_t>(program.values.size(), 0);
-  MemoryPlan result;
-  result.program = program.name;
-  result.tokens = tokens;
-  result.startPos = startPos;
-  result.launches = int64_t(program.launches.size());
   const int64_t n = int64_t(program.values.size());
-  result.values.resize(n);
-
-  // Sizes (same checks and messages as HostTensor::resetChecked).
+  std::vector<ValueMemory> values(static_cast<size_t>(n));
+  // Same checks and messages as HostTensor::resetChecked.
   for (int64_t i = 0; i < n; ++i) {
     const ValueSlot &slot = program.values[i];
-    ValueMemory &v = result.values[i];
+    ValueMemory &v = values[i];
     if (slot.kind != ValueKind::Input && slot.kind != ValueKind::Activation)
       continue;
     v.planned = true;
-    std::string where = program.name + ": value slot " + std::to_string(i) + " ('" + slot.name + "'): ";
+    auto where = [&] { // built only for an error (this runs on every call)
+      return program.name + ": value slot " + std::to_string(i) + " ('" + slot.name + "'): ";
+    };
     v.shape = slot.shape;
     for (int64_t &d : v.shape) {
       if ((d == kCompressedTokens || d == kCompressedLength) && slot.ratio <= 0)
-        return invalidArgument(where + "compressed dimension with ratio " +
+        return invalidArgument(where() + "compressed dimension with ratio " +
                                std::to_string(slot.ratio) + ", expected a positive ratio");
       if (capacity && d == kCompressedTokens)
         d = compressedTokensCapacity(tokens, slot.ratio);
@@ -151,7 +148,7 @@ Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, i
     std::optional<uint64_t> bytes = HostTensor::checkedByteSize(slot.dtype, v.shape);
     if (!bytes || *bytes > HostTensor::kMaxBytes)
       return invalidArgument(
-          where + "tensor shape " + HostTensor::shapeString(v.shape) + " of " + dtypeName(slot.dtype) +
+          where() + "tensor shape " + HostTensor::shapeString(v.shape) + " of " + dtypeName(slot.dtype) +
           (bytes ? " needs " + std::to_string(*bytes) + " bytes, more than the limit of " +
                        std::to_string(HostTensor::kMaxBytes)
                  : std::string(" has a negative dimension or overflows")));
@@ -159,6 +156,22 @@ Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, i
     v.alignedBytes = alignUp(*bytes);
     v.first = v.last = -2; // untouched so far
   }
+  return values;
+}
+
+Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, int64_t tokens,
+                                int64_t startPos, bool capacity, bool rowTiles) {
+  Expected<std::vector<ValueMemory>> sized =
+      sizeValues(plan, program, tokens, startPos, capacity, rowTiles);
+  if (!sized)
+    return sized.status();
+  MemoryPlan result;
+  result.program = program.name;
+  result.tokens = tokens;
+  result.startPos = startPos;
+  result.launches = int64_t(program.launches.size());
+  const int64_t n = int64_t(program.values.size());
+  result.values = std::move(sized.value());
 
   // Live ranges.
   auto inRange = [&](int64_t v) { return v >= 0 && v < n && result.values[v].planned; };

@@ -3,6 +3,7 @@
 //   dsc-bench PLAN (--weights CKPT | --synthetic-weights SEED) [--backend cpu|cuda]
 //             [--prefill-len N] [--decode-steps M] [--warmup K] [--json OUT.json]
 //             [--list-bytes] [--bytes-only]
+//             [--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]
 //
 // Loads the plan with a checkpoint or deterministic synthetic weights
 // (Engine::createSynthetic), runs K warm-up sequences, then one timed
@@ -15,12 +16,15 @@
 // the per-tensor byte accounting; --bytes-only stops after it (no weights).
 // The JSON's device_arena_bytes gives each program's device activation arena
 // (Backend::arenaBytes, after the timed run; 0 on the CPU backend).
+// The --cuda-* flags (and, below them, the DSC_CUDA_* variables) set the CUDA
+// backend's switches (tools/common/CudaFlags.h).
 // Exit status: 0, 1 on errors, 2 on usage errors, 3 when logits are not finite.
 // Links no MLIR/LLVM.
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/Backend.h"
 #include "dsc/runtime/Engine.h"
 #include "tools/common/CommandLine.h"
+#include "tools/common/CudaFlags.h"
 #include "dsc/runtime/PlanFile.h"
 
 #include <algorithm>
@@ -48,8 +52,9 @@ int usage(const std::string &message) {
                "usage: dsc-bench PLAN (--weights CKPT | --synthetic-weights SEED) "
                "[--backend cpu|cuda]\n"
                "                 [--prefill-len N] [--decode-steps M] [--warmup K] "
-               "[--json OUT.json] [--list-bytes] [--bytes-only]\n",
-               message.c_str());
+               "[--json OUT.json] [--list-bytes] [--bytes-only]\n"
+               "                 %s\n",
+               message.c_str(), dsc::tools::kCudaUsage);
   return 2;
 }
 
@@ -236,9 +241,11 @@ std::string humanBytes(double b) {
 static int runMain(int argc, char **argv) {
   dsc::tools::CommandLine cl = dsc::tools::parseCommandLine(
       argc, argv,
-      {"--weights", "--synthetic-weights", "--backend", "--prefill-len", "--decode-steps",
-       "--warmup", "--json"},
-      {"--list-bytes", "--bytes-only", "--help", "-h"});
+      dsc::tools::withOptions({"--weights", "--synthetic-weights", "--backend", "--prefill-len",
+                               "--decode-steps", "--warmup", "--json"},
+                              dsc::tools::kCudaValuedOptions),
+      dsc::tools::withOptions({"--list-bytes", "--bytes-only", "--help", "-h"},
+                              dsc::tools::kCudaFlags));
   if (cl.flags.count("--help") || cl.flags.count("-h")) {
     usage("help");
     return 0;
@@ -275,6 +282,8 @@ static int runMain(int argc, char **argv) {
   EngineOptions engineOptions;
   if (options.count("--backend"))
     engineOptions.backend = options["--backend"];
+  if (std::string bad = dsc::tools::applyCudaFlags(cl, engineOptions.cuda); !bad.empty())
+    return usage(bad);
 
   Expected<PlanModel> planModel = readPlanFile(planPath);
   if (!planModel)

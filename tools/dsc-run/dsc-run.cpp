@@ -3,6 +3,7 @@
 //   dsc-run PLAN --weights CKPT --input-ids FILE --prefill-len P
 //           [--backend cpu] [--logits-out OUT.npy]
 //           [--force-boundaries GOLDEN.safetensors] [--dump-layers DIR]
+//           [--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]
 //   dsc-run PLAN --weights CKPT --prompt-ids FILE --max-new-tokens N
 //   dsc-run PLAN --describe   (facts, launches and memory peaks of the plan)
 //
@@ -10,7 +11,9 @@
 // remaining id; --logits-out gets float32 [1 + (N - P), vocab] (the prefill's
 // last position, then each decode step). With --prompt-ids: prefill the
 // prompt, then greedy decoding for N tokens (printed). Ids files are text
-// (whitespace-separated) or .npy int arrays. Links no MLIR/LLVM. Exit codes: 0
+// (whitespace-separated) or .npy int arrays. The --cuda-* flags (and, below
+// them, DSC_CUDA_GRAPHS / DSC_CUDA_SYNC / DSC_CUDA_TOPK_QUADRATIC) set the
+// CUDA backend's switches (tools/common/CudaFlags.h). Links no MLIR/LLVM. Exit codes: 0
 // ok, 1 error, 2 usage, 77 backend unavailable (e.g. --backend cuda without a
 // GPU), so test runners can skip.
 //===----------------------------------------------------------------------===//
@@ -19,6 +22,7 @@
 #include "dsc/runtime/Npy.h"
 #include "dsc/runtime/PlanFile.h"
 #include "tools/common/CommandLine.h"
+#include "tools/common/CudaFlags.h"
 
 #include <algorithm>
 #include <climits>
@@ -43,8 +47,9 @@ int usage(const char *message) {
                "--prompt-ids FILE --max-new-tokens N)\n"
                "               [--backend cpu|cuda] [--logits-out OUT.npy]\n"
                "               [--force-boundaries GOLDEN.safetensors] [--dump-layers DIR]\n"
+               "               %s\n"
                "       dsc-run PLAN --describe\n",
-               message);
+               message, dsc::tools::kCudaUsage);
   return 2;
 }
 
@@ -125,8 +130,12 @@ static int runMain(int argc, char **argv) {
   if (argc == 3 && std::string(argv[2]) == "--describe")
     return describe(argv[1]);
   dsc::tools::CommandLine cl = dsc::tools::parseCommandLine(
-      argc, argv, {"--weights", "--input-ids", "--prefill-len", "--backend", "--logits-out",
-                   "--force-boundaries", "--dump-layers", "--prompt-ids", "--max-new-tokens"});
+      argc, argv,
+      dsc::tools::withOptions({"--weights", "--input-ids", "--prefill-len", "--backend",
+                               "--logits-out", "--force-boundaries", "--dump-layers",
+                               "--prompt-ids", "--max-new-tokens"},
+                              dsc::tools::kCudaValuedOptions),
+      dsc::tools::kCudaFlags);
   if (!cl.error.empty())
     return usage(cl.error.c_str());
   std::string planPath = cl.positional;
@@ -142,6 +151,8 @@ static int runMain(int argc, char **argv) {
   EngineOptions engineOptions;
   if (options.count("--backend"))
     engineOptions.backend = options["--backend"];
+  if (std::string bad = dsc::tools::applyCudaFlags(cl, engineOptions.cuda); !bad.empty())
+    return usage(bad.c_str());
   Expected<std::unique_ptr<Engine>> engine =
       Engine::load(planPath, options["--weights"], engineOptions);
   if (!engine) {

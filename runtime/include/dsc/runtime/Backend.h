@@ -156,9 +156,9 @@ Expected<DeviceCopyBandwidth> measureDeviceCopyBandwidth(size_t bytes = size_t(1
 
 /// The CPU reference backend (runtime/cpu/CpuBackend.cpp).
 std::unique_ptr<Backend> createCpuBackend();
-/// The CUDA backend (runtime/cuda/CudaBackend.cpp); Unavailable without a
-/// driver or a GPU.
-Expected<std::unique_ptr<Backend>> createCudaBackend();
+/// The CUDA backend (runtime/cuda/CudaBackend.cpp) with its switches
+/// (EngineOptions::cuda); Unavailable without a driver or a GPU.
+Expected<std::unique_ptr<Backend>> createCudaBackend(const CudaOptions &options = {});
 
 } // namespace dsc::runtime
 

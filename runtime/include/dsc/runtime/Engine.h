@@ -33,6 +33,7 @@
 #ifndef DSC_RUNTIME_ENGINE_H
 #define DSC_RUNTIME_ENGINE_H
 
+#include "dsc/runtime/CallPlan.h"
 #include "dsc/runtime/HostTensor.h"
 #include "dsc/runtime/MemoryPlan.h"
 #include "dsc/runtime/PlanModel.h"
@@ -49,28 +50,13 @@ namespace dsc::runtime {
 class Backend;
 class Checkpoint;
 
-/// Which call of a session a launch belongs to.
-struct CallInfo {
+/// Which call of a session a launch belongs to: its geometry (the call's
+/// CallPlan resolves it: the call's own, the CED replay's for replayed
+/// launches, a row tile's; CallPlan.h) and its names.
+struct CallInfo : CallGeometry {
   std::string phase;       ///< "prefill" or "decode<i>" (the golden key prefix)
   std::string program;     ///< plan program name
-  int64_t startPos = 0;    ///< absolute position of the first token
-  int64_t tokens = 0;      ///< tokens of this call
   int64_t decodeStep = -1; ///< i of decode<i>, -1 in prefill
-  /// Prefill-like call: the window source is this call's own KV (rows
-  /// startPos .. startPos + tokens - 1, positions absolute). True in prefill
-  /// and for CED replayed launches (startPos = S - R', tokens = R'); false in
-  /// decode (the window source is the ring).
-  bool chunk = false;
-  /// A continuation chunk of a chunked prefill (PlanModelFacts::prefillChunk):
-  /// the window also reads the min(W-1, startPos) positions before the chunk
-  /// from the ring, ahead of the chunk's own rows (docs/runtime.md). 0 for a
-  /// first chunk, a CED replay and decode.
-  int64_t ringRows = 0;
-  /// A launch on a row tile of a row-tiled fusion (Fusion::tileRows):
-  /// startPos/tokens are the tile's; this is the window rows of the whole
-  /// call (ringRows + tokens in a chunk, W in decode), which offsets the
-  /// compressed part of the top-k lists. -1: not a tile.
-  int64_t windowRows = -1;
 };
 
 class SessionObserver {
@@ -87,8 +73,27 @@ public:
   }
 };
 
+/// Switches of the CUDA backend (createCudaBackend). The runtime reads no
+/// environment variable: the tools map DSC_CUDA_GRAPHS, DSC_CUDA_SYNC and
+/// DSC_CUDA_TOPK_QUADRATIC onto these (docs/runtime.md).
+struct CudaOptions {
+  /// Decode runs as a CUDA graph when no observer is attached (captured at a
+  /// session's second decode, replayed after). Bit-identical either way.
+  bool graphs = true;
+  /// With graphs: a line on stderr when a graph is captured, and how often it
+  /// was replayed when its session goes.
+  bool logGraphs = false;
+  /// Synchronise the stream after every launch, so that a kernel fault names
+  /// its launch; implies no graphs. Slow: never time with it.
+  bool syncEachLaunch = false;
+  /// The first-cut O(T^2) indexer top-k and serial candidate-block kernels
+  /// instead of the O(T) radix selects (for comparisons; same sets).
+  bool quadraticTopk = false;
+};
+
 struct EngineOptions {
   std::string backend = "cpu"; ///< "cpu" (reference backend) or "cuda"
+  CudaOptions cuda;            ///< the CUDA backend's switches
   /// Host activations of a call are views into one arena per program, laid
   /// out by planMemory (MemoryPlan.h); false: one allocation per value slot
   /// (every slot then keeps its value after the call, see Session::value).
@@ -122,6 +127,14 @@ struct SyntheticWeightOptions {
   unsigned threads = 0;                  ///< 0: hardware concurrency
   /// Called after each tensor: (tensor name, bytes done, total bytes).
   std::function<void(const std::string &, uint64_t, uint64_t)> progress;
+};
+
+/// How a Session's calls found their plans (Session::callPlanStats).
+struct CallPlanStats {
+  uint64_t plansMade = 0;      ///< planCall runs (a new call shape)
+  uint64_t plansReused = 0;    ///< calls that found their shape's plan cached
+  uint64_t startsResolved = 0; ///< reused plans moved to a new start (resolveStart)
+  uint64_t hostPlacements = 0; ///< host arena placements (new plans and re-placements)
 };
 
 class Session;
@@ -189,6 +202,11 @@ public:
   const HostTensor *value(const std::string &program, int64_t slot) const;
   /// The last call's activation memory of `program`, or null before any call.
   const SessionMemoryStats *memoryStats(const std::string &program) const;
+  /// How this Session's calls found their plans (CallPlan.h), since it was made.
+  const CallPlanStats &callPlanStats() const { return planStats_; }
+  /// The plan the last call of `program` ran (null before any call): valid
+  /// until the next call of that program.
+  const CallPlan *lastCallPlan(const std::string &program) const;
 
 private:
   /// One call of `programName`; `runReplay` false skips CED replayed
@@ -208,12 +226,20 @@ private:
     HostTensor arena; ///< U8 [capacity]; activations_ are views into it
     SessionMemoryStats stats;
     bool called = false;
-    /// Device-resident backends: the capacity plan of the last device layout
-    /// (Backend::bindArena), reused while the token count and startPos == 0
-    /// stay the same (every decode call shares one).
-    MemoryPlan devicePlan;
-    bool haveDevicePlan = false;
+    /// Call plans made for this program (CallPlan.h), most recently used
+    /// first, at most kCallPlansPerProgram: every decode call shares one,
+    /// each prompt length (chunk) has its own.
+    std::vector<std::unique_ptr<CallPlan>> plans;
+    /// Whether the program has CED replayed launches: without, a call that
+    /// skips them is the same shape as one that runs them.
+    bool replays = false;
   };
+  static constexpr size_t kCallPlansPerProgram = 8;
+  /// The cached plan of `programIndex` for `shape` (made, or moved to its
+  /// start position), first in the program's list.
+  Expected<const CallPlan *> callPlanFor(size_t programIndex, const CallShape &shape);
+  BackendTraits traits_;
+  CallPlanStats planStats_;
   std::vector<ProgramMemory> memory_; ///< per program
 };
 

@@ -118,6 +118,17 @@ inline int64_t compressedTokensCapacity(int64_t tokens, int64_t ratio) {
 Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, int64_t tokens,
                                 int64_t startPos, bool capacity = false, bool rowTiles = false);
 
+/// The sizes part of planMemory: every planned slot's `planned`, `shape`,
+/// `bytes` and `alignedBytes` for the call (live ranges and offsets left
+/// unset), with planMemory's errors. Offsets depend on the call only through
+/// these aligned sizes (the live ranges are the program's), so two calls
+/// whose sized values have equal `alignedBytes` get the same offsets: a
+/// cached plan re-sizes with this and re-places only when one differs
+/// (CallPlan.h, resolveStart).
+Expected<std::vector<ValueMemory>> sizeValues(const PlanModel &plan, const Program &program,
+                                              int64_t tokens, int64_t startPos,
+                                              bool capacity = false, bool rowTiles = false);
+
 /// Per value slot of `program`: the fusion's tileRows for an internal value
 /// of a row-tiled fusion (written by one of its steps, read and written only
 /// by its steps, not a program output or boundary value, rows symbolic:

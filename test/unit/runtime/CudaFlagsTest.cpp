@@ -1,0 +1,95 @@
+//===- CudaFlagsTest.cpp - The tools' CUDA switches (tools/common/CudaFlags.h) ===//
+//
+// What: the DSC_CUDA_* variables map onto CudaOptions as the runtime read
+// them before (it reads none now), the --cuda-* flags win over them, and a
+// bad flag value is an error naming the flag.
+// Why: EngineOptions::cuda replaced the runtime's getenv calls; dsc-run and
+// dsc-bench keep the old switches through this mapping.
+//===----------------------------------------------------------------------===//
+#include "tools/common/CudaFlags.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+using dsc::runtime::CudaOptions;
+using dsc::tools::CommandLine;
+
+namespace {
+
+class CudaFlags : public ::testing::Test {
+protected:
+  void SetUp() override { clear(); }
+  void TearDown() override { clear(); }
+  static void clear() {
+    for (const char *v : {"DSC_CUDA_GRAPHS", "DSC_CUDA_SYNC", "DSC_CUDA_TOPK_QUADRATIC"})
+      unsetenv(v);
+  }
+  static CudaOptions apply(const CommandLine &cl, std::string *error = nullptr) {
+    CudaOptions options;
+    std::string e = dsc::tools::applyCudaFlags(cl, options);
+    if (error)
+      *error = e;
+    else
+      EXPECT_EQ(e, "");
+    return options;
+  }
+};
+
+TEST_F(CudaFlags, DefaultsWithoutVariablesOrFlags) {
+  CudaOptions o = apply(CommandLine());
+  EXPECT_TRUE(o.graphs);
+  EXPECT_FALSE(o.logGraphs);
+  EXPECT_FALSE(o.syncEachLaunch);
+  EXPECT_FALSE(o.quadraticTopk);
+}
+
+TEST_F(CudaFlags, VariablesAsTheRuntimeReadThem) {
+  setenv("DSC_CUDA_GRAPHS", "0", 1);
+  EXPECT_FALSE(apply(CommandLine()).graphs);
+  setenv("DSC_CUDA_GRAPHS", "2", 1);
+  CudaOptions log = apply(CommandLine());
+  EXPECT_TRUE(log.graphs);
+  EXPECT_TRUE(log.logGraphs);
+  setenv("DSC_CUDA_GRAPHS", "1", 1);
+  EXPECT_TRUE(apply(CommandLine()).graphs);
+  EXPECT_FALSE(apply(CommandLine()).logGraphs);
+  setenv("DSC_CUDA_SYNC", "0", 1);
+  EXPECT_FALSE(apply(CommandLine()).syncEachLaunch);
+  setenv("DSC_CUDA_SYNC", "yes", 1);
+  EXPECT_TRUE(apply(CommandLine()).syncEachLaunch);
+  setenv("DSC_CUDA_TOPK_QUADRATIC", "2", 1);
+  EXPECT_FALSE(apply(CommandLine()).quadraticTopk) << "only =1 selected it";
+  setenv("DSC_CUDA_TOPK_QUADRATIC", "1", 1);
+  EXPECT_TRUE(apply(CommandLine()).quadraticTopk);
+}
+
+TEST_F(CudaFlags, FlagsWinOverVariables) {
+  setenv("DSC_CUDA_GRAPHS", "0", 1);
+  setenv("DSC_CUDA_TOPK_QUADRATIC", "1", 1);
+  CommandLine cl;
+  cl.options["--cuda-graphs"] = "log";
+  cl.options["--cuda-topk"] = "radix";
+  cl.flags.insert("--cuda-sync");
+  CudaOptions o = apply(cl);
+  EXPECT_TRUE(o.graphs);
+  EXPECT_TRUE(o.logGraphs);
+  EXPECT_FALSE(o.quadraticTopk);
+  EXPECT_TRUE(o.syncEachLaunch);
+  cl.options["--cuda-graphs"] = "off";
+  EXPECT_FALSE(apply(cl).graphs);
+}
+
+TEST_F(CudaFlags, BadValuesNameTheFlag) {
+  CommandLine cl;
+  cl.options["--cuda-graphs"] = "2";
+  std::string error;
+  apply(cl, &error);
+  EXPECT_EQ(error, "--cuda-graphs takes on, off or log, got '2'");
+  cl.options.clear();
+  cl.options["--cuda-topk"] = "o(n)";
+  apply(cl, &error);
+  EXPECT_EQ(error, "--cuda-topk takes radix or quadratic, got 'o(n)'");
+}
+
+} // namespace

@@ -1,0 +1,86 @@
+//===- CudaFlags.h - The CUDA backend's switches on the tools' command lines ===//
+//
+// What: dsc-run and dsc-bench fill EngineOptions::cuda (CudaOptions) from
+//   --cuda-graphs on|off|log   decode as a CUDA graph; log: say when one is
+//                              captured and how often it was replayed
+//   --cuda-sync                synchronise after every launch (no graphs)
+//   --cuda-topk radix|quadratic  the top-k / candidate selection kernels
+// and, where a flag is not given, from the environment variables the
+// runtime read before: DSC_CUDA_GRAPHS=0 (off) / =2 (log), DSC_CUDA_SYNC
+// (anything but empty or 0), DSC_CUDA_TOPK_QUADRATIC=1.
+// Why: the runtime library reads no environment variable (a service sets
+// CudaOptions itself); the tools keep the old switches working.
+// Invariants: a flag wins over its variable; an unknown flag value is a
+// usage error naming the flag and the values it takes.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_TOOLS_COMMON_CUDAFLAGS_H
+#define DSC_TOOLS_COMMON_CUDAFLAGS_H
+
+#include "dsc/runtime/Engine.h"
+#include "tools/common/CommandLine.h"
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace dsc::tools {
+
+/// The valued options and the flags to add to parseCommandLine's lists.
+inline const std::vector<std::string> kCudaValuedOptions = {"--cuda-graphs", "--cuda-topk"};
+inline const std::vector<std::string> kCudaFlags = {"--cuda-sync"};
+/// One line for a usage text.
+inline constexpr const char *kCudaUsage =
+    "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]";
+
+/// The DSC_CUDA_* variables, as the runtime used to read them.
+inline void applyCudaEnvironment(runtime::CudaOptions &options) {
+  if (const char *sync = std::getenv("DSC_CUDA_SYNC"); sync && *sync && *sync != '0')
+    options.syncEachLaunch = true;
+  if (const char *graphs = std::getenv("DSC_CUDA_GRAPHS"); graphs && *graphs == '0')
+    options.graphs = false;
+  else if (graphs && *graphs == '2')
+    options.logGraphs = true;
+  if (const char *topk = std::getenv("DSC_CUDA_TOPK_QUADRATIC"); topk && std::string(topk) == "1")
+    options.quadraticTopk = true;
+}
+
+/// The environment, then the flags of `cl`; returns a usage error ("" if none).
+inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &options) {
+  applyCudaEnvironment(options);
+  if (cl.flags.count("--cuda-sync"))
+    options.syncEachLaunch = true;
+  if (auto it = cl.options.find("--cuda-graphs"); it != cl.options.end()) {
+    if (it->second == "on") {
+      options.graphs = true;
+      options.logGraphs = false;
+    } else if (it->second == "off") {
+      options.graphs = false;
+      options.logGraphs = false;
+    } else if (it->second == "log") {
+      options.graphs = true;
+      options.logGraphs = true;
+    } else {
+      return "--cuda-graphs takes on, off or log, got '" + it->second + "'";
+    }
+  }
+  if (auto it = cl.options.find("--cuda-topk"); it != cl.options.end()) {
+    if (it->second == "radix")
+      options.quadraticTopk = false;
+    else if (it->second == "quadratic")
+      options.quadraticTopk = true;
+    else
+      return "--cuda-topk takes radix or quadratic, got '" + it->second + "'";
+  }
+  return "";
+}
+
+/// `base` followed by `extra` (option lists for parseCommandLine).
+inline std::vector<std::string> withOptions(std::vector<std::string> base,
+                                            const std::vector<std::string> &extra) {
+  base.insert(base.end(), extra.begin(), extra.end());
+  return base;
+}
+
+} // namespace dsc::tools
+
+#endif // DSC_TOOLS_COMMON_CUDAFLAGS_H
