@@ -5,23 +5,23 @@
 //               [--layer-boundaries]
 //               [--tokenizer FILE | --engram-map FILE] [--emit-engram-map OUT]
 //
-// Reads either config format, builds the whole model as a ds module, runs the
-// analysis pipeline (ds-verify-schedule, ds-plan-kv), lowers it to a plan and
-// writes what was asked for: `-o X.dscp` the plan, `--emit=mlir` the module
-// (to -o or stdout), `--report` the summary. Errors name the file, key and
-// expected value; the exit code is 1 and no output file is left half-written.
+// A thin driver: reads either config format, builds the whole model as a ds
+// module, runs the pass pipeline (passes/Passes.h) and hands the module to the
+// library pipeline (compiler/PlanPipeline.h) for the plan; it writes what was
+// asked for: `-o X.dscp` the plan, `--emit=mlir` the module (to -o or
+// stdout), `--report` the summary. Errors name the file, key and expected
+// value; the exit code is 1 and no output file is left half-written.
 //===----------------------------------------------------------------------===//
+#include "compiler/PlanPipeline.h"
 #include "models/ConfigImport.h"
 #include "models/builder/ModelBuilder.h"
 #include "models/builder/PlanFacts.h"
 #include "passes/KvPlan.h"
-#include "passes/LowerToPlan.h"
 #include "passes/Passes.h"
 #include "tools/dsc-compile/Report.h"
 
 #include "dsc/numerics/EngramTokenMap.h"
 #include "dsc/runtime/PlanFile.h"
-#include "codegen/KernelCompiler.h"
 
 #include "dialects/DeepSeek/IR/DeepSeekDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -79,9 +79,6 @@ static cl::opt<std::string> emitEngramMap(
     "emit-engram-map", cl::desc("Write the Engram token map computed from --tokenizer"),
     cl::value_desc("file"), cl::cat(category));
 
-/// Default prefill chunk (tokens per prefill call): what vLLM and SGLang
-/// schedule per step by default; long prompts then plan C x S transients.
-static constexpr int64_t kDefaultPrefillChunk = 8192;
 static cl::opt<int64_t> prefillChunk(
     "prefill-chunk",
     cl::desc("Longest prefill call: longer prompts run in chunks of near-equal size (default "
@@ -218,99 +215,46 @@ int main(int argc, char **argv) {
       return fail(error);
   }
 
-  // The plan: lowered for -o and for the report's launch counts.
-  dsc::runtime::PlanModel plan;
+  // The plan (compiler/PlanPipeline.h): for -o and the report's launch
+  // counts and kernel resources. A report-only run compiles kernels for their
+  // resources through the content-keyed cache (a warm run costs
+  // milliseconds).
   bool wantReport = !report.empty() || (emit.empty() && emitEngramMap.empty() && !writePlan);
+  dsc::compiler::CompiledPlan compiled;
   if (writePlan || wantReport) {
-    dsc::runtime::PlanModelFacts facts =
-        dsc::models::planFactsFor(*spec, options.maxSeqLen, options.maxBatch);
-    facts.cedMode = cedMode;
-    facts.layerBoundaries = layerBoundaries;
+    dsc::compiler::PlanCompileOptions planOptions;
+    planOptions.facts = dsc::models::planFactsFor(*spec, options.maxSeqLen, options.maxBatch);
+    planOptions.facts.layerBoundaries = layerBoundaries;
     if (tokenMap) {
-      facts.engramTokenMap = tokenMap->lookup;
-      facts.engramCompressedVocabSize = tokenMap->compressedVocabSize;
+      planOptions.facts.engramTokenMap = tokenMap->lookup;
+      planOptions.facts.engramCompressedVocabSize = tokenMap->compressedVocabSize;
     }
-    std::string error;
-    if (!dsc::ds::lowerModuleToPlan(*module, facts, plan, error))
-      return fail("lowering to a plan failed: " + error);
-    // Chunked prefill: chunks must hold a window and a CED replay twice
-    // over (PlanModel.h); the default is kDefaultPrefillChunk, raised to
-    // those minimums, and 0 (one call) for conformance plans.
-    dsc::runtime::PlanModelFacts &m = plan.model;
-    const int64_t minimum = std::max<int64_t>(2 * m.windowSize, 2 * m.cedReplayTokens);
-    if (prefillChunk.getNumOccurrences() == 0) {
-      m.prefillChunk = layerBoundaries ? 0 : std::max(kDefaultPrefillChunk, minimum);
-    } else {
-      if (prefillChunk < 0 || (prefillChunk > 0 && prefillChunk < minimum))
-        return fail("--prefill-chunk is " + std::to_string(int64_t(prefillChunk)) +
-                    ", expected 0 (one call) or at least " + std::to_string(minimum) +
-                    " (2 x window " + std::to_string(m.windowSize) +
-                    (m.cedReplayTokens > 0 ? ", 2 x CED replay rows " + std::to_string(m.cedReplayTokens)
-                                           : std::string()) +
-                    ")");
-      if (prefillChunk > 0 && layerBoundaries)
-        return fail("--prefill-chunk cannot be combined with --layer-boundaries (boundary dumps "
-                    "cover the whole prompt)");
-      m.prefillChunk = prefillChunk;
-    }
-  }
-  // The plan's kernels, compiled for -o and for the report's `kernels`
-  // resources (through the content-keyed cache: a warm report run costs
-  // milliseconds). One compile per distinct name: the specialisations of a
-  // name share the template and options.
-  std::map<std::string, dsc::codegen::CompiledKernel> compiledByName;
-  if ((writePlan || wantReport) && gpuArch != "none") {
-    dsc::codegen::KernelCompileOptions compileOptions;
-    compileOptions.arch = gpuArch;
-    bool warned = false;
-    for (size_t i = 0; i < plan.kernels.size(); ++i) {
-      dsc::runtime::KernelSpec &kernel = plan.kernels[i];
-      if (!dsc::codegen::hasKernelSource(kernel.name)) {
-        if (writePlan)
-          return fail("no CUDA kernel template for '" + kernel.name +
-                      "' (codegen/kernels); compile with --gpu-arch=none for a CPU plan");
-        continue; // the report lists it without resources
-      }
-      auto it = compiledByName.find(kernel.name);
-      if (it == compiledByName.end()) {
-        auto compiled = dsc::codegen::compileKernel(kernel.name, compileOptions);
-        if (!compiled) {
-          if (writePlan)
-            return fail(compiled.status().message());
-          // Report only: the kernels are listed without resources.
-          if (!warned && compiled.status().code() != dsc::runtime::StatusCode::Unavailable)
-            WithColor::warning(errs(), "dsc-compile")
-                << "report without kernel resources: " << compiled.status().message() << "\n";
-          warned = true;
-          continue;
-        }
-        it = compiledByName.emplace(kernel.name, std::move(*compiled)).first;
-      }
-      if (writePlan) {
-        kernel.cubin = it->second.cubin;
-        kernel.ptx = it->second.ptx;
-      }
-      if (sys::Process::StandardErrIsDisplayed())
-        errs() << "\rcompiling kernels: " << i + 1 << "/" << plan.kernels.size();
-    }
-    if (sys::Process::StandardErrIsDisplayed() && !plan.kernels.empty())
+    if (prefillChunk.getNumOccurrences() > 0)
+      planOptions.prefillChunk = int64_t(prefillChunk);
+    planOptions.gpuArch = gpuArch;
+    planOptions.kernels =
+        writePlan ? dsc::compiler::KernelMode::Embed : dsc::compiler::KernelMode::Resources;
+    bool progressShown = false;
+    if (sys::Process::StandardErrIsDisplayed())
+      planOptions.progress = [&progressShown](size_t done, size_t total) {
+        errs() << "\rcompiling kernels: " << done << "/" << total;
+        progressShown = true;
+      };
+    dsc::runtime::Expected<dsc::compiler::CompiledPlan> result =
+        dsc::compiler::compileModuleToPlan(*module, planOptions);
+    if (progressShown)
       errs() << "\n";
+    if (!result)
+      return fail(result.status().message());
+    compiled = std::move(*result);
+    if (compiled.kernelWarning)
+      WithColor::warning(errs(), "dsc-compile")
+          << "report without kernel resources: " << compiled.kernelWarning->message() << "\n";
   }
-  if (writePlan) {
-    // The activation peaks at the plan's limits travel with the plan.
-    for (bool rowTiles : {true, false})
-      if (auto memory = dsc::runtime::summarizePlanMemory(plan, options.maxSeqLen, -1, rowTiles);
-          memory)
-        for (const dsc::runtime::PhaseMemory &phase : memory->phases)
-          for (dsc::runtime::Program &program : plan.programs)
-            if (program.name == phase.program)
-              (rowTiles ? program.peakBytes : program.peakBytesUntiled) = phase.peakBytes;
-    if (dsc::runtime::Status status = dsc::runtime::verifyPlan(plan); !status)
-      return fail("internal error: the lowered plan does not verify: " + status.message());
+  const dsc::runtime::PlanModel &plan = compiled.plan;
+  if (writePlan)
     if (dsc::runtime::Status status = dsc::runtime::writePlanFile(outputPath, plan); !status)
       return fail(status.message());
-  }
-
   if (wantReport || report.getNumOccurrences() > 0) {
     dsc::tools::Report r;
     r.spec = &*spec;
@@ -357,8 +301,8 @@ int main(int argc, char **argv) {
         if (launch.kernel >= 0 && size_t(launch.kernel) < plan.kernels.size())
           ++kernels[plan.kernels[launch.kernel].name].launches;
     for (auto &[name, k] : kernels) {
-      auto it = compiledByName.find(name);
-      if (it != compiledByName.end()) {
+      auto it = compiled.kernels.find(name);
+      if (it != compiled.kernels.end()) {
         k.cubinBytes = int64_t(it->second.cubin.size());
         k.entries.emplace();
         for (const dsc::codegen::KernelEntryResources &e : it->second.entries)
