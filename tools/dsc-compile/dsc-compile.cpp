@@ -1,6 +1,6 @@
 //===- dsc-compile.cpp - Config -> ds module -> passes -> outputs ---------===//
 //
-//   dsc-compile CONFIG [-o model.dscp] [--report[=text|json]] [--emit=mlir]
+//   dsc-compile CONFIG [-o model.dscp] [--report[=text|json]] [--emit=mlir|plan-json]
 //               [--max-seq-len N] [--max-batch B] [--ced=full|bounded|exact]
 //               [--layer-boundaries]
 //               [--tokenizer FILE | --engram-map FILE] [--emit-engram-map OUT]
@@ -8,10 +8,12 @@
 // A thin driver: reads either config format, builds the whole model as a ds
 // module, runs the pass pipeline (passes/Passes.h) and hands the module to the
 // library pipeline (compiler/PlanPipeline.h) for the plan; it writes what was
-// asked for: `-o X.dscp` the plan, `--emit=mlir` the module (to -o or
-// stdout), `--report` the summary. Errors name the file, key and expected
+// asked for: `-o X.dscp` the plan, `--emit=mlir` the module, `--emit=plan-json`
+// the plan as JSON (compiler/PlanJson.h), both to -o or stdout, `--report` the
+// summary. Errors name the file, key and expected
 // value; the exit code is 1 and no output file is left half-written.
 //===----------------------------------------------------------------------===//
+#include "compiler/PlanJson.h"
 #include "compiler/PlanPipeline.h"
 #include "models/ConfigImport.h"
 #include "models/builder/ModelBuilder.h"
@@ -43,8 +45,11 @@ static cl::opt<std::string> configPath(cl::Positional, cl::desc("<config.json>")
 static cl::opt<std::string> report("report", cl::ValueOptional, cl::init(""),
                                    cl::desc("Print the model report: --report (text) or --report=json"),
                                    cl::cat(category));
-static cl::opt<std::string> emit("emit", cl::desc("Emit an artefact: mlir (the ds module)"),
-                                 cl::value_desc("mlir"), cl::cat(category));
+static cl::opt<std::string> emit(
+    "emit",
+    cl::desc("Emit an artefact: mlir (the ds module after the passes) or plan-json (the plan as "
+             "JSON, kernel binaries left out)"),
+    cl::value_desc("mlir|plan-json"), cl::cat(category));
 static cl::opt<std::string> outputPath(
     "o", cl::desc("Output: the plan (.dscp), or the --emit artefact (default: stdout)"),
     cl::value_desc("file"), cl::init(""), cl::cat(category));
@@ -131,15 +136,16 @@ int main(int argc, char **argv) {
 
   if (!report.empty() && report != "text" && report != "json")
     return fail("--report takes 'text' or 'json', got '" + report + "'");
-  if (!emit.empty() && emit != "mlir")
-    return fail("--emit takes 'mlir', got '" + emit + "'");
+  if (!emit.empty() && emit != "mlir" && emit != "plan-json")
+    return fail("--emit takes 'mlir' or 'plan-json', got '" + emit + "'");
   // Conformance plans dump every block on every token: full unless asked.
   if (layerBoundaries && cedMode.getNumOccurrences() == 0)
     cedMode = "full";
   if (cedMode != "full" && cedMode != "bounded" && cedMode != "exact")
     return fail("--ced takes 'full', 'bounded' or 'exact', got '" + cedMode + "'");
-  bool writePlan = emit.empty() && !outputPath.empty();
-  if (cedMode != "full" && writePlan && layerBoundaries)
+  const bool writePlan = emit.empty() && !outputPath.empty();
+  const bool wantPlan = writePlan || emit == "plan-json"; // a plan that verifies
+  if (cedMode != "full" && wantPlan && layerBoundaries)
     return fail("--ced=" + cedMode + " plans have no layer boundaries on every token: "
                 "conformance plans (--layer-boundaries) use --ced=full");
   // --fuse: default all; none alone disables fusion.
@@ -163,7 +169,7 @@ int main(int argc, char **argv) {
 
   // Engram token map (reference-spec §7.1).
   std::optional<dsc::numerics::EngramTokenMap> tokenMap;
-  if (writePlan && spec->hasEngram() && tokenizerPath.empty() && engramMapPath.empty())
+  if (wantPlan && spec->hasEngram() && tokenizerPath.empty() && engramMapPath.empty())
     return fail(configPath + ": the model has Engram layers: a plan needs the token map; give "
                 "--tokenizer FILE (tokenizer.json or a JSON list of token strings) or "
                 "--engram-map FILE");
@@ -215,13 +221,13 @@ int main(int argc, char **argv) {
       return fail(error);
   }
 
-  // The plan (compiler/PlanPipeline.h): for -o and the report's launch
-  // counts and kernel resources. A report-only run compiles kernels for their
-  // resources through the content-keyed cache (a warm run costs
-  // milliseconds).
-  bool wantReport = !report.empty() || (emit.empty() && emitEngramMap.empty() && !writePlan);
+  // The plan (compiler/PlanPipeline.h): for -o, plan-json and the report's
+  // launch counts and kernel resources. A report-only run compiles kernels
+  // for their resources through the content-keyed cache (a warm run costs
+  // milliseconds); plan-json compiles none (it leaves the binaries out).
+  const bool wantReport = !report.empty() || (emit.empty() && emitEngramMap.empty() && !writePlan);
   dsc::compiler::CompiledPlan compiled;
-  if (writePlan || wantReport) {
+  if (wantPlan || wantReport) {
     dsc::compiler::PlanCompileOptions planOptions;
     planOptions.facts = dsc::models::planFactsFor(*spec, options.maxSeqLen, options.maxBatch);
     planOptions.facts.layerBoundaries = layerBoundaries;
@@ -232,8 +238,9 @@ int main(int argc, char **argv) {
     if (prefillChunk.getNumOccurrences() > 0)
       planOptions.prefillChunk = int64_t(prefillChunk);
     planOptions.gpuArch = gpuArch;
-    planOptions.kernels =
-        writePlan ? dsc::compiler::KernelMode::Embed : dsc::compiler::KernelMode::Resources;
+    planOptions.kernels = writePlan               ? dsc::compiler::KernelMode::Embed
+                          : emit == "plan-json" ? dsc::compiler::KernelMode::Skip
+                                                : dsc::compiler::KernelMode::Resources;
     bool progressShown = false;
     if (sys::Process::StandardErrIsDisplayed())
       planOptions.progress = [&progressShown](size_t done, size_t total) {
@@ -255,6 +262,15 @@ int main(int argc, char **argv) {
   if (writePlan)
     if (dsc::runtime::Status status = dsc::runtime::writePlanFile(outputPath, plan); !status)
       return fail(status.message());
+  if (emit == "plan-json") {
+    dsc::runtime::Expected<std::string> json = dsc::compiler::planToJson(plan);
+    if (!json)
+      return fail("--emit=plan-json: " + json.status().message());
+    std::string error;
+    if (!writeFile(outputPath.empty() ? std::string("-") : std::string(outputPath), *json, error))
+      return fail(error);
+  }
+
   if (wantReport || report.getNumOccurrences() > 0) {
     dsc::tools::Report r;
     r.spec = &*spec;
