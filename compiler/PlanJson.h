@@ -19,7 +19,8 @@
 // layout, the token map) or fits in 160 columns (a launch, a value slot, a
 // fusion, a kernel parameter).
 // Kernel binaries are left out: every KernelSpec's `cubin` and `ptx` are
-// dropped before printing (their sizes are in --report=json's `kernels`).
+// emptied before printing (`"cubin": []`, `"ptx": ""`; their sizes are in
+// --report=json's `kernels`).
 //===----------------------------------------------------------------------===//
 #ifndef DSC_COMPILER_PLANJSON_H
 #define DSC_COMPILER_PLANJSON_H

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 #include "compiler/PlanPipeline.h"
 
+#include "models/builder/ModelBuilder.h"
 #include "passes/LowerToPlan.h"
 
 #include "dsc/runtime/MemoryPlan.h"
@@ -157,4 +158,69 @@ compiler::compileModuleToPlan(mlir::ModuleOp module, const PlanCompileOptions &o
     return rt::internalError("internal error: the lowered plan does not verify: " +
                              status.message());
   return out;
+}
+
+rt::Status compiler::checkModuleMatchesSpec(mlir::ModuleOp module, const models::ModelSpec &spec,
+                                            const std::string &origin) {
+  const std::string config = spec.sourcePath;
+  const std::string prefix = origin + ": ";
+  for (auto [key, expected] : {std::pair<const char *, int64_t>{"ds.n_layers", spec.nLayers},
+                               {"ds.ced_split", spec.cedSplitLayer},
+                               {"ds.vocab_size", spec.vocabSize}}) {
+    auto attr = module->getAttrOfType<mlir::IntegerAttr>(key);
+    if (!attr)
+      return rt::invalidArgument(prefix + "the module has no integer attribute '" + key +
+                                 "' (expected " + std::to_string(expected) + " from " + config +
+                                 "); is it a ds module written by dsc-compile --emit=mlir?");
+    if (attr.getInt() != expected)
+      return rt::invalidArgument(prefix + "module attribute " + key + " is " +
+                                 std::to_string(attr.getInt()) + ", but " + config + " gives " +
+                                 std::to_string(expected) + ": the module is not of this config");
+  }
+
+  // The checkpoint tensors the config's model declares, in the same context.
+  mlir::OwningOpRef<mlir::ModuleOp> reference = models::buildModule(spec, *module.getContext());
+  if (!reference)
+    return rt::internalError(config + ": internal error: the built module does not verify");
+  auto functions = [](mlir::ModuleOp m) {
+    std::string names;
+    for (auto fn : m.getOps<mlir::func::FuncOp>())
+      names += (names.empty() ? "@" : ", @") + fn.getSymName().str();
+    return names.empty() ? std::string("none") : names;
+  };
+  if (functions(module) != functions(*reference))
+    return rt::invalidArgument(prefix + "the module's functions are " + functions(module) +
+                               ", but " + config + "'s model has " + functions(*reference) +
+                               " (one per phase, in this order)");
+  std::map<std::string, ds::ParameterOp> expected;
+  for (auto param : reference->getOps<ds::ParameterOp>())
+    expected.emplace(param.getSymName().str(), param);
+  size_t found = 0;
+  for (auto param : module.getOps<ds::ParameterOp>()) {
+    std::string name = param.getSymName().str();
+    auto it = expected.find(name);
+    if (it == expected.end())
+      return rt::invalidArgument(prefix + "ds.parameter @\"" + name + "\" is not a tensor of " +
+                                 config + "'s model: the module is not of this config");
+    if (it->second.getType() != param.getType() || it->second.getKind() != param.getKind())
+      return rt::invalidArgument(
+          prefix + "ds.parameter @\"" + name + "\" is " +
+          std::string(ds::stringifyParameterKind(param.getKind())) + " " +
+          typeText(param.getType()) + ", but " + config + " gives " +
+          std::string(ds::stringifyParameterKind(it->second.getKind())) + " " +
+          typeText(it->second.getType()) + ": the module is not of this config");
+    ++found;
+  }
+  if (found != expected.size()) {
+    std::map<std::string, bool> present;
+    for (auto param : module.getOps<ds::ParameterOp>())
+      present[param.getSymName().str()] = true;
+    for (const auto &[name, param] : expected)
+      if (!present.count(name))
+        return rt::invalidArgument(prefix + "the module declares no ds.parameter @\"" + name +
+                                   "\", which " + config + "'s model binds (" +
+                                   std::to_string(expected.size() - found) +
+                                   " missing): the module is not of this config");
+  }
+  return rt::Status::ok();
 }

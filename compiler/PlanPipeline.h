@@ -14,7 +14,7 @@
 // links the kernel compiler and the runtime's memory planner, which the
 // dialect's passes and dsc-opt do not need.
 //
-// Invariants: the function never prints (progress goes to a callback,
+// Invariants: the functions never print (progress goes to a callback,
 // failures come back as a Status naming the option or kernel); the module is
 // not modified; a plan returned in KernelMode::Embed has passed verifyPlan.
 //===----------------------------------------------------------------------===//
@@ -24,6 +24,7 @@
 #include "codegen/KernelCompiler.h"
 #include "dsc/runtime/PlanModel.h"
 #include "dsc/runtime/Status.h"
+#include "models/ModelSpec.h"
 
 #include <cstdint>
 #include <functional>
@@ -88,6 +89,17 @@ struct CompiledPlan {
 /// Internal when the lowered plan does not verify (a compiler bug).
 runtime::Expected<CompiledPlan> compileModuleToPlan(mlir::ModuleOp module,
                                                     const PlanCompileOptions &options);
+
+/// Checks that `module` (read from `origin`, e.g. a .mlir file) is the model
+/// `spec` describes: its ds.n_layers / ds.ced_split / ds.vocab_size match,
+/// it has the builder's phase functions, and it declares exactly the
+/// checkpoint tensors (name, type, kind) that the builder declares for
+/// `spec` (passes change neither). The plan's facts come from the config, so a
+/// module of another model must be refused, not lowered. The message names
+/// `origin`, the config (`spec.sourcePath`), the first difference and both
+/// values.
+runtime::Status checkModuleMatchesSpec(mlir::ModuleOp module, const models::ModelSpec &spec,
+                                       const std::string &origin);
 
 } // namespace dsc::compiler
 

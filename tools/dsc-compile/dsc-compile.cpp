@@ -1,17 +1,24 @@
-//===- dsc-compile.cpp - Config -> ds module -> passes -> outputs ---------===//
+//===- dsc-compile.cpp - Config or module -> passes -> plan / report ------===//
 //
-//   dsc-compile CONFIG [-o model.dscp] [--report[=text|json]] [--emit=mlir|plan-json]
-//               [--max-seq-len N] [--max-batch B] [--ced=full|bounded|exact]
-//               [--layer-boundaries]
+//   dsc-compile CONFIG [-o model.dscp] [--report[=text|json]]
+//               [--emit=mlir|plan-json] [--max-seq-len N] [--max-batch B]
+//               [--ced=full|bounded|exact] [--fuse=...] [--layer-boundaries]
 //               [--tokenizer FILE | --engram-map FILE] [--emit-engram-map OUT]
+//               [--pass-pipeline='builtin.module(...)'] [--mlir-* options]
+//   dsc-compile MODULE.mlir --config CONFIG [the same outputs and options]
 //
-// A thin driver: reads either config format, builds the whole model as a ds
-// module, runs the pass pipeline (passes/Passes.h) and hands the module to the
-// library pipeline (compiler/PlanPipeline.h) for the plan; it writes what was
-// asked for: `-o X.dscp` the plan, `--emit=mlir` the module, `--emit=plan-json`
-// the plan as JSON (compiler/PlanJson.h), both to -o or stdout, `--report` the
-// summary. Errors name the file, key and expected
+// A thin driver: it parses options, builds the ds module from the config
+// (or reads a .mlir module and checks it is the config's model), runs the
+// pass pipeline (passes/Passes.h; then any --pass-pipeline), and hands the
+// module to the library pipeline (compiler/PlanPipeline.h) for the plan;
+// it writes what was asked for: `-o X.dscp` the plan, `--emit=mlir` the
+// module, `--emit=plan-json` the plan as JSON (compiler/PlanJson.h), to -o or
+// stdout, `--report` the summary. Errors name the file, option and expected
 // value; the exit code is 1 and no output file is left half-written.
+//
+// A .mlir input carries its own pass decisions (CED split, fusion): --ced,
+// --fuse and --indexer-tile-rows are refused for it; the config supplies the
+// model facts and limits a plan records, which the module does not carry.
 //===----------------------------------------------------------------------===//
 #include "compiler/PlanJson.h"
 #include "compiler/PlanPipeline.h"
@@ -27,12 +34,19 @@
 
 #include "dialects/DeepSeek/IR/DeepSeekDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
@@ -40,8 +54,15 @@ using namespace llvm;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("dsc-compile options");
-static cl::opt<std::string> configPath(cl::Positional, cl::desc("<config.json>"), cl::Required,
-                                       cl::cat(category));
+static cl::OptionCategory mlirCategory("MLIR options (pass manager, IR printing, timing)");
+static cl::opt<std::string> inputPath(
+    cl::Positional, cl::desc("<config.json | module.mlir (with --config)>"), cl::Required,
+    cl::cat(category));
+static cl::opt<std::string> configOption(
+    "config",
+    cl::desc("The config a .mlir input was built from: the plan's model facts and the report "
+             "come from it"),
+    cl::value_desc("config.json"), cl::init(""), cl::cat(category));
 static cl::opt<std::string> report("report", cl::ValueOptional, cl::init(""),
                                    cl::desc("Print the model report: --report (text) or --report=json"),
                                    cl::cat(category));
@@ -83,7 +104,6 @@ static cl::opt<std::string> engramMapPath(
 static cl::opt<std::string> emitEngramMap(
     "emit-engram-map", cl::desc("Write the Engram token map computed from --tokenizer"),
     cl::value_desc("file"), cl::cat(category));
-
 static cl::opt<int64_t> prefillChunk(
     "prefill-chunk",
     cl::desc("Longest prefill call: longer prompts run in chunks of near-equal size (default "
@@ -98,6 +118,12 @@ static cl::list<std::string> fuseKernels(
     cl::desc("Fused kernel groups (ds-fuse-kernels): all (default), none, or a comma list of "
              "mhc_entry, attention_projections, compressor, indexer, attention, moe, engram"),
     cl::CommaSeparated, cl::cat(category));
+static cl::opt<std::string> passPipeline(
+    "pass-pipeline",
+    cl::desc("More passes, after the default pipeline (a config input) or as the only ones (a "
+             ".mlir input), e.g. 'builtin.module(ds-fuse-kernels{kernels=moe})'; "
+             "ds-verify-schedule runs after them"),
+    cl::value_desc("pipeline"), cl::init(""), cl::cat(category));
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "dsc-compile") << message << "\n";
@@ -122,13 +148,67 @@ static bool writeFile(StringRef path, StringRef text, std::string &error) {
   return true;
 }
 
+/// A .mlir (or MLIR bytecode) input instead of a config.
+static bool isModuleFile(StringRef path) {
+  return path.ends_with(".mlir") || path.ends_with(".mlirbc");
+}
+
+/// The MLIR options registered by the pass manager, context, printer and
+/// timing join their own --help category.
+static void showMlirOptions() {
+  for (auto &[name, option] : cl::getRegisteredOptions())
+    if (name.starts_with("mlir-"))
+      option->addCategory(mlirCategory);
+}
+
+/// --pass-pipeline into `pm`: `builtin.module(a,b)` (MLIR's anchored form)
+/// or the bare list `a,b`.
+static LogicalResult addPassPipeline(mlir::PassManager &pm, StringRef text) {
+  StringRef inner = text.trim();
+  if (inner.consume_front("builtin.module")) {
+    inner = inner.ltrim();
+    if (!inner.consume_front("(") || !inner.consume_back(")")) {
+      errs() << "expected 'builtin.module(<passes>)'";
+      return failure();
+    }
+  }
+  return mlir::parsePassPipeline(inner, pm, errs());
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
+  // Passes first: --mlir-print-ir-after=<pass> lists the passes registered
+  // when the pass-manager options are.
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  dsc::ds::registerDSPasses();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  mlir::registerAsmPrinterCLOptions();
+  showMlirOptions();
+  cl::HideUnrelatedOptions({&category, &mlirCategory});
   cl::ParseCommandLineOptions(argc, argv, "dsc-compile: DeepSeek-V4.1 model compiler\n");
   if (maxSeqLen < 0 || maxBatch < 0)
     return fail("--max-seq-len and --max-batch must be non-negative (0: the config's limit), got " +
                 std::to_string(int64_t(maxSeqLen)) + " and " + std::to_string(int64_t(maxBatch)));
+
+  // The input: a config, or a module plus the config it was built from.
+  const bool moduleInput = isModuleFile(inputPath);
+  if (moduleInput && configOption.empty())
+    return fail(inputPath + ": a .mlir input needs --config CONFIG, the config the module was "
+                "built from (the plan's model facts and the report come from it)");
+  if (!moduleInput && !configOption.empty())
+    return fail("--config is for a .mlir input; " + inputPath + " is read as the config itself");
+  const cl::Option *shapingOptions[] = {&cedMode, std::addressof(fuseKernels),
+                                        &indexerTileRows};
+  if (moduleInput)
+    for (const cl::Option *option : shapingOptions)
+      if (option->getNumOccurrences() > 0)
+        return fail("--" + option->ArgStr + " shapes the module a config is built into; " +
+                    inputPath + " is a module already (its CED split and fusion are its own): " +
+                    "change it with --pass-pipeline or dsc-opt");
+  const std::string configPath = moduleInput ? std::string(configOption) : std::string(inputPath);
 
   Expected<dsc::models::ModelSpec> spec = dsc::models::importConfigFile(configPath);
   if (!spec)
@@ -145,7 +225,7 @@ int main(int argc, char **argv) {
     return fail("--ced takes 'full', 'bounded' or 'exact', got '" + cedMode + "'");
   const bool writePlan = emit.empty() && !outputPath.empty();
   const bool wantPlan = writePlan || emit == "plan-json"; // a plan that verifies
-  if (cedMode != "full" && wantPlan && layerBoundaries)
+  if (!moduleInput && cedMode != "full" && wantPlan && layerBoundaries)
     return fail("--ced=" + cedMode + " plans have no layer boundaries on every token: "
                 "conformance plans (--layer-boundaries) use --ced=full");
   // --fuse: default all; none alone disables fusion.
@@ -197,18 +277,50 @@ int main(int argc, char **argv) {
       return fail(error);
   }
 
+  // The module: built from the config, or read and checked against it.
   mlir::MLIRContext context;
   context.loadDialect<dsc::ds::DSDialect, mlir::func::FuncDialect>();
   dsc::models::BuildOptions buildOptions;
   buildOptions.allPrefillLogits = layerBoundaries;
-  mlir::OwningOpRef<mlir::ModuleOp> module = dsc::models::buildModule(*spec, context, buildOptions);
-  if (!module)
-    return fail("internal error: the built module does not verify");
+  llvm::SourceMgr sourceMgr;
+  std::optional<mlir::SourceMgrDiagnosticHandler> diagnostics; // file:line:col for a .mlir
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (moduleInput) {
+    std::string error;
+    std::unique_ptr<MemoryBuffer> file = mlir::openInputFile(inputPath, &error);
+    if (!file)
+      return fail(error);
+    sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+    diagnostics.emplace(sourceMgr, &context);
+    module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, mlir::ParserConfig(&context));
+    if (!module)
+      return fail(inputPath + ": not a valid ds module (see above)");
+    if (dsc::runtime::Status status =
+            dsc::compiler::checkModuleMatchesSpec(*module, *spec, inputPath);
+        !status)
+      return fail(status.message());
+  } else {
+    module = dsc::models::buildModule(*spec, context, buildOptions);
+    if (!module)
+      return fail("internal error: the built module does not verify");
+  }
 
+  // The passes: the default pipeline for a built module, then --pass-pipeline,
+  // then the schedule check again whenever the passes are not dsc-compile's.
   mlir::PassManager pm(&context);
-  dsc::ds::buildAnalysisPipeline(pm, cedMode, fuseGroups, indexerTileRows);
+  if (!moduleInput)
+    dsc::ds::buildAnalysisPipeline(pm, cedMode, fuseGroups, indexerTileRows);
+  if (!passPipeline.empty() && mlir::failed(addPassPipeline(pm, passPipeline)))
+    return fail("--pass-pipeline '" + passPipeline + "' does not parse (see above)");
+  if (moduleInput || !passPipeline.empty())
+    pm.addPass(dsc::ds::createVerifySchedule());
+  if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
+    return fail("the --mlir-* pass manager options do not apply (see above)");
+  mlir::applyDefaultTimingPassManagerCLOptions(pm);
   if (mlir::failed(pm.run(*module)))
-    return fail("the model's schedule does not verify (see above)");
+    return fail(moduleInput || !passPipeline.empty()
+                    ? Twine("the passes failed or the module's schedule does not verify (see above)")
+                    : Twine("the model's schedule does not verify (see above)"));
 
   if (emit == "mlir") {
     std::string text;
@@ -283,7 +395,11 @@ int main(int argc, char **argv) {
       for (const dsc::runtime::Fusion &fusion : program.fusions)
         ++perKernel[fusion.kernel];
     }
+    // A module's fusion is what it holds; a built one's what --fuse asked.
     r.fused = !fuseGroups.empty();
+    if (moduleInput)
+      r.fused = module->walk([](dsc::ds::FusedOp) { return mlir::WalkResult::interrupt(); })
+                    .wasInterrupted();
     r.distinctKernels = int64_t(plan.kernels.size());
     r.prefillChunk = plan.model.prefillChunk;
     r.ced = dsc::ds::summarizeCed(*module);
