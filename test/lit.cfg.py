@@ -1,6 +1,8 @@
 # lit configuration for dsc: .mlir files run through dsc-opt, .test files
 # through dsc-compile. %shared is the shared folder (DSC_SHARED_DIR or
-# <repository>/../shared), %models the repository's released configs.
+# <repository>/../shared), %models the repository's released configs,
+# %tiny6_cpu_plan the tiny6 CPU plan compiled at build time (test/CMakeLists.txt;
+# tests that read it say REQUIRES: tiny6-cpu-plan).
 import os
 import lit.formats
 from lit.llvm import llvm_config
@@ -22,5 +24,8 @@ shared = os.environ.get("DSC_SHARED_DIR") or config.dsc_shared_dir_default
 config.substitutions.append(("%shared", os.path.abspath(shared)))
 config.substitutions.append(("%models", os.path.join(config.dsc_src_root, "models")))
 config.substitutions.append(("%dsc_src", config.dsc_src_root))
+if config.dsc_tiny6_cpu_plan:
+    config.available_features.add("tiny6-cpu-plan")
+    config.substitutions.append(("%tiny6_cpu_plan", config.dsc_tiny6_cpu_plan))
 # Python with numpy for golden comparisons: Debian's python3-numpy (setup.sh).
 config.substitutions.append(("%python", "/usr/bin/python3"))

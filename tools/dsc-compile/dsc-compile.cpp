@@ -1,37 +1,52 @@
-//===- dsc-compile.cpp - Config -> ds module -> passes -> outputs ---------===//
+//===- dsc-compile.cpp - Config or module -> passes -> plan / report ------===//
 //
-//   dsc-compile CONFIG [-o model.dscp] [--report[=text|json]] [--emit=mlir]
-//               [--max-seq-len N] [--max-batch B] [--ced=full|bounded|exact]
-//               [--layer-boundaries]
+//   dsc-compile CONFIG [-o model.dscp] [--report[=text|json]]
+//               [--emit=mlir|plan-json] [--max-seq-len N] [--max-batch B]
+//               [--ced=full|bounded|exact] [--fuse=...] [--layer-boundaries]
 //               [--tokenizer FILE | --engram-map FILE] [--emit-engram-map OUT]
+//               [--pass-pipeline='builtin.module(...)'] [--mlir-* options]
+//   dsc-compile MODULE.mlir --config CONFIG [the same outputs and options]
 //
-// Reads either config format, builds the whole model as a ds module, runs the
-// analysis pipeline (ds-verify-schedule, ds-plan-kv), lowers it to a plan and
-// writes what was asked for: `-o X.dscp` the plan, `--emit=mlir` the module
-// (to -o or stdout), `--report` the summary. Errors name the file, key and
-// expected value; the exit code is 1 and no output file is left half-written.
+// A thin driver: it parses options, builds the ds module from the config
+// (or reads a .mlir module and checks it is the config's model), runs the
+// pass pipeline (passes/Passes.h; then any --pass-pipeline), and hands the
+// module to the library pipeline (compiler/PlanPipeline.h) for the plan;
+// it writes what was asked for: `-o X.dscp` the plan, `--emit=mlir` the
+// module, `--emit=plan-json` the plan as JSON (compiler/PlanJson.h), to -o or
+// stdout, `--report` the summary. Errors name the file, option and expected
+// value; the exit code is 1 and no output file is left half-written.
+//
+// A .mlir input carries its own pass decisions (CED split, fusion): --ced,
+// --fuse and --indexer-tile-rows are refused for it; the config supplies the
+// model facts and limits a plan records, which the module does not carry.
 //===----------------------------------------------------------------------===//
+#include "compiler/PlanJson.h"
+#include "compiler/PlanPipeline.h"
 #include "models/ConfigImport.h"
 #include "models/builder/ModelBuilder.h"
 #include "models/builder/PlanFacts.h"
 #include "passes/KvPlan.h"
-#include "passes/LowerToPlan.h"
 #include "passes/Passes.h"
 #include "tools/dsc-compile/Report.h"
 
 #include "dsc/numerics/EngramTokenMap.h"
-#include "dsc/abi/NativeExecutables.h"
 #include "dsc/runtime/PlanFile.h"
-#include "codegen/KernelCompiler.h"
 
 #include "dialects/DeepSeek/IR/DeepSeekDialect.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Support/Timing.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/WithColor.h"
 
@@ -39,13 +54,23 @@ using namespace llvm;
 namespace cl = llvm::cl;
 
 static cl::OptionCategory category("dsc-compile options");
-static cl::opt<std::string> configPath(cl::Positional, cl::desc("<config.json>"), cl::Required,
-                                       cl::cat(category));
+static cl::OptionCategory mlirCategory("MLIR options (pass manager, IR printing, timing)");
+static cl::opt<std::string> inputPath(
+    cl::Positional, cl::desc("<config.json | module.mlir (with --config)>"), cl::Required,
+    cl::cat(category));
+static cl::opt<std::string> configOption(
+    "config",
+    cl::desc("The config a .mlir input was built from: the plan's model facts and the report "
+             "come from it"),
+    cl::value_desc("config.json"), cl::init(""), cl::cat(category));
 static cl::opt<std::string> report("report", cl::ValueOptional, cl::init(""),
                                    cl::desc("Print the model report: --report (text) or --report=json"),
                                    cl::cat(category));
-static cl::opt<std::string> emit("emit", cl::desc("Emit an artefact: mlir (the ds module)"),
-                                 cl::value_desc("mlir"), cl::cat(category));
+static cl::opt<std::string> emit(
+    "emit",
+    cl::desc("Emit an artefact: mlir (the ds module after the passes) or plan-json (the plan as "
+             "JSON, kernel binaries left out)"),
+    cl::value_desc("mlir|plan-json"), cl::cat(category));
 static cl::opt<std::string> outputPath(
     "o", cl::desc("Output: the plan (.dscp), or the --emit artefact (default: stdout)"),
     cl::value_desc("file"), cl::init(""), cl::cat(category));
@@ -79,10 +104,6 @@ static cl::opt<std::string> engramMapPath(
 static cl::opt<std::string> emitEngramMap(
     "emit-engram-map", cl::desc("Write the Engram token map computed from --tokenizer"),
     cl::value_desc("file"), cl::cat(category));
-
-/// Default prefill chunk (tokens per prefill call): what vLLM and SGLang
-/// schedule per step by default; long prompts then plan C x S transients.
-static constexpr int64_t kDefaultPrefillChunk = 8192;
 static cl::opt<int64_t> prefillChunk(
     "prefill-chunk",
     cl::desc("Longest prefill call: longer prompts run in chunks of near-equal size (default "
@@ -97,6 +118,12 @@ static cl::list<std::string> fuseKernels(
     cl::desc("Fused kernel groups (ds-fuse-kernels): all (default), none, or a comma list of "
              "mhc_entry, attention_projections, compressor, indexer, attention, moe, engram"),
     cl::CommaSeparated, cl::cat(category));
+static cl::opt<std::string> passPipeline(
+    "pass-pipeline",
+    cl::desc("More passes, after the default pipeline (a config input) or as the only ones (a "
+             ".mlir input), e.g. 'builtin.module(ds-fuse-kernels{kernels=moe})'; "
+             "ds-verify-schedule runs after them"),
+    cl::value_desc("pipeline"), cl::init(""), cl::cat(category));
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "dsc-compile") << message << "\n";
@@ -121,13 +148,67 @@ static bool writeFile(StringRef path, StringRef text, std::string &error) {
   return true;
 }
 
+/// A .mlir (or MLIR bytecode) input instead of a config.
+static bool isModuleFile(StringRef path) {
+  return path.ends_with(".mlir") || path.ends_with(".mlirbc");
+}
+
+/// The MLIR options registered by the pass manager, context, printer and
+/// timing join their own --help category.
+static void showMlirOptions() {
+  for (auto &[name, option] : cl::getRegisteredOptions())
+    if (name.starts_with("mlir-"))
+      option->addCategory(mlirCategory);
+}
+
+/// --pass-pipeline into `pm`: `builtin.module(a,b)` (MLIR's anchored form)
+/// or the bare list `a,b`.
+static LogicalResult addPassPipeline(mlir::PassManager &pm, StringRef text) {
+  StringRef inner = text.trim();
+  if (inner.consume_front("builtin.module")) {
+    inner = inner.ltrim();
+    if (!inner.consume_front("(") || !inner.consume_back(")")) {
+      errs() << "expected 'builtin.module(<passes>)'";
+      return failure();
+    }
+  }
+  return mlir::parsePassPipeline(inner, pm, errs());
+}
+
 int main(int argc, char **argv) {
   InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
+  // Passes first: --mlir-print-ir-after=<pass> lists the passes registered
+  // when the pass-manager options are.
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  dsc::ds::registerDSPasses();
+  mlir::registerMLIRContextCLOptions();
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
+  mlir::registerAsmPrinterCLOptions();
+  showMlirOptions();
+  cl::HideUnrelatedOptions({&category, &mlirCategory});
   cl::ParseCommandLineOptions(argc, argv, "dsc-compile: DeepSeek-V4.1 model compiler\n");
   if (maxSeqLen < 0 || maxBatch < 0)
     return fail("--max-seq-len and --max-batch must be non-negative (0: the config's limit), got " +
                 std::to_string(int64_t(maxSeqLen)) + " and " + std::to_string(int64_t(maxBatch)));
+
+  // The input: a config, or a module plus the config it was built from.
+  const bool moduleInput = isModuleFile(inputPath);
+  if (moduleInput && configOption.empty())
+    return fail(inputPath + ": a .mlir input needs --config CONFIG, the config the module was "
+                "built from (the plan's model facts and the report come from it)");
+  if (!moduleInput && !configOption.empty())
+    return fail("--config is for a .mlir input; " + inputPath + " is read as the config itself");
+  const cl::Option *shapingOptions[] = {&cedMode, std::addressof(fuseKernels),
+                                        &indexerTileRows};
+  if (moduleInput)
+    for (const cl::Option *option : shapingOptions)
+      if (option->getNumOccurrences() > 0)
+        return fail("--" + option->ArgStr + " shapes the module a config is built into; " +
+                    inputPath + " is a module already (its CED split and fusion are its own): " +
+                    "change it with --pass-pipeline or dsc-opt");
+  const std::string configPath = moduleInput ? std::string(configOption) : std::string(inputPath);
 
   Expected<dsc::models::ModelSpec> spec = dsc::models::importConfigFile(configPath);
   if (!spec)
@@ -135,15 +216,16 @@ int main(int argc, char **argv) {
 
   if (!report.empty() && report != "text" && report != "json")
     return fail("--report takes 'text' or 'json', got '" + report + "'");
-  if (!emit.empty() && emit != "mlir")
-    return fail("--emit takes 'mlir', got '" + emit + "'");
+  if (!emit.empty() && emit != "mlir" && emit != "plan-json")
+    return fail("--emit takes 'mlir' or 'plan-json', got '" + emit + "'");
   // Conformance plans dump every block on every token: full unless asked.
   if (layerBoundaries && cedMode.getNumOccurrences() == 0)
     cedMode = "full";
   if (cedMode != "full" && cedMode != "bounded" && cedMode != "exact")
     return fail("--ced takes 'full', 'bounded' or 'exact', got '" + cedMode + "'");
-  bool writePlan = emit.empty() && !outputPath.empty();
-  if (cedMode != "full" && writePlan && layerBoundaries)
+  const bool writePlan = emit.empty() && !outputPath.empty();
+  const bool wantPlan = writePlan || emit == "plan-json"; // a plan that verifies
+  if (!moduleInput && cedMode != "full" && wantPlan && layerBoundaries)
     return fail("--ced=" + cedMode + " plans have no layer boundaries on every token: "
                 "conformance plans (--layer-boundaries) use --ced=full");
   // --fuse: default all; none alone disables fusion.
@@ -167,7 +249,7 @@ int main(int argc, char **argv) {
 
   // Engram token map (reference-spec §7.1).
   std::optional<dsc::numerics::EngramTokenMap> tokenMap;
-  if (writePlan && spec->hasEngram() && tokenizerPath.empty() && engramMapPath.empty())
+  if (wantPlan && spec->hasEngram() && tokenizerPath.empty() && engramMapPath.empty())
     return fail(configPath + ": the model has Engram layers: a plan needs the token map; give "
                 "--tokenizer FILE (tokenizer.json or a JSON list of token strings) or "
                 "--engram-map FILE");
@@ -195,18 +277,50 @@ int main(int argc, char **argv) {
       return fail(error);
   }
 
+  // The module: built from the config, or read and checked against it.
   mlir::MLIRContext context;
   context.loadDialect<dsc::ds::DSDialect, mlir::func::FuncDialect>();
   dsc::models::BuildOptions buildOptions;
   buildOptions.allPrefillLogits = layerBoundaries;
-  mlir::OwningOpRef<mlir::ModuleOp> module = dsc::models::buildModule(*spec, context, buildOptions);
-  if (!module)
-    return fail("internal error: the built module does not verify");
+  llvm::SourceMgr sourceMgr;
+  std::optional<mlir::SourceMgrDiagnosticHandler> diagnostics; // file:line:col for a .mlir
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  if (moduleInput) {
+    std::string error;
+    std::unique_ptr<MemoryBuffer> file = mlir::openInputFile(inputPath, &error);
+    if (!file)
+      return fail(error);
+    sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+    diagnostics.emplace(sourceMgr, &context);
+    module = mlir::parseSourceFile<mlir::ModuleOp>(sourceMgr, mlir::ParserConfig(&context));
+    if (!module)
+      return fail(inputPath + ": not a valid ds module (see above)");
+    if (dsc::runtime::Status status =
+            dsc::compiler::checkModuleMatchesSpec(*module, *spec, inputPath);
+        !status)
+      return fail(status.message());
+  } else {
+    module = dsc::models::buildModule(*spec, context, buildOptions);
+    if (!module)
+      return fail("internal error: the built module does not verify");
+  }
 
+  // The passes: the default pipeline for a built module, then --pass-pipeline,
+  // then the schedule check again whenever the passes are not dsc-compile's.
   mlir::PassManager pm(&context);
-  dsc::ds::buildAnalysisPipeline(pm, cedMode, fuseGroups, indexerTileRows);
+  if (!moduleInput)
+    dsc::ds::buildAnalysisPipeline(pm, cedMode, fuseGroups, indexerTileRows);
+  if (!passPipeline.empty() && mlir::failed(addPassPipeline(pm, passPipeline)))
+    return fail("--pass-pipeline '" + passPipeline + "' does not parse (see above)");
+  if (moduleInput || !passPipeline.empty())
+    pm.addPass(dsc::ds::createVerifySchedule());
+  if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
+    return fail("the --mlir-* pass manager options do not apply (see above)");
+  mlir::applyDefaultTimingPassManagerCLOptions(pm);
   if (mlir::failed(pm.run(*module)))
-    return fail("the model's schedule does not verify (see above)");
+    return fail(moduleInput || !passPipeline.empty()
+                    ? Twine("the passes failed or the module's schedule does not verify (see above)")
+                    : Twine("the model's schedule does not verify (see above)"));
 
   if (emit == "mlir") {
     std::string text;
@@ -219,123 +333,54 @@ int main(int argc, char **argv) {
       return fail(error);
   }
 
-  // The plan: lowered for -o and for the report's launch counts.
-  dsc::runtime::PlanModel plan;
-  bool wantReport = !report.empty() || (emit.empty() && emitEngramMap.empty() && !writePlan);
-  if (writePlan || wantReport) {
-    dsc::runtime::PlanModelFacts facts =
-        dsc::models::planFactsFor(*spec, options.maxSeqLen, options.maxBatch);
-    facts.cedMode = cedMode;
-    facts.layerBoundaries = layerBoundaries;
+  // The plan (compiler/PlanPipeline.h): for -o, plan-json and the report's
+  // launch counts and kernel resources. A report-only run compiles kernels
+  // for their resources through the content-keyed cache (a warm run costs
+  // milliseconds); plan-json compiles none (it leaves the binaries out).
+  const bool wantReport = !report.empty() || (emit.empty() && emitEngramMap.empty() && !writePlan);
+  dsc::compiler::CompiledPlan compiled;
+  if (wantPlan || wantReport) {
+    dsc::compiler::PlanCompileOptions planOptions;
+    planOptions.facts = dsc::models::planFactsFor(*spec, options.maxSeqLen, options.maxBatch);
+    planOptions.facts.layerBoundaries = layerBoundaries;
     if (tokenMap) {
-      facts.engramTokenMap = tokenMap->lookup;
-      facts.engramCompressedVocabSize = tokenMap->compressedVocabSize;
+      planOptions.facts.engramTokenMap = tokenMap->lookup;
+      planOptions.facts.engramCompressedVocabSize = tokenMap->compressedVocabSize;
     }
-    std::string error;
-    if (!dsc::ds::lowerModuleToPlan(*module, facts, plan, error))
-      return fail("lowering to a plan failed: " + error);
-    // Chunked prefill: chunks must hold a window and a CED replay twice
-    // over (PlanModel.h); the default is kDefaultPrefillChunk, raised to
-    // those minimums, and 0 (one call) for conformance plans.
-    dsc::runtime::PlanModelFacts &m = plan.model;
-    const int64_t minimum = std::max<int64_t>(2 * m.windowSize, 2 * m.cedReplayTokens);
-    if (prefillChunk.getNumOccurrences() == 0) {
-      m.prefillChunk = layerBoundaries ? 0 : std::max(kDefaultPrefillChunk, minimum);
-    } else {
-      if (prefillChunk < 0 || (prefillChunk > 0 && prefillChunk < minimum))
-        return fail("--prefill-chunk is " + std::to_string(int64_t(prefillChunk)) +
-                    ", expected 0 (one call) or at least " + std::to_string(minimum) +
-                    " (2 x window " + std::to_string(m.windowSize) +
-                    (m.cedReplayTokens > 0 ? ", 2 x CED replay rows " + std::to_string(m.cedReplayTokens)
-                                           : std::string()) +
-                    ")");
-      if (prefillChunk > 0 && layerBoundaries)
-        return fail("--prefill-chunk cannot be combined with --layer-boundaries (boundary dumps "
-                    "cover the whole prompt)");
-      m.prefillChunk = prefillChunk;
-    }
-  }
-  // The plan's kernels, compiled for -o and for the report's `kernels`
-  // resources (through the content-keyed cache: a warm report run costs
-  // milliseconds). One compile per distinct name: the specialisations of a
-  // name share the template and options.
-  std::map<std::string, dsc::codegen::CompiledKernel> compiledByName;
-  if ((writePlan || wantReport) && gpuArch != "none") {
-    dsc::codegen::KernelCompileOptions compileOptions;
-    compileOptions.arch = gpuArch;
-    bool warned = false;
-    // One module per template: its specialisations and the native
-    // executables built on it share it (PlanModel::modules).
-    auto moduleOf = [&](const std::string &templateName,
-                        const dsc::codegen::CompiledKernel &compiled) -> int64_t {
-      for (size_t m = 0; m < plan.modules.size(); ++m)
-        if (plan.modules[m].templateName == templateName)
-          return int64_t(m);
-      plan.modules.push_back({templateName, compiled.cubin, compiled.ptx});
-      return int64_t(plan.modules.size()) - 1;
-    };
-    for (size_t i = 0; i < plan.kernels.size(); ++i) {
-      dsc::runtime::KernelSpec &kernel = plan.kernels[i];
-      if (!dsc::codegen::hasKernelSource(kernel.name)) {
-        if (writePlan)
-          return fail("no CUDA kernel template for '" + kernel.name +
-                      "' (codegen/kernels); compile with --gpu-arch=none for a CPU plan");
-        continue; // the report lists it without resources
-      }
-      auto it = compiledByName.find(kernel.name);
-      if (it == compiledByName.end()) {
-        auto compiled = dsc::codegen::compileKernel(kernel.name, compileOptions);
-        if (!compiled) {
-          if (writePlan)
-            return fail(compiled.status().message());
-          // Report only: the kernels are listed without resources.
-          if (!warned && compiled.status().code() != dsc::runtime::StatusCode::Unavailable)
-            WithColor::warning(errs(), "dsc-compile")
-                << "report without kernel resources: " << compiled.status().message() << "\n";
-          warned = true;
-          continue;
-        }
-        it = compiledByName.emplace(kernel.name, std::move(*compiled)).first;
-      }
-      if (writePlan)
-        kernel.module = moduleOf(kernel.name, it->second);
-      if (sys::Process::StandardErrIsDisplayed())
-        errs() << "\rcompiling kernels: " << i + 1 << "/" << plan.kernels.size();
-    }
-    if (sys::Process::StandardErrIsDisplayed() && !plan.kernels.empty())
+    if (prefillChunk.getNumOccurrences() > 0)
+      planOptions.prefillChunk = int64_t(prefillChunk);
+    planOptions.gpuArch = gpuArch;
+    planOptions.kernels = writePlan               ? dsc::compiler::KernelMode::Embed
+                          : emit == "plan-json" ? dsc::compiler::KernelMode::Skip
+                                                : dsc::compiler::KernelMode::Resources;
+    bool progressShown = false;
+    if (sys::Process::StandardErrIsDisplayed())
+      planOptions.progress = [&progressShown](size_t done, size_t total) {
+        errs() << "\rcompiling kernels: " << done << "/" << total;
+        progressShown = true;
+      };
+    dsc::runtime::Expected<dsc::compiler::CompiledPlan> result =
+        dsc::compiler::compileModuleToPlan(*module, planOptions);
+    if (progressShown)
       errs() << "\n";
-    // Native executables load their template's module.
-    for (dsc::runtime::Program &program : plan.programs)
-      for (dsc::runtime::Fusion &fusion : program.fusions) {
-        if (fusion.executable.empty() || !writePlan)
-          continue;
-        const dsc::abi::NativeExecutableInfo *e =
-            dsc::abi::findNativeExecutable(fusion.executable);
-        if (!e)
-          return fail("internal error: unknown native executable '" + fusion.executable + "'");
-        auto it = compiledByName.find(e->templateName);
-        if (it == compiledByName.end()) {
-          auto compiled = dsc::codegen::compileKernel(e->templateName, compileOptions);
-          if (!compiled)
-            return fail(compiled.status().message());
-          it = compiledByName.emplace(e->templateName, std::move(*compiled)).first;
-        }
-        fusion.module = moduleOf(e->templateName, it->second);
-      }
+    if (!result)
+      return fail(result.status().message());
+    compiled = std::move(*result);
+    if (compiled.kernelWarning)
+      WithColor::warning(errs(), "dsc-compile")
+          << "report without kernel resources: " << compiled.kernelWarning->message() << "\n";
   }
-  if (writePlan) {
-    // The activation peaks at the plan's limits travel with the plan.
-    for (bool rowTiles : {true, false})
-      if (auto memory = dsc::runtime::summarizePlanMemory(plan, options.maxSeqLen, -1, rowTiles);
-          memory)
-        for (const dsc::runtime::PhaseMemory &phase : memory->phases)
-          for (dsc::runtime::Program &program : plan.programs)
-            if (program.name == phase.program)
-              (rowTiles ? program.peakBytes : program.peakBytesUntiled) = phase.peakBytes;
-    if (dsc::runtime::Status status = dsc::runtime::verifyPlan(plan); !status)
-      return fail("internal error: the lowered plan does not verify: " + status.message());
+  const dsc::runtime::PlanModel &plan = compiled.plan;
+  if (writePlan)
     if (dsc::runtime::Status status = dsc::runtime::writePlanFile(outputPath, plan); !status)
       return fail(status.message());
+  if (emit == "plan-json") {
+    dsc::runtime::Expected<std::string> json = dsc::compiler::planToJson(plan);
+    if (!json)
+      return fail("--emit=plan-json: " + json.status().message());
+    std::string error;
+    if (!writeFile(outputPath.empty() ? std::string("-") : std::string(outputPath), *json, error))
+      return fail(error);
   }
 
   if (wantReport || report.getNumOccurrences() > 0) {
@@ -354,7 +399,11 @@ int main(int argc, char **argv) {
           ++perExecutable[fusion.executable];
       }
     }
+    // A module's fusion is what it holds; a built one's what --fuse asked.
     r.fused = !fuseGroups.empty();
+    if (moduleInput)
+      r.fused = module->walk([](dsc::ds::FusedOp) { return mlir::WalkResult::interrupt(); })
+                    .wasInterrupted();
     r.distinctKernels = int64_t(plan.kernels.size());
     r.prefillChunk = plan.model.prefillChunk;
     r.ced = dsc::ds::summarizeCed(*module);
@@ -388,8 +437,8 @@ int main(int argc, char **argv) {
         if (launch.kernel >= 0 && size_t(launch.kernel) < plan.kernels.size())
           ++kernels[plan.kernels[launch.kernel].name].launches;
     for (auto &[name, k] : kernels) {
-      auto it = compiledByName.find(name);
-      if (it != compiledByName.end()) {
+      auto it = compiled.kernels.find(name);
+      if (it != compiled.kernels.end()) {
         k.cubinBytes = int64_t(it->second.cubin.size());
         k.entries.emplace();
         for (const dsc::codegen::KernelEntryResources &e : it->second.entries)

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "compiler/PlanPipeline.h"
 #include "dialects/DeepSeek/IR/DeepSeekDialect.h"
 #include "dsc/numerics/EngramTokenMap.h"
 #include "dsc/numerics/ScalarCodecs.h"
@@ -10,7 +11,6 @@
 #include "models/ConfigImport.h"
 #include "models/builder/ModelBuilder.h"
 #include "models/builder/PlanFacts.h"
-#include "passes/LowerToPlan.h"
 #include "passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -49,18 +49,27 @@ CompiledCase compileCasePlan(const std::string &caseDir, const std::string &cedM
     error = "the analysis pipeline failed";
     return result;
   }
-  runtime::PlanModelFacts facts = models::planFactsFor(
+  // dsc-compile's library pipeline for a CPU plan, in one prefill call
+  // (tests that chunk set the chunk themselves).
+  compiler::PlanCompileOptions plan;
+  plan.facts = models::planFactsFor(
       result.spec, maxSeqLen > 0 ? maxSeqLen : result.spec.limits.maxSeqLen.value_or(4096), 1);
-  facts.layerBoundaries = layerBoundaries;
-  facts.cedMode = cedMode;
+  plan.facts.layerBoundaries = layerBoundaries;
   std::optional<numerics::EngramTokenMap> map =
       numerics::readEngramTokenMap(caseDir + "/engram_token_map.json", &error);
   if (!map)
     return result;
-  facts.engramTokenMap = map->lookup;
-  facts.engramCompressedVocabSize = map->compressedVocabSize;
-  if (!ds::lowerModuleToPlan(*module, facts, result.plan, error))
+  plan.facts.engramTokenMap = map->lookup;
+  plan.facts.engramCompressedVocabSize = map->compressedVocabSize;
+  plan.prefillChunk = 0;
+  plan.gpuArch = "none";
+  plan.kernels = compiler::KernelMode::Skip;
+  runtime::Expected<compiler::CompiledPlan> compiled = compiler::compileModuleToPlan(*module, plan);
+  if (!compiled) {
+    error = compiled.status().message();
     return result;
+  }
+  result.plan = std::move(compiled->plan);
   return result;
 }
 

@@ -2,7 +2,7 @@
 //
 // What: planCall on a hand-built program whose steps, tiles, replay range,
 // zeroing schedule and last uses are worked out by hand; on the tiny6
-// fixture plan (Inputs/tiny6-cpu.dscp, no weights needed) that the host and
+// fixture plan (the build-time tiny6 CPU plan, test/unit/support/Tiny6Plan.h; no weights needed) that the host and
 // device layouts are planMemory's and that moving a decode plan to every
 // position (resolveStart) gives exactly the plan made there, re-placing the
 // host arena only when an aligned size changes; with the tiny6 weights, that
@@ -16,6 +16,7 @@
 #include "dsc/runtime/MemoryPlan.h"
 #include "dsc/runtime/PlanFile.h"
 #include "test/unit/support/SharedDir.h"
+#include "test/unit/support/Tiny6Plan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -368,12 +369,11 @@ TEST(CallPlan, TheCacheKeyIgnoresOnlyTheStartPosition) {
 
 // --- tiny6 fixture ----------------------------------------------------------------
 
-std::string fixturePlan() {
-  return std::string(DSC_SOURCE_DIR) + "/test/unit/runtime/Inputs/tiny6-cpu.dscp";
-}
+std::string fixturePlan() { return dsc::test::tiny6CpuPlan(); }
 std::string tiny6Weights() { return dsc::test::sharedPath("golden/tiny6/model.safetensors"); }
 
 TEST(CallPlanTiny6, HostAndDeviceLayoutsArePlanMemorys) {
+  DSC_SKIP_WITHOUT_TINY6_PLAN();
   Expected<PlanModel> plan = readPlanFile(fixturePlan());
   ASSERT_TRUE(plan) << plan.status().message();
   const Program *prefill = plan->program("prefill");
@@ -413,6 +413,7 @@ TEST(CallPlanTiny6, HostAndDeviceLayoutsArePlanMemorys) {
 }
 
 TEST(CallPlanTiny6, MovedDecodePlanEqualsTheFreshPlanAtEveryPosition) {
+  DSC_SKIP_WITHOUT_TINY6_PLAN();
   Expected<PlanModel> plan = readPlanFile(fixturePlan());
   ASSERT_TRUE(plan) << plan.status().message();
   const Program *decode = plan->program("decode");
@@ -477,6 +478,7 @@ public:
 };
 
 TEST(CallPlanSession, OnePlanPerCallShape) {
+  DSC_SKIP_WITHOUT_TINY6_PLAN();
   if (!std::filesystem::exists(tiny6Weights()))
     GTEST_SKIP() << "no tiny6 checkpoint at " << tiny6Weights();
   Expected<PlanModel> plan = readPlanFile(fixturePlan());

@@ -1,12 +1,13 @@
 //===- KernelSignaturesTest.cpp - verifyPlan's per-kernel checks ----------===//
 //
-// Loads the tiny6 CPU plan (Inputs/tiny6-cpu.dscp, see Inputs/README.md for
-// the command that regenerates it), mutates the PlanModel in memory and
-// checks that verifyPlan rejects each class of bad launch with a message
+// Loads the tiny6 CPU plan compiled at build time (test/unit/support/
+// Tiny6Plan.h; this test is built only where that plan is), mutates the
+// PlanModel in memory and checks that verifyPlan rejects each class of bad launch with a message
 // naming program, launch, kernel, operand or parameter and the expected value.
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/KernelSignatures.h"
 #include "dsc/runtime/PlanFile.h"
+#include "test/unit/support/Tiny6Plan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,7 +22,7 @@ namespace {
 const PlanModel &fixture() {
   static const PlanModel plan = [] {
     Expected<PlanModel> p =
-        readPlanFile(std::string(DSC_SOURCE_DIR) + "/test/unit/runtime/Inputs/tiny6-cpu.dscp");
+        readPlanFile(dsc::test::tiny6CpuPlan());
     EXPECT_TRUE(bool(p)) << p.status().message();
     return bool(p) ? *p : PlanModel();
   }();

@@ -9,6 +9,7 @@
 #include "dsc/runtime/MemoryPlan.h"
 #include "dsc/runtime/PlanFile.h"
 #include "test/unit/support/SharedDir.h"
+#include "test/unit/support/Tiny6Plan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -312,9 +313,7 @@ TEST(HostTensorView, CopiesOwnMovesKeepTheView) {
 
 // --- tiny6: planned vs observed --------------------------------------------------
 
-std::string fixturePlan() {
-  return std::string(DSC_SOURCE_DIR) + "/test/unit/runtime/Inputs/tiny6-cpu.dscp";
-}
+std::string fixturePlan() { return dsc::test::tiny6CpuPlan(); }
 std::string tiny6Weights() { return dsc::test::sharedPath("golden/tiny6/model.safetensors"); }
 
 struct Tiny6Run {
@@ -353,6 +352,7 @@ Tiny6Run runTiny6(bool arena, int64_t prompt, int decodes) {
 }
 
 TEST(MemoryPlanTiny6, PlannedPeakIsValidTightAndBitIdentical) {
+  DSC_SKIP_WITHOUT_TINY6_PLAN();
   if (!std::filesystem::exists(tiny6Weights()))
     GTEST_SKIP() << "no tiny6 checkpoint at " << tiny6Weights();
   Expected<PlanModel> plan = readPlanFile(fixturePlan());

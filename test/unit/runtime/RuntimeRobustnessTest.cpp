@@ -5,7 +5,8 @@
 // per-slot size errors, failed sessions, CompressorState sizing), Npy (header
 // and size checks before allocating, error codes, unique temporaries),
 // toFloat32 and the C API's last error. Session tests use the tiny6 CPU plan
-// (Inputs/tiny6-cpu.dscp) with the tiny6 golden weights.
+// compiled at build time (test/unit/support/Tiny6Plan.h) with the tiny6
+// golden weights, and skip without it.
 //===----------------------------------------------------------------------===//
 #include "dsc/dsc.h"
 #include "dsc/runtime/Conformance.h"
@@ -14,6 +15,7 @@
 #include "dsc/runtime/PlanFile.h"
 #include "dsc/runtime/StateLayout.h"
 #include "test/unit/support/SharedDir.h"
+#include "test/unit/support/Tiny6Plan.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -27,9 +29,7 @@ using ::testing::HasSubstr;
 
 namespace {
 
-std::string fixturePlan() {
-  return std::string(DSC_SOURCE_DIR) + "/test/unit/runtime/Inputs/tiny6-cpu.dscp";
-}
+std::string fixturePlan() { return dsc::test::tiny6CpuPlan(); }
 std::string tiny6Weights() { return dsc::test::sharedPath("golden/tiny6/model.safetensors"); }
 
 PlanModel loadFixture() {
@@ -139,6 +139,7 @@ TEST(StateLayout, OverflowIsAnError) {
 // --- Session -----------------------------------------------------------------
 
 TEST(Session, WeightOutputIsCopiedNotMoved) {
+  DSC_SKIP_WITHOUT_TINY6_PLAN();
   PlanModel plan = loadFixture();
   int64_t slot = -1;
   for (size_t i = 0; i < plan.programs[0].values.size(); ++i) {
@@ -169,6 +170,7 @@ TEST(Session, WeightOutputIsCopiedNotMoved) {
 }
 
 TEST(Session, OutputZeroMustBeF32RankTwo) {
+  DSC_SKIP_WITHOUT_TINY6_PLAN();
   PlanModel plan = loadFixture();
   int64_t slot = plan.programs[0].outputs[0];
   plan.programs[0].values[slot].dtype = DType::BF16;
@@ -186,6 +188,7 @@ TEST(Session, OutputZeroMustBeF32RankTwo) {
 }
 
 TEST(Session, OversizedUnusedSlotNamesProgramAndSlot) {
+  DSC_SKIP_WITHOUT_TINY6_PLAN();
   // A slot no launch uses escapes the kernel signature checks; its size is
   // still checked when the Session allocates it.
   PlanModel plan = loadFixture();
@@ -210,6 +213,7 @@ TEST(Session, OversizedUnusedSlotNamesProgramAndSlot) {
 }
 
 TEST(Session, OversizedSlotNamesProgramAndSlot) {
+  DSC_SKIP_WITHOUT_TINY6_PLAN();
   PlanModel plan = loadFixture();
   ValueSlot &embed = plan.programs[0].values[4];
   ASSERT_EQ(embed.name, "embed");
@@ -241,6 +245,7 @@ private:
 };
 
 TEST(Session, FailedCallLeavesTheSessionFailedUntilReset) {
+  DSC_SKIP_WITHOUT_TINY6_PLAN();
   PlanModel plan = loadFixture();
   ASSERT_GE(plan.programs[0].boundaries.size(), 3u);
   plan.model.layerBoundaries = true; // the fixture has boundaries: observe them
@@ -271,6 +276,7 @@ TEST(Session, FailedCallLeavesTheSessionFailedUntilReset) {
 }
 
 TEST(Session, CompressorStateUsesStateDim) {
+  DSC_SKIP_WITHOUT_TINY6_PLAN();
   PlanModel plan = loadFixture();
   int64_t index = -1;
   for (size_t i = 0; i < plan.states.size(); ++i)
@@ -292,6 +298,7 @@ TEST(Session, CompressorStateUsesStateDim) {
 }
 
 TEST(Engine, MissingFilesAreNotUnavailable) {
+  DSC_SKIP_WITHOUT_TINY6_PLAN();
   Expected<std::unique_ptr<Engine>> plan = Engine::load("/nonexistent/p.dscp", tiny6Weights());
   ASSERT_FALSE(plan);
   EXPECT_EQ(plan.status().code(), StatusCode::NotFound);
@@ -406,6 +413,7 @@ TEST(Conformance, ToFloat32WidensF16E4M3AndI8) {
 // --- C API -------------------------------------------------------------------
 
 TEST(CApi, SessionCreateClearsTheLastError) {
+  DSC_SKIP_WITHOUT_TINY6_PLAN();
   dsc_engine *engine = nullptr;
   ASSERT_EQ(dsc_engine_load(fixturePlan().c_str(), tiny6Weights().c_str(), "cpu", &engine), DSC_OK)
       << dsc_last_error();
