@@ -5,10 +5,12 @@
 //   #include "codegen/kernels/common.cuh"
 //
 // The templates are compiled by NVRTC at dsc-compile time (KernelCompiler.h),
-// with this header and the numerics library passed in memory. There is no
-// -I and no CUDA header: NVRTC ships none (toolchain.md §2), so kernels use
-// only this header and dsc/numerics/* (one definition of every number: the
-// bf16/fp8/fp4 rounding rules are the CPU backend's, bit for bit).
+// with this header, the kernel ABI and the numerics library passed in
+// memory. There is no -I and no CUDA header: NVRTC ships none (toolchain.md
+// §2), so kernels use only this header, dsc/abi/* (the typed kernel
+// parameters, shared with the host) and dsc/numerics/* (one definition of
+// every number: the bf16/fp8/fp4 rounding rules are the CPU backend's, bit
+// for bit).
 //
 // Conventions (the runtime launches kernels by these rules):
 //   - entry points are `DSC_KERNEL void dsc_<kernel>(...)`, or
@@ -28,6 +30,7 @@
 #ifndef DSC_CODEGEN_KERNELS_COMMON_CUH
 #define DSC_CODEGEN_KERNELS_COMMON_CUH
 
+#include "dsc/abi/KernelParams.h"
 #include "dsc/numerics/Portability.h"
 #include "dsc/numerics/ScalarCodecs.h"
 #include "dsc/numerics/Quantize.h"
