@@ -16,8 +16,21 @@
 //   - entry points are `DSC_KERNEL void dsc_<kernel>(...)`, or
 //     `dsc_<kernel>_<step>` when one template has several launches
 //     (extern "C", so the cubin symbol is the plain name);
-//   - arguments are raw device pointers and scalars, no structs by value
-//     unless documented in the template;
+//   - the kernel's parameters (the plan's typed params: eps, ratio, rope,
+//     topk, ...) come as ONE struct, the kernel's dsc::abi::<X>Params of
+//     dsc/abi/KernelParams.h (generated from the ODS; the host adapter
+//     passes the very struct it gets), as the entry's first argument:
+//     `const __grid_constant__ dsc::abi::XParams p` (read in place in the
+//     parameter space, no copy; same layout on host and device, checked by
+//     test/unit/codegen/KernelAbiTest.cpp). An entry reads every parameter
+//     from `p`, converting as the host did before (`(float)p.eps`), and takes
+//     none of them as a scalar; an entry that uses no parameter does not
+//     take the struct. A fused kernel takes its steps' structs first, in
+//     step order (documented in the template);
+//   - every other argument is a raw device pointer or a scalar: shapes,
+//     strides, the call state, record layouts (six ints) and values the
+//     host derives (RoPE inverse frequencies, mapped ids, ...); no other
+//     structs by value;
 //   - bf16 tensors are `unsigned short` (bf16Load/bf16Store below convert
 //     through dsc::numerics, round-to-nearest-even);
 //   - element counts, strides and offsets are `long long`;

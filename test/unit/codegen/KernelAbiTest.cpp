@@ -1,14 +1,17 @@
 //===- KernelAbiTest.cpp - Host and device agree on the kernel params ABI -===//
 //
-// dsc/abi/KernelParams.h (generated) is embedded for NVRTC so that CUDA
-// kernels can take their kernel's dsc::abi::<X>Params as one
-// `const __grid_constant__` argument, passed as is by the host. These tests
-// compile with NVRTC (no GPU) and read the PTX:
+// The CUDA kernels take their kernel's dsc::abi::<X>Params (dsc/abi/
+// KernelParams.h, generated) as one `const __grid_constant__` argument and
+// the host adapters pass the struct they get (common.cuh's convention). These
+// tests compile with NVRTC (no GPU) and read the PTX:
 //   - a source including only dsc/abi/KernelParams.h with one kernel per
 //     params struct: each entry has exactly one param, a byte array of
 //     sizeof(struct) at alignof(struct) as the host compiler lays it out;
 //   - RopeParams (a Rope inside): the PTX offset and width of each field's
-//     load equal the host's offsetof / sizeof.
+//     load equal the host's offsetof / sizeof;
+//   - every entry of every embedded template: the entries that use
+//     parameters take their struct first (and the fused attention the rope
+//     step's second), no other argument is a struct.
 // Skipped when NVRTC is not in the build.
 //===----------------------------------------------------------------------===//
 #include "codegen/KernelCompiler.h"
@@ -17,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
@@ -89,6 +93,21 @@ std::optional<std::vector<PtxParam>> entryParams(const std::string &ptx, const s
   }
   return out;
 }
+
+/// Names of every `.entry` of the PTX.
+std::vector<std::string> entryNames(const std::string &ptx) {
+  std::vector<std::string> out;
+  static const std::regex entry(R"(\.entry\s+(\w+)\s*\()");
+  for (std::sregex_iterator it(ptx.begin(), ptx.end(), entry), end; it != end; ++it)
+    out.push_back((*it)[1]);
+  return out;
+}
+
+/// A struct parameter as the host lays it out.
+struct Takes {
+  size_t size, align;
+};
+template <typename T> Takes layoutOf() { return {sizeof(T), alignof(T)}; }
 
 class KernelAbi : public ::testing::Test {
 protected:
@@ -190,4 +209,70 @@ TEST_F(KernelAbi, RopeParamsFieldOffsetsMatchTheHost) {
     EXPECT_EQ(loads[0].first, f.offset) << entry << ": device offset vs host offsetof";
     EXPECT_EQ(loads[0].second, f.size) << entry << ": device load width vs host sizeof";
   }
+}
+
+TEST_F(KernelAbi, TemplateEntriesTakeTheirStructFirst) {
+  // entry -> the structs it takes first, in order. Every other entry of the
+  // templates takes no struct at all.
+  const std::map<std::string, std::vector<Takes>> takes = {
+      {"dsc_rms_norm", {layoutOf<dsc::abi::RmsNormParams>()}},
+      {"dsc_hc_expand", {layoutOf<dsc::abi::HcExpandParams>()}},
+      {"dsc_hc_mixes", {layoutOf<dsc::abi::HcMixesParams>()}},
+      {"dsc_engram_hash", {layoutOf<dsc::abi::EngramHashParams>()}},
+      {"dsc_engram_lookup", {layoutOf<dsc::abi::EngramLookupParams>()}},
+      {"dsc_engram_gate", {layoutOf<dsc::abi::EngramGateParams>()}},
+      {"dsc_grouped_output_woa", {layoutOf<dsc::abi::GroupedOutputParams>()}},
+      {"dsc_moe_gate", {layoutOf<dsc::abi::MoeGateParams>()}},
+      {"dsc_moe_experts_up_fp4", {layoutOf<dsc::abi::MoeExpertsParams>()}},
+      {"dsc_moe_experts_up_fp8", {layoutOf<dsc::abi::MoeExpertsParams>()}},
+      {"dsc_rope", {layoutOf<dsc::abi::RopeParams>()}},
+      {"dsc_window_kv", {layoutOf<dsc::abi::WindowKvParams>()}},
+      {"dsc_window_kv_ring", {layoutOf<dsc::abi::WindowKvParams>()}},
+      {"dsc_window_kv_prefix", {layoutOf<dsc::abi::WindowKvParams>()}},
+      {"dsc_compressor_state", {layoutOf<dsc::abi::CompressorParams>()}},
+      {"dsc_compressor_pool", {layoutOf<dsc::abi::CompressorParams>()}},
+      {"dsc_compressor_pool_groups", {layoutOf<dsc::abi::CompressorParams>()}},
+      {"dsc_compressor_state_at", {layoutOf<dsc::abi::CompressorParams>()}},
+      {"dsc_compressor_norm", {layoutOf<dsc::abi::CompressorParams>()}},
+      {"dsc_compress_kv", {layoutOf<dsc::abi::CompressKvParams>()}},
+      {"dsc_index_keys_linear", {layoutOf<dsc::abi::IndexKeysParams>()}},
+      {"dsc_index_keys_norm", {layoutOf<dsc::abi::IndexKeysParams>()}},
+      {"dsc_index_keys_write", {layoutOf<dsc::abi::IndexKeysParams>()}},
+      {"dsc_index_queries_rope_qdq", {layoutOf<dsc::abi::IndexQueriesParams>()}},
+      {"dsc_indexer_score", {layoutOf<dsc::abi::IndexerScoreParams>()}},
+      {"dsc_candidate_blocks", {layoutOf<dsc::abi::CandidateBlocksParams>()}},
+      {"dsc_candidate_blocks_radix", {layoutOf<dsc::abi::CandidateBlocksParams>()}},
+      {"dsc_indexer_topk_select", {layoutOf<dsc::abi::IndexerTopKParams>()}},
+      {"dsc_indexer_topk_emit", {layoutOf<dsc::abi::IndexerTopKParams>()}},
+      {"dsc_indexer_topk_radix", {layoutOf<dsc::abi::IndexerTopKParams>()}},
+      // The fused `attention` kernel: its two steps' structs, in step order.
+      {"dsc_sparse_attention",
+       {layoutOf<dsc::abi::SparseAttentionParams>(), layoutOf<dsc::abi::RopeParams>()}},
+  };
+  std::set<std::string> seen;
+  for (const std::string &name : kernelSourceNames()) {
+    auto k = compileKernel(name, opts_);
+    ASSERT_TRUE(k) << name << ": " << k.status().message();
+    for (const std::string &entry : entryNames(k->ptx)) {
+      auto params = entryParams(k->ptx, entry);
+      ASSERT_TRUE(params) << entry;
+      auto want = takes.find(entry);
+      const size_t structs = want == takes.end() ? 0 : want->second.size();
+      ASSERT_GE(params->size(), structs) << entry;
+      for (size_t i = 0; i < params->size(); ++i) {
+        const PtxParam &p = (*params)[i];
+        if (i >= structs) {
+          EXPECT_FALSE(p.isStruct) << name << ": " << entry << " param " << i
+                                   << " is a struct by value: " << p.text;
+          continue;
+        }
+        EXPECT_TRUE(p.isStruct) << name << ": " << entry << " param " << i << ": " << p.text;
+        EXPECT_EQ(p.size, want->second[i].size) << entry << " param " << i << ": " << p.text;
+        EXPECT_EQ(p.align, want->second[i].align) << entry << " param " << i << ": " << p.text;
+      }
+      seen.insert(entry);
+    }
+  }
+  for (const auto &[entry, structs] : takes)
+    EXPECT_TRUE(seen.count(entry)) << "no template defines " << entry;
 }
