@@ -1,8 +1,9 @@
 //===- EmbeddedSources.h - Kernel sources compiled into the binary --------===//
 //
 // Generated at build time by EmbedSources.cmake from codegen/kernels/*.cu,
-// codegen/kernels/*.cuh and numerics/include/dsc/numerics/*.h. Each file is
-// named as it is included ("codegen/kernels/common.cuh",
+// codegen/kernels/*.cuh, runtime/include/dsc/abi/*.h and
+// numerics/include/dsc/numerics/*.h. Each file is named as it is included
+// ("codegen/kernels/common.cuh", "dsc/abi/KernelParams.h",
 // "dsc/numerics/Quantize.h"); data is NUL-terminated, size excludes the NUL.
 // Internal to dsc_codegen.
 //===----------------------------------------------------------------------===//

@@ -2,8 +2,9 @@
 //
 // Compiles the kernel template codegen/kernels/<name>.cu (embedded into the
 // compiler at build time together with the headers it includes: the numerics
-// library and codegen/kernels/*.cuh) with NVRTC for a GPU architecture
-// (default sm_90a) into a cubin plus PTX. No GPU is needed.
+// library, the kernel ABI dsc/abi/*.h and codegen/kernels/*.cuh) with NVRTC
+// for a GPU architecture (default sm_90a) into a cubin plus PTX. No GPU is
+// needed.
 //
 // Results are cached on disk, keyed by everything that changes the binary:
 // the full source with every embedded header, the options (defines, arch),

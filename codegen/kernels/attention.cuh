@@ -9,8 +9,9 @@
 //   - every fp32 product/sum whose contraction into an FMA could change the
 //     result uses __fmul_rn / __fadd_rn / __fsub_rn / __fdiv_rn (NVRTC
 //     contracts a*b+c by default);
-//   - record layouts come as six ints (AttnPool below, passed field by field:
-//     no structs by value) and are rebuilt as numerics::KvPageLayout, whose
+//   - record layouts come as six ints (pageLayout below, passed field by
+//     field: the only struct an entry takes by value is its kernel's params,
+//     common.cuh) and are rebuilt as numerics::KvPageLayout, whose
 //     encode/decode is the CPU's (one definition of every number).
 //===----------------------------------------------------------------------===//
 #ifndef DSC_CODEGEN_KERNELS_ATTENTION_CUH

@@ -1,6 +1,8 @@
 //===- candidate_blocks.cu - Level-one candidate blocks (`candidate_blocks`) ===//
 //
 // CPU: numerics::selectCandidateBlocks per row (numerics/lib/SparseSelect.cpp).
+// Both entries take p (dsc::abi::CandidateBlocksParams) first: topkBlocks =
+// p.blocks, blockSize = p.block_size, ratio = p.ratio (of the scores).
 // dsc_candidate_blocks: one thread per query row s (serial, simple):
 //   block score = max of its positions (NaN propagates: amax), padded
 //   positions count as -inf; block (compress_len-1)//blockSize pinned to
@@ -17,10 +19,11 @@
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
 
-DSC_KERNEL void dsc_candidate_blocks(const unsigned short *scores, long long S,
-                                     const long long *callState, long long ratio,
-                                     long long topkBlocks, long long blockSize, float *blockVals,
+DSC_KERNEL void dsc_candidate_blocks(const __grid_constant__ dsc::abi::CandidateBlocksParams p,
+                                     const unsigned short *scores, long long S,
+                                     const long long *callState, float *blockVals,
                                      unsigned char *picked, int *ids) {
+  const long long ratio = p.ratio, topkBlocks = p.blocks, blockSize = p.block_size;
   const long long startPos = DSC_CALL_START(callState);
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);
   const long long s = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -54,7 +57,7 @@ DSC_KERNEL void dsc_candidate_blocks(const unsigned short *scores, long long S,
   long long k = topkBlocks < nblocks ? topkBlocks : nblocks;
   if (k < 0)
     k = 0;
-  for (long long p = 0; p < k; ++p) {
+  for (long long pick = 0; pick < k; ++pick) {
     long long best = -1;
     for (long long b = 0; b < nblocks; ++b)
       if (!used[b] && (best < 0 || ranksBefore(block[b], b, block[best], best)))
@@ -87,9 +90,10 @@ __device__ __forceinline__ float candidateBlockValue(const unsigned short *row, 
 /// dsc_candidate_blocks_radix: one block per row, the same ids in O(T): a
 /// radix select of the min(topkBlocks, nblocks)-th block key, then the picked
 /// blocks whose value > -inf in ascending order (the ids), -1 after them.
-DSC_KERNEL void dsc_candidate_blocks_radix(const unsigned short *scores, long long S,
-                                           const long long *callState, long long ratio,
-                                           long long topkBlocks, long long blockSize, int *ids) {
+DSC_KERNEL void dsc_candidate_blocks_radix(
+    const __grid_constant__ dsc::abi::CandidateBlocksParams p, const unsigned short *scores,
+    long long S, const long long *callState, int *ids) {
+  const long long ratio = p.ratio, topkBlocks = p.blocks, blockSize = p.block_size;
   const long long startPos = DSC_CALL_START(callState);
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);
   const long long s = blockIdx.x;

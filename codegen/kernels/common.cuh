@@ -5,17 +5,32 @@
 //   #include "codegen/kernels/common.cuh"
 //
 // The templates are compiled by NVRTC at dsc-compile time (KernelCompiler.h),
-// with this header and the numerics library passed in memory. There is no
-// -I and no CUDA header: NVRTC ships none (toolchain.md §2), so kernels use
-// only this header and dsc/numerics/* (one definition of every number: the
-// bf16/fp8/fp4 rounding rules are the CPU backend's, bit for bit).
+// with this header, the kernel ABI and the numerics library passed in
+// memory. There is no -I and no CUDA header: NVRTC ships none (toolchain.md
+// §2), so kernels use only this header, dsc/abi/* (the typed kernel
+// parameters, shared with the host) and dsc/numerics/* (one definition of
+// every number: the bf16/fp8/fp4 rounding rules are the CPU backend's, bit
+// for bit).
 //
 // Conventions (the runtime launches kernels by these rules):
 //   - entry points are `DSC_KERNEL void dsc_<kernel>(...)`, or
 //     `dsc_<kernel>_<step>` when one template has several launches
 //     (extern "C", so the cubin symbol is the plain name);
-//   - arguments are raw device pointers and scalars, no structs by value
-//     unless documented in the template;
+//   - the kernel's parameters (the plan's typed params: eps, ratio, rope,
+//     topk, ...) come as ONE struct, the kernel's dsc::abi::<X>Params of
+//     dsc/abi/KernelParams.h (generated from the ODS; the host adapter
+//     passes the very struct it gets), as the entry's first argument:
+//     `const __grid_constant__ dsc::abi::XParams p` (read in place in the
+//     parameter space, no copy; same layout on host and device, checked by
+//     test/unit/codegen/KernelAbiTest.cpp). An entry reads every parameter
+//     from `p`, converting as the host did before (`(float)p.eps`), and takes
+//     none of them as a scalar; an entry that uses no parameter does not
+//     take the struct. A fused kernel takes its steps' structs first, in
+//     step order (documented in the template);
+//   - every other argument is a raw device pointer or a scalar: shapes,
+//     strides, the call state, record layouts (six ints) and values the
+//     host derives (RoPE inverse frequencies, mapped ids, ...); no other
+//     structs by value;
 //   - bf16 tensors are `unsigned short` (bf16Load/bf16Store below convert
 //     through dsc::numerics, round-to-nearest-even);
 //   - element counts, strides and offsets are `long long`;
@@ -28,6 +43,7 @@
 #ifndef DSC_CODEGEN_KERNELS_COMMON_CUH
 #define DSC_CODEGEN_KERNELS_COMMON_CUH
 
+#include "dsc/abi/KernelParams.h"
 #include "dsc/numerics/Portability.h"
 #include "dsc/numerics/ScalarCodecs.h"
 #include "dsc/numerics/Quantize.h"

@@ -1,14 +1,16 @@
 //===- compressor.cu - KV compressor (kernel `compressor`) -----------------===//
 //
 // CPU: runtime/cpu/kernels/attention/Compressor.cpp (compressorForward).
+// Every step but dsc_compressor_linear takes p (dsc::abi::CompressorParams)
+// as its first argument: r = ratio = p.ratio, eps = (float)p.eps.
 // Steps (launched in this order by the adapter):
 //   dsc_compressor_linear: one thread per (token s, output n): dense linear
 //     x bf16 [S, dim] . w bf16 [N, dim]^T with the CPU's dotF64 order (four
 //     double partial sums), then fp32 (linearF32, outF32) or bf16 of that
 //     fp32 (linearBf16, outBf16; ratio 1).
 //   dsc_compressor_state: one thread per (row i, channel c): copies kv/score
-//     rows [rowFrom + i] into state slots slot0 + i, slot0 = p % r from the call state (state f32 [2, r, d]:
-//     kv then score).
+//     rows [rowFrom + i] into state slots slot0 + i, slot0 = start % r from
+//     the call state (state f32 [2, r, d]: kv then score).
 //   dsc_compressor_pool: one thread per (group j, channel c): per-channel
 //     softmax over the r rows of score (max, expf(s - m), sequential sum,
 //     e / sum) and sum_i kv_i * w_i in fp32 (index order), then bf16.
@@ -50,10 +52,12 @@ __device__ __forceinline__ void compressorStateWrite(const float *kv, const floa
   state[ratio * d + (slot0 + r) * d + c] = score[(rowFrom + r) * d + c];
 }
 
-DSC_KERNEL void dsc_compressor_state(const float *kv, const float *score, long long rowFrom,
-                                     long long count, const long long *callState,
-                                     long long ratio, long long d, float *state) {
-  // slot0 = p % r from the call state: 0 in prefill, the token's slot in decode.
+DSC_KERNEL void dsc_compressor_state(const __grid_constant__ dsc::abi::CompressorParams p,
+                                     const float *kv, const float *score, long long rowFrom,
+                                     long long count, const long long *callState, long long d,
+                                     float *state) {
+  // slot0 = start % r from the call state: 0 in prefill, the token's slot in decode.
+  const long long ratio = p.ratio;
   compressorStateWrite(kv, score, rowFrom, count, DSC_CALL_START(callState) % ratio, ratio, d,
                        state);
 }
@@ -81,9 +85,11 @@ __device__ __forceinline__ unsigned short compressorPoolAt(const float *kv, cons
   return bf16FromFloat(acc);
 }
 
-DSC_KERNEL void dsc_compressor_pool(const float *kv, const float *score,
-                                    const long long *callState, long long ratio, long long d,
+DSC_KERNEL void dsc_compressor_pool(const __grid_constant__ dsc::abi::CompressorParams p,
+                                    const float *kv, const float *score,
+                                    const long long *callState, long long d,
                                     unsigned short *pooled) {
+  const long long ratio = p.ratio;
   const long long n = DSC_CALL_COMPRESSED_TOKENS(callState, ratio); // groups emitted
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n * d || ratio > 16)
@@ -91,24 +97,28 @@ DSC_KERNEL void dsc_compressor_pool(const float *kv, const float *score,
   pooled[i] = compressorPoolAt(kv, score, i / d, i % d, ratio, d);
 }
 
-DSC_KERNEL void dsc_compressor_pool_groups(const float *kv, const float *score, long long groups,
-                                           long long ratio, long long d,
-                                           unsigned short *pooled) {
+DSC_KERNEL void dsc_compressor_pool_groups(const __grid_constant__ dsc::abi::CompressorParams p,
+                                           const float *kv, const float *score, long long groups,
+                                           long long d, unsigned short *pooled) {
+  const long long ratio = p.ratio;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= groups * d || ratio > 16)
     return;
   pooled[i] = compressorPoolAt(kv, score, i / d, i % d, ratio, d);
 }
 
-DSC_KERNEL void dsc_compressor_state_at(const float *kv, const float *score, long long rowFrom,
-                                        long long count, long long slot0, long long ratio,
-                                        long long d, float *state) {
-  compressorStateWrite(kv, score, rowFrom, count, slot0, ratio, d, state);
+DSC_KERNEL void dsc_compressor_state_at(const __grid_constant__ dsc::abi::CompressorParams p,
+                                        const float *kv, const float *score, long long rowFrom,
+                                        long long count, long long slot0, long long d,
+                                        float *state) {
+  compressorStateWrite(kv, score, rowFrom, count, slot0, p.ratio, d, state);
 }
 
-DSC_KERNEL void dsc_compressor_norm(const unsigned short *x, const long long *callState,
-                                    long long ratio, long long d, const unsigned short *w,
-                                    float eps, unsigned short *y) {
+DSC_KERNEL void dsc_compressor_norm(const __grid_constant__ dsc::abi::CompressorParams p,
+                                    const unsigned short *x, const long long *callState,
+                                    long long d, const unsigned short *w, unsigned short *y) {
+  const long long ratio = p.ratio;
+  const float eps = (float)p.eps;
   const long long rows = DSC_CALL_COMPRESSED_TOKENS(callState, ratio); // latents emitted
   const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows)

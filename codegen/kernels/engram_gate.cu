@@ -1,6 +1,8 @@
 //===- engram_gate.cu - Engram gate and residual update (§7.5.2-3) --------===//
 //
-// One block per (token s, copy c). Thread 0 computes, in the CPU's order
+// One block per (token s, copy c); eps = (float)p.eps (dsc::abi::EngramGateParams,
+// the first argument), invSqrtD = fp32(D^-0.5) from the adapter. Thread 0
+// computes, in the CPU's order
 // (Engram.cpp engramGates): rstd = rmsRsqrt(h) * rmsRsqrt(key) (torch sum
 // order), dot = torchSum((h * (q*k)) * key) * rstd * invSqrtD,
 // gate = sigmoid(copysign(sqrt(max(|dot|, 1e-6)), dot)). Then every thread
@@ -10,10 +12,11 @@
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/reduce.cuh"
 
-DSC_KERNEL void dsc_engram_gate(const unsigned short *h, long long S, long long hc, long long D,
+DSC_KERNEL void dsc_engram_gate(const __grid_constant__ dsc::abi::EngramGateParams p,
+                                const unsigned short *h, long long S, long long hc, long long D,
                                 const unsigned short *kv, const unsigned short *qW,
-                                const unsigned short *kW, float eps, float invSqrtD,
-                                unsigned short *out) {
+                                const unsigned short *kW, float invSqrtD, unsigned short *out) {
+  const float eps = (float)p.eps;
   __shared__ float gate;
   for (long long sc = blockIdx.x; sc < S * hc; sc += gridDim.x) {
     const long long s = sc / hc, c = sc - s * hc;

@@ -6,7 +6,11 @@
 //     rejects it instead);
 //   dsc_engram_hash: one thread per (token, layer) runs
 //     numerics::engramHashFromCache (the CPU code, bit for bit) and writes the
-//     (maxNgram-1)*heads hash ids of hashes[t, layer, :].
+//     (maxNgram-1)*heads hash ids of hashes[t, layer, :]; maxNgram =
+//     p.max_ngram, heads = p.heads, layers = p.layers.count
+//     (dsc::abi::EngramHashParams, its first argument; the arrays themselves
+//     come as the device tables below), padId = the pad token's mapped id
+//     (the adapter maps p.pad_id through the token map).
 // mult [layers, maxNgram], primes/offsets [layers, (maxNgram-1)*heads] (i64).
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
@@ -22,10 +26,12 @@ DSC_KERNEL void dsc_engram_hash_map(const int *ids, const long long *tokenMap, l
   }
 }
 
-DSC_KERNEL void dsc_engram_hash(const long long *history, const long long *callState,
-                                long long S, long long padId, const long long *mult, const long long *primes,
-                                const long long *offsets, int maxNgram, int heads, int layers,
+DSC_KERNEL void dsc_engram_hash(const __grid_constant__ dsc::abi::EngramHashParams p,
+                                const long long *history, const long long *callState,
+                                long long S, long long padId, const long long *mult,
+                                const long long *primes, const long long *offsets,
                                 long long *hashes) {
+  const int maxNgram = (int)p.max_ngram, heads = (int)p.heads, layers = (int)p.layers.count;
   const long long start = DSC_CALL_START(callState);
   const long long cols = (long long)(maxNgram - 1) * heads;
   const long long n = S * layers;

@@ -3,6 +3,7 @@
 // Three steps (GroupedOutput.cpp):
 //   dsc_grouped_output_woa: z[s, g*R + r] = bf16(fp32(dotF64(o[s, g, :],
 //     wo_a[g*R + r, :]))), one thread per (s, g, r) (linearBf16's rule);
+//     G = p.groups (dsc::abi::GroupedOutputParams, its first argument);
 //   dsc_grouped_output_act_quant: act_quant of z (one thread per 32 block);
 //   dsc_grouped_output_fp8: y = wo_b(z), FP8 block-scaled GEMM, one thread
 //     per output, one bf16 RNE (linearFp8's order).
@@ -11,9 +12,10 @@
 #include "codegen/kernels/reduce.cuh"
 #include "codegen/kernels/gemm.cuh"
 
-DSC_KERNEL void dsc_grouped_output_woa(const unsigned short *o, long long S, long long G,
-                                       long long Din, const unsigned short *woA, long long R,
-                                       unsigned short *z) {
+DSC_KERNEL void dsc_grouped_output_woa(const __grid_constant__ dsc::abi::GroupedOutputParams p,
+                                       const unsigned short *o, long long S, long long Din,
+                                       const unsigned short *woA, long long R, unsigned short *z) {
+  const long long G = p.groups;
   const long long n = S * G * R;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {

@@ -1,6 +1,8 @@
 //===- hc_mixes.cu - mHC mixes + Sinkhorn split (reference-spec §8.1) -----===//
 //
-// One block per token (blockDim >= 32). xf = the token's hc*D stream values.
+// One block per token (blockDim >= 32). Parameters: p (dsc::abi::HcMixesParams,
+// the first argument): iters = (int)p.sinkhorn_iters, eps = (float)p.eps,
+// norm_eps = (float)p.norm_eps. xf = the token's hc*D stream values.
 // Thread 0: r = rmsRsqrt(xf, norm_eps) in torch's fp32 sum order (as the
 // CPU). Threads k < (2+hc)*hc: mixes[k] = fp32(dotF64(xf, fn[k])) * r (exact
 // products, double sum in the CPU's order). Thread 0 then runs the
@@ -15,9 +17,12 @@ namespace dsc_dense_hc {
 __device__ float sigmoid(float x) { return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-x))); }
 } // namespace dsc_dense_hc
 
-DSC_KERNEL void dsc_hc_mixes(const unsigned short *h, long long S, long long hc, long long D,
-                             const float *fn, const float *scale, const float *base, int iters,
-                             float normEps, float eps, float *pre, float *post, float *comb) {
+DSC_KERNEL void dsc_hc_mixes(const __grid_constant__ dsc::abi::HcMixesParams p,
+                             const unsigned short *h, long long S, long long hc, long long D,
+                             const float *fn, const float *scale, const float *base, float *pre,
+                             float *post, float *comb) {
+  const int iters = (int)p.sinkhorn_iters;
+  const float normEps = (float)p.norm_eps, eps = (float)p.eps;
   __shared__ float mixes[80];
   __shared__ float rs;
   const long long width = hc * D, nmix = (2 + hc) * hc;
@@ -35,9 +40,10 @@ DSC_KERNEL void dsc_hc_mixes(const unsigned short *h, long long S, long long hc,
     __syncthreads();
     if (threadIdx.x == 0) {
       const int n = (int)hc;
-      float *p = pre + s * hc, *q = post + s * hc, *cb = comb + s * hc * hc;
+      float *pr = pre + s * hc, *q = post + s * hc, *cb = comb + s * hc * hc;
       for (int c = 0; c < n; ++c) {
-        p[c] = __fadd_rn(dsc_dense_hc::sigmoid(__fadd_rn(__fmul_rn(mixes[c], scale[0]), base[c])), eps);
+        pr[c] = __fadd_rn(
+            dsc_dense_hc::sigmoid(__fadd_rn(__fmul_rn(mixes[c], scale[0]), base[c])), eps);
         q[c] = __fmul_rn(2.0f, dsc_dense_hc::sigmoid(
                                    __fadd_rn(__fmul_rn(mixes[n + c], scale[1]), base[n + c])));
       }

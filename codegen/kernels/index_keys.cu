@@ -1,7 +1,10 @@
 //===- index_keys.cu - Indexer keys (kernel `index_keys`) ------------------===//
 //
 // CPU: indexKeysWrite (runtime/cpu/kernels/attention/Indexer.cpp). n (emitted
-// entries) and j0 = p / ratio come from the call state.
+// entries) and j0 = start / ratio come from the call state. Every step takes
+// p (dsc::abi::IndexKeysParams) first: ratio = p.ratio (the verifier checks
+// it is the index-key state's), eps = (float)p.eps, ropeDim = p.rope.dim
+// (invFreq: numerics::ropeInvFreq of p.rope, from the adapter).
 //   dsc_index_keys_linear: one thread per (latent i, output o): bf16 linear
 //     latents [n, Dh] . wk [Dk, Dh]^T (dotF64 order, fp32, then bf16).
 //   dsc_index_keys_norm: one thread per row, in place: k_norm (dense rmsNorm,
@@ -13,10 +16,11 @@
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
 
-DSC_KERNEL void dsc_index_keys_linear(const unsigned short *x, const unsigned short *w,
-                                      const long long *callState, long long ratio,
-                                      long long dim, long long N, unsigned short *y) {
-  const long long n = DSC_CALL_COMPRESSED_TOKENS(callState, ratio);
+DSC_KERNEL void dsc_index_keys_linear(const __grid_constant__ dsc::abi::IndexKeysParams p,
+                                      const unsigned short *x, const unsigned short *w,
+                                      const long long *callState, long long dim, long long N,
+                                      unsigned short *y) {
+  const long long n = DSC_CALL_COMPRESSED_TOKENS(callState, p.ratio);
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n * N)
     return;
@@ -24,22 +28,22 @@ DSC_KERNEL void dsc_index_keys_linear(const unsigned short *x, const unsigned sh
   y[i] = bf16FromFloat(__double2float_rn(dotF64Bf16(x + s * dim, w + o * dim, dim)));
 }
 
-DSC_KERNEL void dsc_index_keys_norm(unsigned short *k, const long long *callState,
-                                    long long ratio, long long d, const unsigned short *w,
-                                    float eps) {
-  const long long rows = DSC_CALL_COMPRESSED_TOKENS(callState, ratio);
+DSC_KERNEL void dsc_index_keys_norm(const __grid_constant__ dsc::abi::IndexKeysParams p,
+                                    unsigned short *k, const long long *callState, long long d,
+                                    const unsigned short *w) {
+  const long long rows = DSC_CALL_COMPRESSED_TOKENS(callState, p.ratio);
   const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows)
     return;
-  rmsNormRow(k + r * d, d, w, eps, k + r * d);
+  rmsNormRow(k + r * d, d, w, (float)p.eps, k + r * d);
 }
 
-DSC_KERNEL void dsc_index_keys_write(const unsigned short *k, const long long *callState,
-                                     long long dk, long long ratio, long long ropeDim,
-                                     const float *invFreq, unsigned char *pool, int values,
-                                     int tile, int valueType, int scaleType, int tokensPerPage,
-                                     int order) {
+DSC_KERNEL void dsc_index_keys_write(const __grid_constant__ dsc::abi::IndexKeysParams p,
+                                     const unsigned short *k, const long long *callState,
+                                     long long dk, const float *invFreq, unsigned char *pool,
+                                     int values, int tile, int valueType, int scaleType,
+                                     int tokensPerPage, int order) {
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
-  ropeQuantizeTile(k, dk, ratio, ropeDim, invFreq, l, pool, callState,
+  ropeQuantizeTile(k, dk, p.ratio, p.rope.dim, invFreq, l, pool, callState,
                    (long long)blockIdx.x * blockDim.x + threadIdx.x);
 }

@@ -10,8 +10,10 @@
 //     weight [N, K] and its UE8M0 32x32 scales; bf16 result.
 //   dsc_index_queries_rope_qdq: one thread per (row s, head h, 32-block b):
 //     RoPE at position startPos + s on the channels of the block in the rope
-//     tail (bf16), then fp4_act_quant QDQ (E2M1, UE8M0 per 32); bf16 out
-//     (the QDQ values are bf16-exact).
+//     tail (ropeDim = p.rope.dim of p, dsc::abi::IndexQueriesParams, its
+//     first argument; invFreq from the adapter) (bf16), then fp4_act_quant
+//     QDQ (E2M1, UE8M0 per 32); bf16 out (the QDQ values are bf16-exact).
+//   The act and gemm steps use no parameter.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
@@ -56,10 +58,11 @@ DSC_KERNEL void dsc_index_queries_gemm(const float *codes, const float *aScales,
   y[i] = bf16FromFloat(acc);
 }
 
-DSC_KERNEL void dsc_index_queries_rope_qdq(const unsigned short *qb, long long S, long long H,
-                                           long long dk, long long ropeDim,
-                                           const float *invFreq, const long long *callState,
-                                           unsigned short *q) {
+DSC_KERNEL void dsc_index_queries_rope_qdq(const __grid_constant__ dsc::abi::IndexQueriesParams p,
+                                           const unsigned short *qb, long long S, long long H,
+                                           long long dk, const float *invFreq,
+                                           const long long *callState, unsigned short *q) {
+  const long long ropeDim = p.rope.dim;
   const long long startPos = DSC_CALL_START(callState);
   const long long blocks = dk / kFp4E8M0Block;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;

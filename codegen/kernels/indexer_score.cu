@@ -6,8 +6,10 @@
 //   t >= compress_len(s) -> -inf; else the key record t is decoded into
 //   registers/local memory (bf16 values), then for each head h in order:
 //   e = bf16(sum_d q*k) (fp32, d order; exact for FP4-QDQ q and k),
-//   p = bf16(relu(e) * w_h) with w_h = bf16(bf16(hw[s,h]) * weightScale),
-//   acc += p (fp32, head order); score = bf16(acc).
+//   v = bf16(relu(e) * w_h) with w_h = bf16(bf16(hw[s,h]) * weightScale),
+//   acc += v (fp32, head order); score = bf16(acc).
+// weightScale = (float)p.weight_scale (dsc::abi::IndexerScoreParams, the
+// first argument); ratio is the index-key state's (not a parameter here).
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
@@ -16,12 +18,14 @@
 #define DSC_INDEXER_MAX_DK 256
 #endif
 
-DSC_KERNEL void dsc_indexer_score(const unsigned short *q, const unsigned short *headWeights,
-                                  float weightScale, const unsigned char *keys, int values,
-                                  int tile, int valueType, int scaleType, int tokensPerPage,
-                                  int order, long long S, long long H, long long dk,
+DSC_KERNEL void dsc_indexer_score(const __grid_constant__ dsc::abi::IndexerScoreParams p,
+                                  const unsigned short *q, const unsigned short *headWeights,
+                                  const unsigned char *keys, int values, int tile,
+                                  int valueType, int scaleType, int tokensPerPage, int order,
+                                  long long S, long long H, long long dk,
                                   const long long *callState, long long ratio,
                                   unsigned short *scores) {
+  const float weightScale = (float)p.weight_scale;
   const long long startPos = DSC_CALL_START(callState);
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio); // row stride T
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);

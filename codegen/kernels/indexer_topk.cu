@@ -1,6 +1,8 @@
 //===- indexer_topk.cu - Indexer top-k (kernel `indexer_topk`) -------------===//
 //
-// CPU: indexMaskCandidates + numerics::indexerTopK per row.
+// CPU: indexMaskCandidates + numerics::indexerTopK per row. Every entry takes
+// p (dsc::abi::IndexerTopKParams) first: k = p.topk, ratio = p.ratio (of the
+// scores), blockSize = p.block_size (read only with candidate ids).
 //   dsc_indexer_topk_select: one thread per (row s, position j): the score
 //     (-inf outside the row's candidate blocks, ids [S, blocks] ascending and
 //     -1 padded, when given) is ranked against
@@ -53,10 +55,11 @@ __device__ __forceinline__ float topkScore(const unsigned short *row, const int 
   return cand && !inCandidateBlock(cand, blocks, blockSize, j) ? negInf() : bf16ToFloat(row[j]);
 }
 
-DSC_KERNEL void dsc_indexer_topk_select(const unsigned short *scores, const int *candidates,
-                                        long long blocks, long long blockSize, long long S,
-                                        const long long *callState, long long ratio,
-                                        long long k, unsigned char *selected) {
+DSC_KERNEL void dsc_indexer_topk_select(const __grid_constant__ dsc::abi::IndexerTopKParams p,
+                                        const unsigned short *scores, const int *candidates,
+                                        long long blocks, long long S,
+                                        const long long *callState, unsigned char *selected) {
+  const long long blockSize = p.block_size, ratio = p.ratio, k = p.topk;
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);
   const long long used = k < width ? k : width;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -73,9 +76,10 @@ DSC_KERNEL void dsc_indexer_topk_select(const unsigned short *scores, const int 
   selected[i] = rank < used ? 1 : 0;
 }
 
-DSC_KERNEL void dsc_indexer_topk_emit(const unsigned char *selected, long long S,
-                                      const long long *callState, long long k, long long ratio,
-                                      long long offset, int *topk) {
+DSC_KERNEL void dsc_indexer_topk_emit(const __grid_constant__ dsc::abi::IndexerTopKParams p,
+                                      const unsigned char *selected, long long S,
+                                      const long long *callState, long long offset, int *topk) {
+  const long long k = p.topk, ratio = p.ratio;
   const long long startPos = DSC_CALL_START(callState);
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);
   const long long used = k < width ? k : width;
@@ -98,10 +102,11 @@ DSC_KERNEL void dsc_indexer_topk_emit(const unsigned char *selected, long long S
 
 #define DSC_TOPK_THREADS 256
 
-DSC_KERNEL void dsc_indexer_topk_radix(const unsigned short *scores, const int *candidates,
-                                       long long blocks, long long blockSize, long long S,
-                                       const long long *callState, long long ratio, long long k,
-                                       long long offset, int *topk) {
+DSC_KERNEL void dsc_indexer_topk_radix(const __grid_constant__ dsc::abi::IndexerTopKParams p,
+                                       const unsigned short *scores, const int *candidates,
+                                       long long blocks, long long S,
+                                       const long long *callState, long long offset, int *topk) {
+  const long long blockSize = p.block_size, ratio = p.ratio, k = p.topk;
   const long long startPos = DSC_CALL_START(callState);
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);
   const long long used = k < width ? k : width;

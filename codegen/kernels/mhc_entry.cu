@@ -9,23 +9,25 @@
 //          the bf16 x (dsc_rms_norm's rmsRsqrt);
 //   y[d] = bf16( w[d] * (x[d] * r) ).
 // Bit-identical to dsc_hc_pre followed by dsc_rms_norm; x never reaches
-// global memory (it is internal to the group).
+// global memory (it is internal to the group). Takes the rms_norm step's
+// parameters as its __grid_constant__ struct (the kernel ABI).
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/reduce.cuh"
 
-DSC_KERNEL void dsc_mhc_pre_norm(const unsigned short *h, long long S, long long hc, long long D,
-                                 const float *pre, const unsigned short *w, float eps,
-                                 unsigned short *y) {
+DSC_KERNEL void dsc_mhc_pre_norm(const __grid_constant__ dsc::abi::RmsNormParams p,
+                                 const unsigned short *h, long long S, long long hc, long long D,
+                                 const float *pre, const unsigned short *w, unsigned short *y) {
+  const float eps = (float)p.eps; // the rms_norm step's parameters (the host's float(eps))
   extern __shared__ unsigned short xs[];
   __shared__ float rs;
   for (long long s = blockIdx.x; s < S; s += gridDim.x) {
-    const float *p = pre + s * hc;
+    const float *mix = pre + s * hc;
     const unsigned short *hs = h + s * hc * D;
     for (long long d = threadIdx.x; d < D; d += blockDim.x) {
       float acc = 0.0f;
       for (long long c = 0; c < hc; ++c)
-        acc = __fadd_rn(acc, __fmul_rn(p[c], bf16ToFloat(hs[c * D + d])));
+        acc = __fadd_rn(acc, __fmul_rn(mix[c], bf16ToFloat(hs[c * D + d])));
       xs[d] = bf16FromFloat(acc);
     }
     __syncthreads();

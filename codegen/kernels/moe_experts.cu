@@ -8,12 +8,15 @@
 //   for rank r = 0..k-1 (each token's r-th smallest expert id, so acc sums in
 //   ascending expert id per token, as the CPU's expert loop):
 //     dsc_moe_experts_up_fp4: one thread per (t, i): g = bf16(w1 x), u =
-//       bf16(w3 x) (FP4 GEMMs, linearFp4's order), clamps, silu(g) * u, times
-//       the route weight, bf16 -> h [T, I];
+//       bf16(w3 x) (FP4 GEMMs, linearFp4's order), clamps at lim =
+//       (float)p.swiglu_limit, silu(g) * u, times the route weight, bf16 ->
+//       h [T, I];
 //     act_quant(h);
 //     dsc_moe_experts_down_fp4: one thread per (t, d): acc += bf16(w2 h);
 //   shared expert: dsc_moe_experts_up_fp8 (no route weight), act_quant,
 //   dsc_moe_experts_down_fp8: y = bf16(acc + bf16(w2 h)).
+// The up steps take p (dsc::abi::MoeExpertsParams) as their first argument;
+// the other steps use no parameter.
 // Routed weights are stacked: w1/w3 [E, I, D/2] + [E, I, D/32], w2
 // [E, D, I/2] + [E, D, I/32]; shared: w1/w3 [I, D] + [ceil(I/32), D/32], w2
 // [D, I] + [ceil(D/32), I/32].
@@ -69,13 +72,14 @@ DSC_KERNEL void dsc_moe_experts_act_quant(const unsigned short *x, long long M, 
   dsc_dense_gemm::actQuant(x, M, K, codes, scales);
 }
 
-DSC_KERNEL void dsc_moe_experts_up_fp4(const unsigned char *codes, const float *scales,
+DSC_KERNEL void dsc_moe_experts_up_fp4(const __grid_constant__ dsc::abi::MoeExpertsParams p,
+                                       const unsigned char *codes, const float *scales,
                                        long long T, long long D, long long I,
                                        const unsigned char *w1, const unsigned char *w1s,
                                        const unsigned char *w3, const unsigned char *w3s,
                                        const int *ids, const float *weights, const int *order,
-                                       long long k, long long rank, float lim,
-                                       unsigned short *h) {
+                                       long long k, long long rank, unsigned short *h) {
+  const float lim = (float)p.swiglu_limit;
   const long long n = T * I;
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n;
        e += (long long)gridDim.x * blockDim.x) {
@@ -113,11 +117,13 @@ DSC_KERNEL void dsc_moe_experts_down_fp4(const unsigned char *codes, const float
   }
 }
 
-DSC_KERNEL void dsc_moe_experts_up_fp8(const unsigned char *codes, const float *scales,
+DSC_KERNEL void dsc_moe_experts_up_fp8(const __grid_constant__ dsc::abi::MoeExpertsParams p,
+                                       const unsigned char *codes, const float *scales,
                                        long long T, long long D, long long I,
                                        const unsigned char *w1, const unsigned char *w1s,
                                        const unsigned char *w3, const unsigned char *w3s,
-                                       float lim, unsigned short *h) {
+                                       unsigned short *h) {
+  const float lim = (float)p.swiglu_limit;
   const long long n = T * I;
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n;
        e += (long long)gridDim.x * blockDim.x) {

@@ -1,22 +1,27 @@
 //===- moe_gate.cu - MoE gate: scores, top-k, route weights (§10.2-3) -----===//
 //
 // One block per token; dynamic shared memory: scores f32 [E], choice f32
-// [E], taken u8 [E]. Threads e: s = fp32(dotF64(x, W[e])) / temp (IEEE),
-// s = sqrt(softplus(s)) (threshold 20; device expf/log1pf/sqrtf, within a
-// few ulp of the host libm), choice = s + bias. Thread 0: k rounds of argmax
-// under numerics' tie rule (NaN first, larger first, lower id at ties) =
-// rank order; w = s[idx]; normalise (rank-order fp32 sum + 1e-20) when
-// normalize && k > 1; times route_scale.
+// [E], taken u8 [E]. Parameters: p (dsc::abi::MoeGateParams, the first
+// argument): k = p.topk, temp = (float)p.temperature, route_scale =
+// (float)p.route_scale, normalize = p.normalize. Threads e: s =
+// fp32(dotF64(x, W[e])) / temp (IEEE), s = sqrt(softplus(s)) (threshold 20;
+// device expf/log1pf/sqrtf, within a few ulp of the host libm), choice = s +
+// bias. Thread 0: k rounds of argmax under numerics' tie rule (NaN first,
+// larger first, lower id at ties) = rank order; w = s[idx]; normalise
+// (rank-order fp32 sum + 1e-20) when normalize && k > 1; times route_scale.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/reduce.cuh"
 #include "codegen/kernels/select.cuh"
 
 
-DSC_KERNEL void dsc_moe_gate(const unsigned short *x, long long T, long long D,
+DSC_KERNEL void dsc_moe_gate(const __grid_constant__ dsc::abi::MoeGateParams p,
+                             const unsigned short *x, long long T, long long D,
                              const unsigned short *w, const float *bias, long long E,
-                             long long topk, float routeScale, float temperature, int normalize,
                              float *weights, int *ids) {
+  const long long topk = p.topk;
+  const float routeScale = (float)p.route_scale, temperature = (float)p.temperature;
+  const bool normalize = p.normalize;
   extern __shared__ float smem[];
   float *s = smem, *choice = smem + E;
   unsigned char *taken = (unsigned char *)(smem + 2 * E);

@@ -1,7 +1,8 @@
 //===- rms_norm.cu - RMSNorm (reference-spec §6) --------------------------===//
 //
-// One block per row (any blockDim). Thread 0 computes rsqrt(mean(x^2)+eps)
-// with torch's fp32 sum order (TorchReduce.h, serial, bit for bit as the
+// One block per row (any blockDim). Thread 0 computes rsqrt(mean(x^2)+eps),
+// eps = (float)p.eps (dsc::abi::RmsNormParams, the first argument), with
+// torch's fp32 sum order (TorchReduce.h, serial, bit for bit as the
 // CPU); then every thread writes y[i] = bf16(w[i] * (x[i] * r)) for its
 // columns. y may alias x (each element is read before it is written by the
 // same thread; the sum finishes before any write).
@@ -9,8 +10,10 @@
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/reduce.cuh"
 
-DSC_KERNEL void dsc_rms_norm(const unsigned short *x, long long rows, long long n,
-                             const unsigned short *w, float eps, unsigned short *y) {
+DSC_KERNEL void dsc_rms_norm(const __grid_constant__ dsc::abi::RmsNormParams p,
+                             const unsigned short *x, long long rows, long long n,
+                             const unsigned short *w, unsigned short *y) {
+  const float eps = (float)p.eps;
   __shared__ float rs;
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const unsigned short *xr = x + r * n;

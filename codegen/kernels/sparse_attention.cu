@@ -5,7 +5,7 @@
 // dsc_sparse_attention: one block per (query row s, head h), blockDim
 // threads (>= 64). The list is walked in blocks of 64 entries in order:
 //   1. thread e < n computes entry e's logit: q . kv row (fp32, d order; the
-//      products are exact) times scale; -1 entries are -inf;
+//      products are exact) times scale = (float)p.scale; -1 entries are -inf;
 //   2. thread 0: m' = max(m, block max) (m starts at -1e30), c = expf(m - m'),
 //      p_e = expf(logit_e - m'), psum in entry order, denom = denom*c + psum;
 //   3. each thread, for its channels d: pv = sum_e bf16(p_e) * v[e][d]
@@ -18,11 +18,16 @@
 // from the main-KV records (entry j - R). Entries outside [0, R + T) are
 // skipped like -1 (the CPU asserts they do not occur).
 // Dynamic shared memory: 2 * D floats (q, acc).
-// With ropeInvFreq (the fused `attention` kernel: sparse attention + inverse
-// RoPE, ds-fuse-kernels), o is the RoPE step's output: the bf16 attention
-// output is rotated in shared memory exactly as dsc_rope rotates it (the
-// tail's pairs at position p·posStep + s·posStep) before it is written; the
-// bytes equal the two launches'.
+// Arguments: p (dsc::abi::SparseAttentionParams) then ropeStep
+// (dsc::abi::RopeParams): the fused kernel's two steps' structs, in step
+// order. With ropeInvFreq (the fused `attention` kernel: sparse attention +
+// inverse RoPE, ds-fuse-kernels), ropeStep is the RoPE step's parameters and
+// o is its output: the bf16 attention output is rotated in shared memory
+// exactly as dsc_rope rotates it (the tail's ropeStep.rope.dim channels,
+// pairs at position start·posStep + s·posStep, posStep =
+// ropeStep.position_stride, inverse if ropeStep.inverse) before it is
+// written; the bytes equal the two launches'. Without it (plain
+// sparse_attention) ropeStep is not read (the adapter passes the default).
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
@@ -46,16 +51,17 @@ __device__ __forceinline__ long long sparseEntry(long long s, long long e, long 
   return topk[s * k + (e - windowWidth)];
 }
 
-DSC_KERNEL void dsc_sparse_attention(const unsigned short *q, long long S, long long H,
+DSC_KERNEL void dsc_sparse_attention(const __grid_constant__ dsc::abi::SparseAttentionParams p,
+                                     const __grid_constant__ dsc::abi::RopeParams ropeStep,
+                                     const unsigned short *q, long long S, long long H,
                                      long long D, const float *rows, long long R,
                                      const unsigned char *kvPool, int values, int tile,
                                      int valueType, int scaleType, int tokensPerPage, int order,
                                      long long ratio, const int *topk, long long k,
                                      const float *sink, const long long *callState,
-                                     long long window, long long windowWidth, float scale,
-                                     const float *ropeInvFreq, long long ropeDim,
-                                     long long ropePosStep, int ropeInverse,
-                                     unsigned short *o) {
+                                     long long window, long long windowWidth,
+                                     const float *ropeInvFreq, unsigned short *o) {
+  const float scale = (float)p.scale;
   // p and T = (p + S) / ratio (0 without a compressed source) from the call state.
   const long long startPos = DSC_CALL_START(callState);
   const bool chunk = DSC_CALL_CHUNK(callState);
@@ -64,7 +70,7 @@ DSC_KERNEL void dsc_sparse_attention(const unsigned short *q, long long S, long 
   extern __shared__ float shm[];
   float *qf = shm;
   float *acc = shm + D;
-  __shared__ float logit[DSC_SPARSE_BLOCK], p[DSC_SPARSE_BLOCK];
+  __shared__ float logit[DSC_SPARSE_BLOCK], prob[DSC_SPARSE_BLOCK];
   __shared__ long long jl[DSC_SPARSE_BLOCK];
   __shared__ float mShared, cShared, denomShared;
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
@@ -114,8 +120,8 @@ DSC_KERNEL void dsc_sparse_attention(const unsigned short *q, long long S, long 
       const float c = expf(__fsub_rn(m, mNew));
       float psum = 0.0f;
       for (long long e = 0; e < n; ++e) {
-        p[e] = expf(__fsub_rn(logit[e], mNew));
-        psum = __fadd_rn(psum, p[e]);
+        prob[e] = expf(__fsub_rn(logit[e], mNew));
+        psum = __fadd_rn(psum, prob[e]);
       }
       denomShared = __fadd_rn(__fmul_rn(denomShared, c), psum);
       cShared = c;
@@ -130,7 +136,7 @@ DSC_KERNEL void dsc_sparse_attention(const unsigned short *q, long long S, long 
         if (j < 0)
           continue;
         const float v = j < R ? rows[j * D + d] : readValue(l, kvPool, j - R, (int)d);
-        pv = __fadd_rn(pv, __fmul_rn(roundToBf16(p[e]), v));
+        pv = __fadd_rn(pv, __fmul_rn(roundToBf16(prob[e]), v));
       }
       acc[d] = __fadd_rn(__fmul_rn(acc[d], c), pv);
     }
@@ -150,8 +156,8 @@ DSC_KERNEL void dsc_sparse_attention(const unsigned short *q, long long S, long 
   for (long long d = threadIdx.x; d < D; d += blockDim.x)
     acc[d] = bf16ToFloat(bf16FromFloat(__fdiv_rn(acc[d], denom)));
   __syncthreads();
-  const long long tail = D - ropeDim;
-  const long long pos = startPos * ropePosStep + s * ropePosStep;
+  const long long tail = D - ropeStep.rope.dim;
+  const long long pos = startPos * ropeStep.position_stride + s * ropeStep.position_stride;
   for (long long d = threadIdx.x; d < D; d += blockDim.x) {
     if (d < tail) {
       o[sh * D + d] = bf16FromFloat(acc[d]);
@@ -159,7 +165,8 @@ DSC_KERNEL void dsc_sparse_attention(const unsigned short *q, long long S, long 
     }
     const long long even = d - ((d - tail) & 1);
     float re, im;
-    ropePair(acc[even], acc[even + 1], ropeInvFreq[(d - tail) / 2], pos, ropeInverse != 0, re, im);
+    ropePair(acc[even], acc[even + 1], ropeInvFreq[(d - tail) / 2], pos, ropeStep.inverse, re,
+             im);
     o[sh * D + d] = bf16FromFloat(((d - tail) & 1) ? im : re);
   }
 }

@@ -1,7 +1,8 @@
 //===- window_kv.cu - Sliding-window KV ring (kernel `window_kv`) ----------===//
 //
 // CPU: runtime/cpu/kernels/attention/WindowKv.cpp. Records: the ring's page
-// layout (swaKvFormat: E4M3 values, UE8M0 scale per 32).
+// layout (swaKvFormat: E4M3 values, UE8M0 scale per 32). Every entry takes p
+// (dsc::abi::WindowKvParams) first: window = p.window, the ring's slots W.
 //   dsc_window_kv: one thread per (row t, tile) of kv bf16 [S, Dh]: the tile
 //     is quantised exactly as encodeKvRecord does; rows t >= writeFrom go to
 //     ring slot (pos0 + t) % window; if `rows` is not null the QDQ values
@@ -10,7 +11,7 @@
 //     writeFrom = S - window, rows = the output (the chunk's own rows), ring
 //     slots (p + t) % window. Decode: S = 1, writeFrom = 0, rows = null.
 //   dsc_window_kv_ring: one thread per (slot, channel): rows[s, c] = decoded
-//     ring record s (decode: all W slots).
+//     ring record s, s < window (decode: all W slots).
 //   dsc_window_kv_prefix: one thread per (row i, channel): rows[i, c] =
 //     decoded ring record of position firstPos + i (slot % window), i <
 //     count: the ring rows a continuation chunk of a chunked prefill reads
@@ -19,10 +20,12 @@
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
 
-DSC_KERNEL void dsc_window_kv(const unsigned short *kv, long long S, long long headDim,
-                              const long long *callState, long long window, long long writeFrom,
+DSC_KERNEL void dsc_window_kv(const __grid_constant__ dsc::abi::WindowKvParams p,
+                              const unsigned short *kv, long long S, long long headDim,
+                              const long long *callState, long long writeFrom,
                               unsigned char *ring, int values, int tile, int valueType,
                               int scaleType, int tokensPerPage, int order, float *rows) {
+  const long long window = p.window;
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
   const long long pos0 = DSC_CALL_START(callState);
   const long long tiles = headDim / tile;
@@ -62,9 +65,11 @@ DSC_KERNEL void dsc_window_kv(const unsigned short *kv, long long S, long long h
   }
 }
 
-DSC_KERNEL void dsc_window_kv_ring(const unsigned char *ring, long long slots, long long headDim,
-                                   int values, int tile, int valueType, int scaleType,
-                                   int tokensPerPage, int order, float *rows) {
+DSC_KERNEL void dsc_window_kv_ring(const __grid_constant__ dsc::abi::WindowKvParams p,
+                                   const unsigned char *ring, long long headDim, int values,
+                                   int tile, int valueType, int scaleType, int tokensPerPage,
+                                   int order, float *rows) {
+  const long long slots = p.window;
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= slots * headDim)
@@ -72,10 +77,12 @@ DSC_KERNEL void dsc_window_kv_ring(const unsigned char *ring, long long slots, l
   rows[i] = readValue(l, ring, i / headDim, static_cast<int>(i % headDim));
 }
 
-DSC_KERNEL void dsc_window_kv_prefix(const unsigned char *ring, long long firstPos, long long count,
-                                     long long window, long long headDim, int values, int tile,
+DSC_KERNEL void dsc_window_kv_prefix(const __grid_constant__ dsc::abi::WindowKvParams p,
+                                     const unsigned char *ring, long long firstPos,
+                                     long long count, long long headDim, int values, int tile,
                                      int valueType, int scaleType, int tokensPerPage, int order,
                                      float *rows) {
+  const long long window = p.window;
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= count * headDim)

@@ -10,8 +10,11 @@
 // offset by the window rows, -1 padded; sparse_attention inputs [q, ring,
 // (main KV, top-k), sink, window rows]. Record layouts travel to the kernels
 // as six ints (values, tile, value type, scale type, tokens per page, page
-// order). RoPE inverse frequencies are computed here (numerics::ropeInvFreq)
-// and uploaded once per kernel specialisation (CudaLaunchContext::constant).
+// order). Each entry that uses a parameter takes the adapter's typed params
+// struct as its first argument (`params`, a local copy of `p` for the
+// argument array; common.cuh's convention). RoPE inverse frequencies are
+// computed here (numerics::ropeInvFreq) and uploaded once per kernel
+// specialisation (CudaLaunchContext::constant).
 // Every adapter takes ONE scratch region (persistent per launch site, sized
 // by capacity) and carves it (256-byte aligned pieces). Position-dependent
 // values (p, T, emission, ring slot, ...) come from the device call state
@@ -133,8 +136,7 @@ Status launch1D(CudaLaunchContext &c, const char *entry, int64_t count,
 Status rope(CudaLaunchContext &c, const abi::RopeParams &p) {
   std::vector<float> freqs = ropeFreqs(p.rope);
   int64_t ropeDim = p.rope.dim;
-  int64_t stride = p.position_stride;
-  int inverse = p.inverse != 0 ? 1 : 0;
+  abi::RopeParams params = p;
   const CudaTensor &x = *c.inputs[0];
   CudaTensor &y = *c.outputs[0];
   int64_t rows = x.dim(0), headDim = x.shape.back();
@@ -147,11 +149,12 @@ Status rope(CudaLaunchContext &c, const abi::RopeParams &p) {
     return fc.status();
   CUdeviceptr xp = x.ptr, yp = y.ptr, f = *fc, cs = c.callState;
   return launch1D(c, "dsc_rope", rows * heads * headDim,
-                  {&xp, &yp, &rows, &heads, &headDim, &ropeDim, &f, &cs, &stride, &inverse});
+                  {&params, &xp, &yp, &rows, &heads, &headDim, &f, &cs});
 }
 
 Status windowKv(CudaLaunchContext &c, const abi::WindowKvParams &p) {
   int64_t window = p.window;
+  abi::WindowKvParams params = p;
   const CudaTensor &kv = *c.inputs[0];
   int64_t dim = kv.shape.back(), S = kv.dim(0);
   auto pool = poolArgs(c.outputState(0), "window_kv", dim);
@@ -172,14 +175,14 @@ Status windowKv(CudaLaunchContext &c, const abi::WindowKvParams &p) {
                                       std::to_string(c.outputs[1]->dim(0)) + " window rows");
     if (ringRows > 0) {
       int64_t firstPos = c.call.startPos - ringRows;
-      std::vector<void *> prefixArgs{&ring, &firstPos, &ringRows, &window, &dim};
+      std::vector<void *> prefixArgs{&params, &ring, &firstPos, &ringRows, &dim};
       pool->push(prefixArgs);
       prefixArgs.push_back(&rows);
       DSC_TRY(launch1D(c, "dsc_window_kv_prefix", ringRows * dim, std::move(prefixArgs)));
     }
     int64_t writeFrom = S - window;
     CUdeviceptr own = rows + CUdeviceptr(ringRows * dim) * sizeof(float);
-    std::vector<void *> args{&kvp, &S, &dim, &cs, &window, &writeFrom, &ring};
+    std::vector<void *> args{&params, &kvp, &S, &dim, &cs, &writeFrom, &ring};
     pool->push(args);
     args.push_back(&own);
     return launch1D(c, "dsc_window_kv", S * tiles, std::move(args));
@@ -188,11 +191,11 @@ Status windowKv(CudaLaunchContext &c, const abi::WindowKvParams &p) {
     return runtime::internalError("window_kv: decode takes one token, got " + std::to_string(S));
   int64_t writeFrom = 0;
   CUdeviceptr none = 0;
-  std::vector<void *> args{&kvp, &S, &dim, &cs, &window, &writeFrom, &ring};
+  std::vector<void *> args{&params, &kvp, &S, &dim, &cs, &writeFrom, &ring};
   pool->push(args);
   args.push_back(&none);
   DSC_TRY(launch1D(c, "dsc_window_kv", tiles, std::move(args)));
-  std::vector<void *> ringArgs{&ring, &window, &dim};
+  std::vector<void *> ringArgs{&params, &ring, &dim};
   pool->push(ringArgs);
   ringArgs.push_back(&rows);
   return launch1D(c, "dsc_window_kv_ring", window * dim, std::move(ringArgs));
@@ -206,7 +209,7 @@ int64_t latentCount(int64_t ratio, int64_t startPos, int64_t S) {
 
 Status compressor(CudaLaunchContext &c, const abi::CompressorParams &p) {
   int64_t ratio = p.ratio;
-  float eps = float(p.eps);
+  abi::CompressorParams params = p;
   bool gated = c.inputs.size() == 5;
   const CudaTensor &x = *c.inputs[0], &wkv = *c.inputs[1], &norm = *c.inputs[gated ? 3 : 2];
   const CudaTensor &stateIn = *c.inputs.back();
@@ -237,7 +240,7 @@ Status compressor(CudaLaunchContext &c, const abi::CompressorParams &p) {
     DSC_TRY(s.allocate(c));
     CUdeviceptr lb = s.at(lin);
     DSC_TRY(launch1D(c, "dsc_compressor_linear", S * d, {&xp, &wp, &S, &dim, &d, &none, &lb}));
-    return launch1D(c, "dsc_compressor_norm", S, {&lb, &cs, &ratio, &d, &np, &eps, &lp});
+    return launch1D(c, "dsc_compressor_norm", S, {&params, &lb, &cs, &d, &np, &lp});
   }
   size_t kvPiece = s.add(size_t(S * d) * 4), scorePiece = s.add(size_t(S * d) * 4);
   size_t pooledPiece = s.add(size_t(std::max<int64_t>(nCap, 1) * d) * 2);
@@ -247,10 +250,10 @@ Status compressor(CudaLaunchContext &c, const abi::CompressorParams &p) {
   DSC_TRY(launch1D(c, "dsc_compressor_linear", S * d, {&xp, &wp, &S, &dim, &d, &kvb, &none}));
   DSC_TRY(launch1D(c, "dsc_compressor_linear", S * d, {&xp, &gp, &S, &dim, &d, &scb, &none}));
   if (start == 0) { // prefill
-    DSC_TRY(launch1D(c, "dsc_compressor_pool", n * d, {&kvb, &scb, &cs, &ratio, &d, &pooled}));
+    DSC_TRY(launch1D(c, "dsc_compressor_pool", n * d, {&params, &kvb, &scb, &cs, &d, &pooled}));
     int64_t rowFrom = n * ratio, count = S - n * ratio;
     DSC_TRY(launch1D(c, "dsc_compressor_state", count * d,
-                     {&kvb, &scb, &rowFrom, &count, &cs, &ratio, &d, &sp}));
+                     {&params, &kvb, &scb, &rowFrom, &count, &cs, &d, &sp}));
   } else if (c.call.prefillLike) {
     // A continuation chunk (Compressor.cpp's rule): the rows finishing the
     // group an earlier call opened go to its state slots and that group is
@@ -263,11 +266,11 @@ Status compressor(CudaLaunchContext &c, const abi::CompressorParams &p) {
     if (head > 0) {
       int64_t count = head, slot0 = open;
       DSC_TRY(launch1D(c, "dsc_compressor_state_at", count * d,
-                       {&kvb, &scb, &rowFrom, &count, &slot0, &ratio, &d, &sp}));
+                       {&params, &kvb, &scb, &rowFrom, &count, &slot0, &d, &sp}));
       if (open + head == ratio) {
         int64_t one = 1;
         DSC_TRY(launch1D(c, "dsc_compressor_pool_groups", d,
-                         {&stKv, &stScore, &one, &ratio, &d, &pooled}));
+                         {&params, &stKv, &stScore, &one, &d, &pooled}));
         emitted = 1;
       }
     }
@@ -276,33 +279,33 @@ Status compressor(CudaLaunchContext &c, const abi::CompressorParams &p) {
       CUdeviceptr kvRows = kvb + CUdeviceptr(head * d) * 4, scRows = scb + CUdeviceptr(head * d) * 4;
       CUdeviceptr out = pooled + CUdeviceptr(emitted * d) * 2;
       DSC_TRY(launch1D(c, "dsc_compressor_pool_groups", groups * d,
-                       {&kvRows, &scRows, &groups, &ratio, &d, &out}));
+                       {&params, &kvRows, &scRows, &groups, &d, &out}));
       emitted += groups;
     }
     int64_t tailFrom = head + groups * ratio, tail = S - tailFrom, slot0 = 0;
     if (tail > 0)
       DSC_TRY(launch1D(c, "dsc_compressor_state_at", tail * d,
-                       {&kvb, &scb, &tailFrom, &tail, &slot0, &ratio, &d, &sp}));
+                       {&params, &kvb, &scb, &tailFrom, &tail, &slot0, &d, &sp}));
     if (emitted != n)
       return runtime::internalError("compressor: pooled " + std::to_string(emitted) +
                                     " groups, expected " + std::to_string(n));
-    return launch1D(c, "dsc_compressor_norm", n, {&pooled, &cs, &ratio, &d, &np, &eps, &lp});
+    return launch1D(c, "dsc_compressor_norm", n, {&params, &pooled, &cs, &d, &np, &lp});
   } else { // decode: slot p % ratio; a group is pooled when it completes (in-kernel)
     int64_t rowFrom = 0, count = 1;
     DSC_TRY(launch1D(c, "dsc_compressor_state", d,
-                     {&kvb, &scb, &rowFrom, &count, &cs, &ratio, &d, &sp}));
+                     {&params, &kvb, &scb, &rowFrom, &count, &cs, &d, &sp}));
     CUdeviceptr stKv = sp, stScore = sp + CUdeviceptr(ratio * d * 4);
     DSC_TRY(launch1D(c, "dsc_compressor_pool", nCap * d,
-                     {&stKv, &stScore, &cs, &ratio, &d, &pooled}));
+                     {&params, &stKv, &stScore, &cs, &d, &pooled}));
   }
   return launch1D(c, "dsc_compressor_norm", start == 0 ? n : nCap,
-                  {&pooled, &cs, &ratio, &d, &np, &eps, &lp});
+                  {&params, &pooled, &cs, &d, &np, &lp});
 }
 
 Status compressKv(CudaLaunchContext &c, const abi::CompressKvParams &p) {
   std::vector<float> freqs = ropeFreqs(p.rope);
-  int64_t ropeDim = p.rope.dim;
   int64_t ratio = p.ratio;
+  abi::CompressKvParams params = p;
   const StateBuffer *state = c.outputState(0);
   const CudaTensor &latents = *c.inputs[0];
   int64_t n = latents.dim(0), headDim = latents.dim(1);
@@ -319,15 +322,14 @@ Status compressKv(CudaLaunchContext &c, const abi::CompressKvParams &p) {
   if (!fc)
     return fc.status();
   CUdeviceptr lp = latents.ptr, f = *fc, dst = c.outputs[0]->ptr, cs = c.callState;
-  std::vector<void *> args{&lp, &cs, &headDim, &ratio, &ropeDim, &f, &dst};
+  std::vector<void *> args{&params, &lp, &cs, &headDim, &f, &dst};
   pool->push(args);
   return launch1D(c, "dsc_compress_kv", nCap * (headDim / pool->tile), std::move(args));
 }
 
 Status indexKeys(CudaLaunchContext &c, const abi::IndexKeysParams &p) {
   std::vector<float> freqs = ropeFreqs(p.rope);
-  int64_t ropeDim = p.rope.dim;
-  float eps = float(p.eps);
+  abi::IndexKeysParams params = p;
   const StateBuffer *state = c.outputState(0);
   const CudaTensor &latents = *c.inputs[0], &wk = *c.inputs[1], &kNorm = *c.inputs[2];
   int64_t n = latents.dim(0), headDim = latents.dim(1), dk = wk.dim(0);
@@ -349,10 +351,12 @@ Status indexKeys(CudaLaunchContext &c, const abi::IndexKeysParams &p) {
     return fc.status();
   CUdeviceptr lp = latents.ptr, wp = wk.ptr, normp = kNorm.ptr, kb = s.at(kp), f = *fc,
               dst = c.outputs[0]->ptr, cs = c.callState;
+  // The kernels take the ratio from params (p.ratio, which verifyPlan checks
+  // is the state's).
   DSC_TRY(launch1D(c, "dsc_index_keys_linear", nCap * dk,
-                   {&lp, &wp, &cs, &ratio, &headDim, &dk, &kb}));
-  DSC_TRY(launch1D(c, "dsc_index_keys_norm", nCap, {&kb, &cs, &ratio, &dk, &normp, &eps}));
-  std::vector<void *> args{&kb, &cs, &dk, &ratio, &ropeDim, &f, &dst};
+                   {&params, &lp, &wp, &cs, &headDim, &dk, &kb}));
+  DSC_TRY(launch1D(c, "dsc_index_keys_norm", nCap, {&params, &kb, &cs, &dk, &normp}));
+  std::vector<void *> args{&params, &kb, &cs, &dk, &f, &dst};
   pool->push(args);
   return launch1D(c, "dsc_index_keys_write", nCap * (dk / pool->tile), std::move(args));
 }
@@ -360,6 +364,7 @@ Status indexKeys(CudaLaunchContext &c, const abi::IndexKeysParams &p) {
 Status indexQueries(CudaLaunchContext &c, const abi::IndexQueriesParams &p) {
   std::vector<float> freqs = ropeFreqs(p.rope);
   int64_t ropeDim = p.rope.dim;
+  abi::IndexQueriesParams params = p;
   const CudaTensor &qr = *c.inputs[0], &w = *c.inputs[1], &scale = *c.inputs[2];
   CudaTensor &q = *c.outputs[0];
   int64_t S = qr.dim(0), K = qr.dim(1), H = q.dim(1), dk = q.dim(2), N = H * dk;
@@ -380,11 +385,11 @@ Status indexQueries(CudaLaunchContext &c, const abi::IndexQueriesParams &p) {
   DSC_TRY(launch1D(c, "dsc_index_queries_act", S * (K / 32), {&qrp, &S, &K, &cp, &scp}));
   DSC_TRY(launch1D(c, "dsc_index_queries_gemm", S * N, {&cp, &scp, &wp, &sp, &S, &K, &N, &qb}));
   return launch1D(c, "dsc_index_queries_rope_qdq", S * H * (dk / 32),
-                  {&qb, &S, &H, &dk, &ropeDim, &f, &cs, &out});
+                  {&params, &qb, &S, &H, &dk, &f, &cs, &out});
 }
 
 Status indexerScore(CudaLaunchContext &c, const abi::IndexerScoreParams &p) {
-  float weightScale = float(p.weight_scale);
+  abi::IndexerScoreParams params = p;
   const CudaTensor &q = *c.inputs[0], &hw = *c.inputs[1];
   const StateBuffer *keysState = c.inputState(2);
   CudaTensor &scores = *c.outputs[0];
@@ -399,7 +404,7 @@ Status indexerScore(CudaLaunchContext &c, const abi::IndexerScoreParams &p) {
   CUdeviceptr qp = q.ptr, hp = hw.ptr, kp = c.inputs[2]->ptr, out = scores.ptr, cs = c.callState;
   int64_t ratio = keysState->ratio;
   DSC_TRY(checkWidth(c, "indexer_score", width, ratio));
-  std::vector<void *> args{&qp, &hp, &weightScale, &kp};
+  std::vector<void *> args{&params, &qp, &hp, &kp};
   pool->push(args);
   args.insert(args.end(), {&S, &H, &dk, &cs, &ratio, &out});
   return launch1D(c, "dsc_indexer_score", S * c.compressedLengthCapacity(ratio), std::move(args));
@@ -411,7 +416,8 @@ Status indexerScore(CudaLaunchContext &c, const abi::IndexerScoreParams &p) {
 bool firstCutSelection(const CudaLaunchContext &c) { return c.quadraticTopk; }
 
 Status candidateBlocks(CudaLaunchContext &c, const abi::CandidateBlocksParams &p) {
-  int64_t blocks = p.blocks, blockSize = p.block_size, ratio = p.ratio;
+  int64_t blockSize = p.block_size, ratio = p.ratio;
+  abi::CandidateBlocksParams params = p;
   const CudaTensor &scores = *c.inputs[0];
   int64_t S = scores.dim(0), width = scores.dim(1);
   DSC_TRY(checkWidth(c, "candidate_blocks", width, ratio));
@@ -423,7 +429,7 @@ Status candidateBlocks(CudaLaunchContext &c, const abi::CandidateBlocksParams &p
     grid.x = static_cast<unsigned>(S);
     block.x = 256;
     return c.launchEntry("dsc_candidate_blocks_radix", grid, block, 0,
-                         {&sp, &S, &cs, &ratio, &blocks, &blockSize, &out});
+                         {&params, &sp, &S, &cs, &out});
   }
   const int64_t widthCap = c.compressedLengthCapacity(ratio);
   int64_t nblocks = blockSize > 0 ? (widthCap + blockSize - 1) / blockSize : 0;
@@ -434,11 +440,12 @@ Status candidateBlocks(CudaLaunchContext &c, const abi::CandidateBlocksParams &p
   CUdeviceptr sp = scores.ptr, vp = s.at(vals), pp = s.at(picked), out = c.outputs[0]->ptr,
               cs = c.callState;
   return launch1D(c, "dsc_candidate_blocks", S,
-                  {&sp, &S, &cs, &ratio, &blocks, &blockSize, &vp, &pp, &out});
+                  {&params, &sp, &S, &cs, &vp, &pp, &out});
 }
 
 Status indexerTopK(CudaLaunchContext &c, const abi::IndexerTopKParams &p) {
   int64_t k = p.topk, ratio = p.ratio;
+  abi::IndexerTopKParams params = p; // the kernels read block_size only with candidates
   const CudaTensor &scores = *c.inputs[0];
   int64_t S = scores.dim(0), width = scores.dim(1);
   int64_t window = c.plan.model.windowSize;
@@ -447,10 +454,7 @@ Status indexerTopK(CudaLaunchContext &c, const abi::IndexerTopKParams &p) {
   DSC_TRY(checkWidth(c, "indexer_topk", width, ratio));
   CUdeviceptr sp = scores.ptr, cand = c.inputs.size() > 1 ? c.inputs[1]->ptr : 0,
               out = c.outputs[0]->ptr, cs = c.callState;
-  int64_t blocks = cand ? c.inputs[1]->dim(1) : 0, blockSize = 0;
-  if (cand) {
-    blockSize = p.block_size;
-  }
+  int64_t blocks = cand ? c.inputs[1]->dim(1) : 0;
   if (S <= 0)
     return Status::ok();
   if (firstCutSelection(c)) {
@@ -460,9 +464,9 @@ Status indexerTopK(CudaLaunchContext &c, const abi::IndexerTopKParams &p) {
     DSC_TRY(s.allocate(c));
     CUdeviceptr selp = s.at(sel);
     DSC_TRY(launch1D(c, "dsc_indexer_topk_select", S * widthCap,
-                     {&sp, &cand, &blocks, &blockSize, &S, &cs, &ratio, &k, &selp}));
+                     {&params, &sp, &cand, &blocks, &S, &cs, &selp}));
     return launch1D(c, "dsc_indexer_topk_emit", S * std::max(widthCap, k),
-                    {&selp, &S, &cs, &k, &ratio, &offset, &out});
+                    {&params, &selp, &S, &cs, &offset, &out});
   }
   // One block per row: radix select of the used = min(k, T)-th largest key,
   // then the ascending compaction (indexer_topk.cu). O(T) per row, no scratch.
@@ -470,7 +474,7 @@ Status indexerTopK(CudaLaunchContext &c, const abi::IndexerTopKParams &p) {
   grid.x = static_cast<unsigned>(S);
   block.x = 256;
   return c.launchEntry("dsc_indexer_topk_radix", grid, block, 0,
-                       {&sp, &cand, &blocks, &blockSize, &S, &cs, &ratio, &k, &offset, &out});
+                       {&params, &sp, &cand, &blocks, &S, &cs, &offset, &out});
 }
 
 /// The RoPE epilogue of the fused `attention` kernel (null: plain attention).
@@ -489,7 +493,10 @@ Status sparseAttention(CudaLaunchContext &c, const abi::SparseAttentionParams &p
 
 Status sparseAttentionWith(CudaLaunchContext &c, const abi::SparseAttentionParams &p,
                            const RopeEpilogue &epilogue) {
-  float scale = float(p.scale);
+  // The entry takes both steps' structs: the rope step's is the default
+  // (not read) without the epilogue.
+  abi::SparseAttentionParams params = p;
+  abi::RopeParams ropeParams;
   const CudaTensor &q = *c.inputs[0];
   bool compressed = c.inputs.size() == 6;
   const CudaTensor &sink = *c.inputs[compressed ? 4 : 2];
@@ -527,14 +534,11 @@ Status sparseAttentionWith(CudaLaunchContext &c, const abi::SparseAttentionParam
     return Status::ok();
   CUdeviceptr qp = q.ptr, rp = rows.ptr, sk = sink.ptr, out = c.outputs[0]->ptr, cs = c.callState;
   CUdeviceptr invFreq = 0;
-  int64_t ropeDim = 0, posStep = 1;
-  int inverse = 0;
   if (epilogue.rope) {
     const abi::RopeParams &r = *epilogue.rope;
     std::vector<float> freqs = ropeFreqs(r.rope);
-    ropeDim = r.rope.dim;
-    posStep = r.position_stride;
-    inverse = r.inverse ? 1 : 0;
+    int64_t ropeDim = r.rope.dim;
+    ropeParams = r;
     if (ropeDim % 2 != 0 || ropeDim > D)
       return runtime::internalError("attention: rope.dim " + std::to_string(ropeDim) +
                                     " does not fit head dim " + std::to_string(D));
@@ -547,10 +551,10 @@ Status sparseAttentionWith(CudaLaunchContext &c, const abi::SparseAttentionParam
     invFreq = *fc;
     out = epilogue.out->ptr;
   }
-  std::vector<void *> args{&qp, &S, &H, &D, &rp, &R, &kvp};
+  std::vector<void *> args{&params, &ropeParams, &qp, &S, &H, &D, &rp, &R, &kvp};
   pool.push(args);
-  args.insert(args.end(), {&ratio, &topk, &k, &sk, &cs, &window, &windowWidth, &scale, &invFreq,
-                           &ropeDim, &posStep, &inverse, &out});
+  args.insert(args.end(),
+              {&ratio, &topk, &k, &sk, &cs, &window, &windowWidth, &invFreq, &out});
   Dim3 grid, block;
   grid.x = static_cast<unsigned>(S * H);
   block.x = 128;

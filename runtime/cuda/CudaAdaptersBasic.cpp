@@ -34,13 +34,13 @@ Status embed(CudaLaunchContext &c) {
   return c.launchEntry("dsc_embed", gridFor(S * D), block1(), 0, args(i, t, o, S, D, vocab));
 }
 
-Status hcExpand(CudaLaunchContext &c) {
+Status hcExpand(CudaLaunchContext &c, const abi::HcExpandParams &p) {
   const CudaTensor &x = *c.inputs[0];
   CudaTensor &out = *c.outputs[0];
-  long long S = x.dim(0), D = x.dim(1), copies = out.dim(1);
+  long long S = x.dim(0), D = x.dim(1), copies = out.dim(1); // = p.copies (verifyPlan)
   CUdeviceptr xp = x.ptr, o = out.ptr;
   return c.launchEntry("dsc_hc_expand", gridFor(S * copies * D), block1(), 0,
-                       args(xp, o, S, copies, D));
+                       args(p, xp, o, S, D));
 }
 
 Status hcIdentityMix(CudaLaunchContext &c) {
@@ -73,14 +73,13 @@ Status concat(CudaLaunchContext &c) {
   return Status::ok();
 }
 
-Status engramHash(CudaLaunchContext &c) {
+Status engramHash(CudaLaunchContext &c, const abi::EngramHashParams &p) {
   Expected<runtime::EngramHashTables> params = runtime::readEngramHashTables(c.kernel, c.plan.model);
   if (!params)
     return params.status();
   const std::vector<int64_t> &map = c.plan.model.engramTokenMap;
   const std::vector<int64_t> &mult = params->multipliers, &primes = params->primes,
                              &offsets = params->offsets;
-  const long long maxNgram = params->maxNgram, heads = params->heads;
   const long long nLayers = (long long)params->layers.size();
   const CudaTensor &ids = *c.inputs[0];
   CudaTensor &history = *c.outputs[0];
@@ -110,9 +109,9 @@ Status engramHash(CudaLaunchContext &c) {
                                args(ip, mp, mapSize, hp, cs, S));
       !s)
     return s;
-  int mn = int(maxNgram), hd = int(heads), nl = int(nLayers);
+  // The kernel reads max_ngram, heads and the layer count from p.
   return c.launchEntry("dsc_engram_hash", gridFor(S * nLayers), block1(), 0,
-                       args(hp, cs, S, padId, mu, pr, of, mn, hd, nl, out));
+                       args(p, hp, cs, S, padId, mu, pr, of, out));
 }
 
 /// replay_slice (CED): the last R' rows of the stream [S, hc, D] and the mix

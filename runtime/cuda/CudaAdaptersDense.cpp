@@ -76,16 +76,13 @@ Status linear(CudaLaunchContext &c, const abi::LinearParams &p) {
 }
 
 Status rmsNorm(CudaLaunchContext &c, const abi::RmsNormParams &p) {
-  float eps = float(p.eps);
   const CudaTensor &x = *c.inputs[0];
   long long rows = rowsOf(x), n = x.shape.back();
   CUdeviceptr xp = x.ptr, wp = c.inputs[1]->ptr, yp = c.outputs[0]->ptr;
-  return c.launchEntry("dsc_rms_norm", gridRows(rows), block1(), 0, args(xp, rows, n, wp, eps, yp));
+  return c.launchEntry("dsc_rms_norm", gridRows(rows), block1(), 0, args(p, xp, rows, n, wp, yp));
 }
 
 Status hcMixes(CudaLaunchContext &c, const abi::HcMixesParams &p) {
-  int iters = int(p.sinkhorn_iters);
-  float eps = float(p.eps), normEps = float(p.norm_eps);
   const CudaTensor &h = *c.inputs[0];
   long long S = h.dim(0), hc = h.dim(1), D = h.dim(2);
   if (hc < 1 || hc > 8)
@@ -94,7 +91,7 @@ Status hcMixes(CudaLaunchContext &c, const abi::HcMixesParams &p) {
   CUdeviceptr hp = h.ptr, fn = c.inputs[1]->ptr, sc = c.inputs[2]->ptr, base = c.inputs[3]->ptr,
               pre = c.outputs[0]->ptr, post = c.outputs[1]->ptr, comb = c.outputs[2]->ptr;
   return c.launchEntry("dsc_hc_mixes", gridRows(S), block1(64), 0,
-                       args(hp, S, hc, D, fn, sc, base, iters, normEps, eps, pre, post, comb));
+                       args(p, hp, S, hc, D, fn, sc, base, pre, post, comb));
 }
 
 Status hcPre(CudaLaunchContext &c) {
@@ -147,7 +144,7 @@ Status groupedOutput(CudaLaunchContext &c, const abi::GroupedOutputParams &p) {
   CUdeviceptr op = o.ptr, ap = woA.ptr, zp = *z, bp = woB.ptr, bs = c.inputs[3]->ptr,
               yp = c.outputs[0]->ptr;
   if (Status s = c.launchEntry("dsc_grouped_output_woa", gridFor(S * K), block1(), 0,
-                               args(op, S, G, Din, ap, R, zp));
+                               args(p, op, S, Din, ap, R, zp));
       !s)
     return s;
   auto q = actQuantScratch(c, S, K);
@@ -160,10 +157,6 @@ Status groupedOutput(CudaLaunchContext &c, const abi::GroupedOutputParams &p) {
 }
 
 Status moeGate(CudaLaunchContext &c, const abi::MoeGateParams &p) {
-  long long topk = p.topk;
-  float routeScale = float(p.route_scale);
-  float temperature = float(p.temperature);
-  int normalize = p.normalize != 0 ? 1 : 0;
   const CudaTensor &x = *c.inputs[0], &w = *c.inputs[1];
   long long T = x.dim(0), D = x.dim(1), E = w.dim(0);
   size_t smem = size_t(E) * (2 * sizeof(float) + 1);
@@ -172,12 +165,10 @@ Status moeGate(CudaLaunchContext &c, const abi::MoeGateParams &p) {
   CUdeviceptr xp = x.ptr, wp = w.ptr, bias = c.inputs.size() > 2 ? c.inputs[2]->ptr : 0,
               weights = c.outputs[0]->ptr, ids = c.outputs[1]->ptr;
   return c.launchEntry("dsc_moe_gate", gridRows(T), block1(), smem,
-                       args(xp, T, D, wp, bias, E, topk, routeScale, temperature, normalize,
-                            weights, ids));
+                       args(p, xp, T, D, wp, bias, E, weights, ids));
 }
 
 Status moeExperts(CudaLaunchContext &c, const abi::MoeExpertsParams &p) {
-  float lim = float(p.swiglu_limit);
   if (c.inputs.size() < 15)
     return runtime::invalidArgument("moe_experts: expected 15 inputs");
   const CudaTensor &x = *c.inputs[0], &weights = *c.inputs[1], &ids = *c.inputs[2];
@@ -212,8 +203,8 @@ Status moeExperts(CudaLaunchContext &c, const abi::MoeExpertsParams &p) {
     return s;
   for (long long rank = 0; rank < k; ++rank) {
     if (Status s = c.launchEntry("dsc_moe_experts_up_fp4", gridFor(T * I), block1(), 0,
-                                 args(qx->codes, qx->scales, T, D, I, r1, r1s, r3, r3s, ip, wp,
-                                      op, k, rank, lim, hp));
+                                 args(p, qx->codes, qx->scales, T, D, I, r1, r1s, r3, r3s, ip,
+                                      wp, op, k, rank, hp));
         !s)
       return s;
     if (Status s = actQuant(c, prefix, hp, T, I, *qh); !s)
@@ -225,7 +216,7 @@ Status moeExperts(CudaLaunchContext &c, const abi::MoeExpertsParams &p) {
       return s;
   }
   if (Status s = c.launchEntry("dsc_moe_experts_up_fp8", gridFor(T * I), block1(), 0,
-                               args(qx->codes, qx->scales, T, D, I, s1, s1s, s3, s3s, lim, hp));
+                               args(p, qx->codes, qx->scales, T, D, I, s1, s1s, s3, s3s, hp));
       !s)
     return s;
   if (Status s = actQuant(c, prefix, hp, T, I, *qh); !s)
@@ -241,14 +232,13 @@ Status engramLookup(CudaLaunchContext &c, const abi::EngramLookupParams &p) {
   if (slot < 0 || slot >= layers)
     return runtime::invalidArgument("engram_lookup: slot outside the hash layers");
   long long stride = layers * cols, rows = table.dim(0), hd = table.dim(1);
-  CUdeviceptr hp = hashes.ptr + CUdeviceptr(slot * cols * 8), tp = table.ptr,
-              sp = c.inputs[2]->ptr, out = c.outputs[0]->ptr;
+  // The kernel reads the slot's columns (hashes + p.slot * cols).
+  CUdeviceptr hp = hashes.ptr, tp = table.ptr, sp = c.inputs[2]->ptr, out = c.outputs[0]->ptr;
   return c.launchEntry("dsc_engram_lookup", gridFor(S * cols * hd), block1(), 0,
-                       args(hp, S, cols, stride, tp, sp, rows, hd, out));
+                       args(p, hp, S, cols, stride, tp, sp, rows, hd, out));
 }
 
 Status engramGate(CudaLaunchContext &c, const abi::EngramGateParams &p) {
-  float eps = float(p.eps);
   const CudaTensor &h = *c.inputs[0];
   long long S = h.dim(0), hc = h.dim(1), D = h.dim(2);
   // self.dim ** -0.5 rounded to fp32 (Engram.cpp).
@@ -256,7 +246,7 @@ Status engramGate(CudaLaunchContext &c, const abi::EngramGateParams &p) {
   CUdeviceptr hp = h.ptr, kv = c.inputs[1]->ptr, q = c.inputs[2]->ptr, kw = c.inputs[3]->ptr,
               out = c.outputs[0]->ptr;
   return c.launchEntry("dsc_engram_gate", gridRows(S * hc), block1(), 0,
-                       args(hp, S, hc, D, kv, q, kw, eps, invSqrtD, out));
+                       args(p, hp, S, hc, D, kv, q, kw, invSqrtD, out));
 }
 
 } // namespace

@@ -41,11 +41,12 @@ Status mhcEntryPreNorm(NativeLaunch &launch) {
     if (fits && (i == pre || i == norm)) {
       if (i == norm)
         continue;
-      float eps = float(n.kernel.as<abi::RmsNormParams>()->eps);
+      abi::RmsNormParams params = *n.kernel.as<abi::RmsNormParams>();
       CUdeviceptr hp = h.ptr, mix = p.inputs[1]->ptr, w = n.inputs[1]->ptr,
                   y = n.outputs[0]->ptr;
       if (Status s = p.launchEntryIn(launch.fusion.module, "dsc_mhc_pre_norm", gridRows(S),
-                                     block1(), size_t(2 * D), args(hp, S, hc, D, mix, w, eps, y));
+                                     block1(), size_t(2 * D),
+                                     args(params, hp, S, hc, D, mix, w, y));
           !s)
         return s;
       continue;
