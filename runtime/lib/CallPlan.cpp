@@ -101,11 +101,15 @@ Status checkProgram(const PlanModel &plan, const Program &program) {
                              " names value " + std::to_string(v) + ", which does not exist");
   for (size_t i = 0; i < n; ++i) {
     const ValueSlot &slot = program.values[i];
-    const std::string where = name + ": value slot " + std::to_string(i) + " ('" + slot.name + "'): ";
-    if (slot.kind == ValueKind::Weight && (slot.tensor < 0 || size_t(slot.tensor) >= plan.tensors.size()))
-      return internalError(where + "weight " + std::to_string(slot.tensor) + " does not exist");
-    if (slot.kind == ValueKind::State && (slot.state < 0 || size_t(slot.state) >= plan.states.size()))
-      return internalError(where + "state " + std::to_string(slot.state) + " does not exist");
+    auto where = [&] {
+      return name + ": value slot " + std::to_string(i) + " ('" + slot.name + "'): ";
+    };
+    if (slot.kind == ValueKind::Weight &&
+        (slot.tensor < 0 || size_t(slot.tensor) >= plan.tensors.size()))
+      return internalError(where() + "weight " + std::to_string(slot.tensor) + " does not exist");
+    if (slot.kind == ValueKind::State &&
+        (slot.state < 0 || size_t(slot.state) >= plan.states.size()))
+      return internalError(where() + "state " + std::to_string(slot.state) + " does not exist");
   }
   return Status::ok();
 }
