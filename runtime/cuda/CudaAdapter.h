@@ -72,8 +72,8 @@ public:
   std::vector<CudaTensor *> inputs, outputs; ///< in Launch order
   std::vector<const runtime::ValueSlot *> inputSlots, outputSlots;
   /// The call state on the device: long long[3] = {start position, tokens,
-  /// prefill-like ? 1 + ring rows : 0} (CallGeometry), written by the backend before each call and each
-  /// graph replay; CED replayed launches get their own ({S - R', R', 1}). Every
+  /// prefill-like ? 1 + ring rows : 0} (CallGeometry), written by the
+  /// backend before each call and each graph replay; CED replayed launches get their own ({S - R', R', 1}). Every
   /// position-dependent kernel reads p (and T = (p + S) / ratio, the ring
   /// slot, RoPE positions, emission, visibility, ...) from here, never from a
   /// kernel argument, so that a captured decode graph replays at any p.

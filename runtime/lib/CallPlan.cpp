@@ -101,11 +101,15 @@ Status checkProgram(const PlanModel &plan, const Program &program) {
                              " names value " + std::to_string(v) + ", which does not exist");
   for (size_t i = 0; i < n; ++i) {
     const ValueSlot &slot = program.values[i];
-    const std::string where = name + ": value slot " + std::to_string(i) + " ('" + slot.name + "'): ";
-    if (slot.kind == ValueKind::Weight && (slot.tensor < 0 || size_t(slot.tensor) >= plan.tensors.size()))
-      return internalError(where + "weight " + std::to_string(slot.tensor) + " does not exist");
-    if (slot.kind == ValueKind::State && (slot.state < 0 || size_t(slot.state) >= plan.states.size()))
-      return internalError(where + "state " + std::to_string(slot.state) + " does not exist");
+    auto where = [&] {
+      return name + ": value slot " + std::to_string(i) + " ('" + slot.name + "'): ";
+    };
+    if (slot.kind == ValueKind::Weight &&
+        (slot.tensor < 0 || size_t(slot.tensor) >= plan.tensors.size()))
+      return internalError(where() + "weight " + std::to_string(slot.tensor) + " does not exist");
+    if (slot.kind == ValueKind::State &&
+        (slot.state < 0 || size_t(slot.state) >= plan.states.size()))
+      return internalError(where() + "state " + std::to_string(slot.state) + " does not exist");
   }
   return Status::ok();
 }
@@ -290,6 +294,9 @@ Expected<CallPlan> planCall(const PlanModel &plan, const Program &program, const
   }
   out.tileRows = traits.rowTiles ? rowTiledValues(program)
                                  : std::vector<int64_t>(program.values.size(), 0);
+  for (size_t i = 0; i < program.values.size(); ++i)
+    if (sizeDependsOnStart(program.values[i]))
+      out.startSlots.push_back(i);
   planZeroing(program, out);
   planLastUses(plan, program, shape, out);
   planBoundaries(program, out);
@@ -310,19 +317,22 @@ Status resolveStart(CallPlan &callPlan, const PlanModel &plan, const Program &pr
                          std::to_string(startPos));
   if (startPos == callPlan.shape.startPos)
     return Status::ok();
-  Expected<std::vector<ValueMemory>> sized =
-      sizeValues(plan, program, shape.tokens, startPos, /*capacity=*/false, traits.rowTiles);
-  if (!sized)
-    return sized.status();
+  // Only the slots with a start-dependent dim change size (startSlots).
+  std::vector<ValueMemory> sized;
+  sized.reserve(callPlan.startSlots.size());
+  for (size_t i : callPlan.startSlots) {
+    Expected<ValueMemory> v = sizeValue(plan, program, i, shape.tokens, startPos,
+                                        /*capacity=*/false, callPlan.tileRows[i]);
+    if (!v)
+      return v.status();
+    sized.push_back(std::move(v.value()));
+  }
   // planMemory's offsets follow from the aligned sizes and the program's
   // live ranges only: a layout with the same aligned sizes is the one
   // planMemory would make here, up to the exact shapes.
   auto placesAlike = [&](const MemoryPlan &m) {
-    if (m.values.size() != sized->size())
-      return false;
-    for (size_t i = 0; i < m.values.size(); ++i)
-      if ((*sized)[i].planned != m.values[i].planned ||
-          (*sized)[i].alignedBytes != m.values[i].alignedBytes)
+    for (size_t k = 0; k < sized.size(); ++k)
+      if (sized[k].alignedBytes != m.values[callPlan.startSlots[k]].alignedBytes)
         return false;
     return true;
   };
@@ -346,9 +356,10 @@ Status resolveStart(CallPlan &callPlan, const PlanModel &plan, const Program &pr
       known.pop_back();
     callPlan.host = std::move(next);
   }
-  for (size_t i = 0; i < sized->size(); ++i) {
-    callPlan.host.values[i].shape = std::move((*sized)[i].shape);
-    callPlan.host.values[i].bytes = (*sized)[i].bytes;
+  for (size_t k = 0; k < sized.size(); ++k) {
+    ValueMemory &m = callPlan.host.values[callPlan.startSlots[k]];
+    m.shape = std::move(sized[k].shape);
+    m.bytes = sized[k].bytes;
   }
   callPlan.host.startPos = startPos;
   callPlan.shape = shape;

@@ -114,47 +114,66 @@ std::vector<int64_t> rowTiledValues(const Program &program) {
   return tile;
 }
 
+bool sizeDependsOnStart(const ValueSlot &slot) {
+  if (slot.kind != ValueKind::Input && slot.kind != ValueKind::Activation)
+    return false;
+  for (int64_t d : slot.shape)
+    if (d == kCompressedTokens || d == kCompressedLength || d == kWindowRows)
+      return true;
+  return false;
+}
+
+Expected<ValueMemory> sizeValue(const PlanModel &plan, const Program &program, size_t i,
+                                int64_t tokens, int64_t startPos, bool capacity,
+                                int64_t tileRows) {
+  const ValueSlot &slot = program.values[i];
+  ValueMemory v;
+  if (slot.kind != ValueKind::Input && slot.kind != ValueKind::Activation)
+    return v;
+  v.planned = true;
+  auto where = [&] { // built only for an error (this runs on every call)
+    return program.name + ": value slot " + std::to_string(i) + " ('" + slot.name + "'): ";
+  };
+  // Same checks and messages as HostTensor::resetChecked.
+  v.shape = slot.shape;
+  for (int64_t &d : v.shape) {
+    if ((d == kCompressedTokens || d == kCompressedLength) && slot.ratio <= 0)
+      return invalidArgument(where() + "compressed dimension with ratio " +
+                             std::to_string(slot.ratio) + ", expected a positive ratio");
+    if (capacity && d == kCompressedTokens)
+      d = compressedTokensCapacity(tokens, slot.ratio);
+    else if (capacity && d == kCompressedLength)
+      d = std::max<int64_t>(plan.model.maxSeqLen, startPos + tokens) / slot.ratio;
+    else
+      d = resolveDim(d, slot.ratio, startPos, tokens, plan.model.cedReplayTokens);
+  }
+  if (tileRows > 0) // one row tile of a row-tiled fusion
+    v.shape[0] = std::min(v.shape[0], tileRows);
+  std::optional<uint64_t> bytes = HostTensor::checkedByteSize(slot.dtype, v.shape);
+  if (!bytes || *bytes > HostTensor::kMaxBytes)
+    return invalidArgument(
+        where() + "tensor shape " + HostTensor::shapeString(v.shape) + " of " + dtypeName(slot.dtype) +
+        (bytes ? " needs " + std::to_string(*bytes) + " bytes, more than the limit of " +
+                     std::to_string(HostTensor::kMaxBytes)
+               : std::string(" has a negative dimension or overflows")));
+  v.bytes = *bytes;
+  v.alignedBytes = alignUp(*bytes);
+  v.first = v.last = -2; // untouched so far
+  return v;
+}
+
 Expected<std::vector<ValueMemory>> sizeValues(const PlanModel &plan, const Program &program,
                                               int64_t tokens, int64_t startPos, bool capacity,
                                               bool rowTiles) {
   const std::vector<int64_t> tiles =
       rowTiles ? rowTiledValues(program) : std::vector<int64_t>(program.values.size(), 0);
-  const int64_t n = int64_t(program.values.size());
-  std::vector<ValueMemory> values(static_cast<size_t>(n));
-  // Same checks and messages as HostTensor::resetChecked.
-  for (int64_t i = 0; i < n; ++i) {
-    const ValueSlot &slot = program.values[i];
-    ValueMemory &v = values[i];
-    if (slot.kind != ValueKind::Input && slot.kind != ValueKind::Activation)
-      continue;
-    v.planned = true;
-    auto where = [&] { // built only for an error (this runs on every call)
-      return program.name + ": value slot " + std::to_string(i) + " ('" + slot.name + "'): ";
-    };
-    v.shape = slot.shape;
-    for (int64_t &d : v.shape) {
-      if ((d == kCompressedTokens || d == kCompressedLength) && slot.ratio <= 0)
-        return invalidArgument(where() + "compressed dimension with ratio " +
-                               std::to_string(slot.ratio) + ", expected a positive ratio");
-      if (capacity && d == kCompressedTokens)
-        d = compressedTokensCapacity(tokens, slot.ratio);
-      else if (capacity && d == kCompressedLength)
-        d = std::max<int64_t>(plan.model.maxSeqLen, startPos + tokens) / slot.ratio;
-      else
-        d = resolveDim(d, slot.ratio, startPos, tokens, plan.model.cedReplayTokens);
-    }
-    if (tiles[size_t(i)] > 0) // one row tile of a row-tiled fusion
-      v.shape[0] = std::min(v.shape[0], tiles[size_t(i)]);
-    std::optional<uint64_t> bytes = HostTensor::checkedByteSize(slot.dtype, v.shape);
-    if (!bytes || *bytes > HostTensor::kMaxBytes)
-      return invalidArgument(
-          where() + "tensor shape " + HostTensor::shapeString(v.shape) + " of " + dtypeName(slot.dtype) +
-          (bytes ? " needs " + std::to_string(*bytes) + " bytes, more than the limit of " +
-                       std::to_string(HostTensor::kMaxBytes)
-                 : std::string(" has a negative dimension or overflows")));
-    v.bytes = *bytes;
-    v.alignedBytes = alignUp(*bytes);
-    v.first = v.last = -2; // untouched so far
+  std::vector<ValueMemory> values;
+  values.reserve(program.values.size());
+  for (size_t i = 0; i < program.values.size(); ++i) {
+    Expected<ValueMemory> v = sizeValue(plan, program, i, tokens, startPos, capacity, tiles[i]);
+    if (!v)
+      return v.status();
+    values.push_back(std::move(v.value()));
   }
   return values;
 }

@@ -21,7 +21,7 @@
 //     count and the row-tile ranges do not depend on it at all;
 //   - the host sizes (kCompressedTokens, kCompressedLength, kWindowRows) and
 //     the geometry (startPos, ringRows, the replay's start) do: resolveStart
-//     re-resolves them for a new start (O(values)). planMemory's offsets
+//     re-sizes those slots only (startSlots: a few per layer) for a new start. planMemory's offsets
 //     depend on the call only through the aligned sizes (sizeValues), so the
 //     host layout is kept while they stay the same, taken back from the
 //     plan's last few layouts when they return to an earlier set (a
@@ -150,6 +150,9 @@ struct CallPlan {
   /// Per slot: the tileRows of an internal value of a row-tiled fusion held
   /// as one tile (rowTiledValues; all 0 when the backend runs no tiles).
   std::vector<int64_t> tileRows;
+  /// The planned slots whose size depends on the start position
+  /// (sizeDependsOnStart): the only ones resolveStart re-sizes.
+  std::vector<size_t> startSlots;
   /// Arena zeroing: planned slots zeroed before the first launch (live from
   /// -1: inputs, untouched slots), and per launch those zeroed right before
   /// it (their first writing launch).

@@ -128,6 +128,15 @@ Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, i
 Expected<std::vector<ValueMemory>> sizeValues(const PlanModel &plan, const Program &program,
                                               int64_t tokens, int64_t startPos,
                                               bool capacity = false, bool rowTiles = false);
+/// Element `slot` of sizeValues; `tileRows` > 0 caps the rows (an internal
+/// value of a row-tiled fusion, rowTiledValues).
+Expected<ValueMemory> sizeValue(const PlanModel &plan, const Program &program, size_t slot,
+                                int64_t tokens, int64_t startPos, bool capacity,
+                                int64_t tileRows);
+/// Whether a planned slot's size depends on the call's start position (a
+/// kCompressedTokens, kCompressedLength or kWindowRows dim); the others
+/// depend on the token count only.
+bool sizeDependsOnStart(const ValueSlot &slot);
 
 /// Per value slot of `program`: the fusion's tileRows for an internal value
 /// of a row-tiled fusion (written by one of its steps, read and written only
