@@ -10,20 +10,8 @@
 #ifndef DSC_CODEGEN_EMBEDDEDSOURCES_H
 #define DSC_CODEGEN_EMBEDDEDSOURCES_H
 
-#include <cstddef>
+#include "codegen/EmbeddedFile.h"
 
-namespace dsc::codegen::embedded {
-
-struct EmbeddedFile {
-  const char *name;
-  const char *data;
-  size_t size;
-};
-
-/// All embedded files, sorted by name, followed by a {nullptr} sentinel.
-const EmbeddedFile *files();
-size_t fileCount();
-
-} // namespace dsc::codegen::embedded
+DSC_DECLARE_EMBEDDED_FILES(dsc::codegen::embedded)
 
 #endif // DSC_CODEGEN_EMBEDDEDSOURCES_H

@@ -10,20 +10,8 @@
 #ifndef DSC_COMPILER_EMBEDDEDSCHEMAS_H
 #define DSC_COMPILER_EMBEDDEDSCHEMAS_H
 
-#include <cstddef>
+#include "codegen/EmbeddedFile.h"
 
-namespace dsc::compiler::schemas {
-
-struct EmbeddedFile {
-  const char *name;
-  const char *data;
-  size_t size;
-};
-
-/// All embedded files, sorted by name, followed by a {nullptr} sentinel.
-const EmbeddedFile *files();
-size_t fileCount();
-
-} // namespace dsc::compiler::schemas
+DSC_DECLARE_EMBEDDED_FILES(dsc::compiler::schemas)
 
 #endif // DSC_COMPILER_EMBEDDEDSCHEMAS_H

@@ -209,8 +209,8 @@ rt::Expected<std::vector<uint8_t>> compiler::jsonToFlatbuffer(std::string_view j
   return std::vector<uint8_t>(data, data + parser.builder_.GetSize());
 }
 
-rt::Expected<std::string> compiler::planToJson(const rt::PlanModel &plan) {
-  rt::PlanModel stripped = plan;
+rt::Expected<std::string> compiler::planToJson(const rt::Plan &plan) {
+  rt::Plan stripped = plan;
   for (rt::Module &module : stripped.modules) {
     module.cubin.clear();
     module.ptx.clear();

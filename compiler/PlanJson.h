@@ -25,7 +25,7 @@
 #ifndef DSC_COMPILER_PLANJSON_H
 #define DSC_COMPILER_PLANJSON_H
 
-#include "dsc/runtime/PlanModel.h"
+#include "dsc/runtime/Plan.h"
 #include "dsc/runtime/Status.h"
 
 #include <cstdint>
@@ -59,7 +59,7 @@ runtime::Expected<std::vector<uint8_t>> jsonToFlatbuffer(std::string_view json,
                                                          std::string_view root);
 
 /// The plan as JSON through the embedded plan.fbs, cubin and ptx left out.
-runtime::Expected<std::string> planToJson(const runtime::PlanModel &plan);
+runtime::Expected<std::string> planToJson(const runtime::Plan &plan);
 
 } // namespace dsc::compiler
 

@@ -1,4 +1,4 @@
-//===- PlanPipeline.cpp - ds module -> deployable PlanModel ---------------===//
+//===- PlanPipeline.cpp - ds module -> deployable Plan ---------------===//
 //
 // The steps of compileModuleToPlan, in order: facts from the module,
 // lowering, prefill chunk, kernels, activation peaks, verification.
@@ -54,9 +54,9 @@ rt::Status checkConformanceModule(mlir::ModuleOp module) {
   return rt::Status::ok();
 }
 
-/// Sets PlanModelFacts::prefillChunk; needs the lowered plan (window and
+/// Sets PlanFacts::prefillChunk; needs the lowered plan (window and
 /// replay rows fix the minimum).
-rt::Status setPrefillChunk(rt::PlanModelFacts &m, std::optional<int64_t> requested) {
+rt::Status setPrefillChunk(rt::PlanFacts &m, std::optional<int64_t> requested) {
   const int64_t minimum = std::max<int64_t>(2 * m.windowSize, 2 * m.cedReplayTokens);
   if (!requested) {
     m.prefillChunk = m.layerBoundaries ? 0 : std::max(compiler::kDefaultPrefillChunk, minimum);
@@ -79,7 +79,7 @@ rt::Status setPrefillChunk(rt::PlanModelFacts &m, std::optional<int64_t> request
 
 /// Compiles each distinct kernel template once (its specialisations share the
 /// template and options) and, in Embed mode, adds it to the plan as one
-/// module (PlanModel::modules) that every spec of the template, and every
+/// module (Plan::modules) that every spec of the template, and every
 /// native executable built on it (Fusion::module), points to.
 rt::Status compileKernels(compiler::CompiledPlan &out, const compiler::PlanCompileOptions &options) {
   const bool required = options.kernels == compiler::KernelMode::Embed;
@@ -150,7 +150,7 @@ rt::Status compileKernels(compiler::CompiledPlan &out, const compiler::PlanCompi
 rt::Expected<compiler::CompiledPlan>
 compiler::compileModuleToPlan(mlir::ModuleOp module, const PlanCompileOptions &options) {
   CompiledPlan out;
-  rt::PlanModelFacts facts = options.facts;
+  rt::PlanFacts facts = options.facts;
   facts.cedMode = cedModeOf(module);
   if (options.kernels != KernelMode::Resources && facts.layerBoundaries) {
     if (facts.cedMode != "full")

@@ -1,4 +1,4 @@
-//===- PlanPipeline.h - ds module -> deployable PlanModel, as a library ---===//
+//===- PlanPipeline.h - ds module -> deployable Plan, as a library ---===//
 //
 // What happens to a ds module after its passes have run, for any driver
 // (dsc-compile, tests, a research script): lower it to a plan
@@ -22,7 +22,7 @@
 #define DSC_COMPILER_PLANPIPELINE_H
 
 #include "codegen/KernelCompiler.h"
-#include "dsc/runtime/PlanModel.h"
+#include "dsc/runtime/Plan.h"
 #include "dsc/runtime/Status.h"
 #include "models/ModelSpec.h"
 
@@ -62,7 +62,7 @@ struct PlanCompileOptions {
   /// limits, conformance flag, token map). `cedMode` is ignored: it is read
   /// from the module's `ds.ced_mode` (absent: "full"), so it always matches
   /// the lowered programs.
-  runtime::PlanModelFacts facts;
+  runtime::PlanFacts facts;
   /// dsc-compile --prefill-chunk. nullopt: kDefaultPrefillChunk raised to
   /// the minimum (2 x window, 2 x CED replay rows), 0 for conformance plans.
   std::optional<int64_t> prefillChunk;
@@ -74,7 +74,7 @@ struct PlanCompileOptions {
 };
 
 struct CompiledPlan {
-  runtime::PlanModel plan;
+  runtime::Plan plan;
   /// The compiled template of each distinct kernel name (the specialisations
   /// of a name share it); empty for gpuArch "none" or KernelMode::Skip.
   std::map<std::string, codegen::CompiledKernel> kernels;

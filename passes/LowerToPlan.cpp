@@ -1,4 +1,4 @@
-//===- LowerToPlan.cpp - ds module -> runtime PlanModel --------------------===//
+//===- LowerToPlan.cpp - ds module -> runtime Plan --------------------===//
 #include "passes/LowerToPlan.h"
 #include "passes/KvRecordSizes.h"
 
@@ -74,7 +74,7 @@ bool sameKernel(const rt::KernelSpec &a, const rt::KernelSpec &b) {
 
 class PlanLowering {
 public:
-  PlanLowering(rt::PlanModel &plan, std::string &error) : plan_(plan), error_(error) {}
+  PlanLowering(rt::Plan &plan, std::string &error) : plan_(plan), error_(error) {}
 
   bool lowerFunction(func::FuncOp fn);
 
@@ -99,7 +99,7 @@ private:
   bool lowerLayer(LayerOp layer);
   bool lowerFused(FusedOp fused, int64_t layer);
 
-  rt::PlanModel &plan_;
+  rt::Plan &plan_;
   std::string &error_;
   rt::Program *program_ = nullptr;
   llvm::DenseMap<Value, int64_t> slots_;
@@ -429,9 +429,9 @@ bool PlanLowering::lowerFunction(func::FuncOp fn) {
 } // namespace
 
 
-bool dsc::ds::lowerModuleToPlan(ModuleOp module, const rt::PlanModelFacts &facts,
-                                rt::PlanModel &plan, std::string &error) {
-  plan = rt::PlanModel();
+bool dsc::ds::lowerModuleToPlan(ModuleOp module, const rt::PlanFacts &facts,
+                                rt::Plan &plan, std::string &error) {
+  plan = rt::Plan();
   plan.model = facts;
   PlanLowering lowering(plan, error);
   for (auto fn : module.getOps<func::FuncOp>()) {

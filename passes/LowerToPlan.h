@@ -1,4 +1,4 @@
-//===- LowerToPlan.h - ds module -> runtime PlanModel ----------------------===//
+//===- LowerToPlan.h - ds module -> runtime Plan ----------------------===//
 //
 // Lowers every phase function of a verified ds module to a plan Program:
 // one kernel step per ds op, grouped into one Program::fusions entry per
@@ -14,7 +14,7 @@
 #ifndef DSC_PASSES_LOWERTOPLAN_H
 #define DSC_PASSES_LOWERTOPLAN_H
 
-#include "dsc/runtime/PlanModel.h"
+#include "dsc/runtime/Plan.h"
 
 #include <string>
 
@@ -26,8 +26,8 @@ namespace dsc::ds {
 
 /// `facts` carries what the module does not (limits, CED mode, token map).
 /// Returns false and sets `error` if something cannot be lowered.
-bool lowerModuleToPlan(mlir::ModuleOp module, const runtime::PlanModelFacts &facts,
-                       runtime::PlanModel &plan, std::string &error);
+bool lowerModuleToPlan(mlir::ModuleOp module, const runtime::PlanFacts &facts,
+                       runtime::Plan &plan, std::string &error);
 
 } // namespace dsc::ds
 

@@ -1,7 +1,7 @@
 //===- Passes.cpp - The dsc pass pipeline ----------------------------------===//
 #include "passes/Passes.h"
 
-void dsc::ds::buildAnalysisPipeline(mlir::OpPassManager &pm, llvm::StringRef cedMode,
+void dsc::ds::buildCompilePipeline(mlir::OpPassManager &pm, llvm::StringRef cedMode,
                                     llvm::ArrayRef<std::string> fuseKernels,
                                     int64_t indexerTileRows) {
   pm.addPass(createVerifySchedule());

@@ -16,11 +16,12 @@ namespace dsc::ds {
 #define GEN_PASS_REGISTRATION
 #include "passes/Passes.h.inc"
 
-/// The analysis pipeline dsc-compile runs on a freshly built module. A CED
+/// The pass pipeline dsc-compile runs on a freshly built module. A CED
 /// mode other than "full" adds ds-ced-split (and re-verifies the schedule);
 /// a non-empty `fuseKernels` (group names or "all") adds ds-fuse-kernels
-/// with `indexerTileRows` rows per indexer tile.
-void buildAnalysisPipeline(mlir::OpPassManager &pm, llvm::StringRef cedMode = "full",
+/// with `indexerTileRows` rows per indexer tile, then ds-select-executables.
+/// It transforms the module (CED split, fusion, executable marks).
+void buildCompilePipeline(mlir::OpPassManager &pm, llvm::StringRef cedMode = "full",
                            llvm::ArrayRef<std::string> fuseKernels = {},
                            int64_t indexerTileRows = 128);
 } // namespace dsc::ds

@@ -3,9 +3,9 @@
 // Writes `ds.kv_plan` on the module: a dictionary with bytes per token
 // (main, index, total), the window record bytes per token per layer, the ring
 // bytes of one sequence, and one entry per KV source (layer, ratio, record
-// bytes, reader layers). See KvPlan.h for how the plan is derived.
+// bytes, reader layers). See KvFootprint.h for how the plan is derived.
 //===----------------------------------------------------------------------===//
-#include "passes/KvPlan.h"
+#include "passes/KvFootprint.h"
 #include "passes/Passes.h"
 
 #include "dialects/DeepSeek/IR/DeepSeekDialect.h"
@@ -23,7 +23,7 @@ namespace {
 struct PlanKvPass : dsc::ds::impl::PlanKvBase<PlanKvPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    dsc::ds::KvPlan plan = dsc::ds::computeKvPlan(module);
+    dsc::ds::KvFootprint plan = dsc::ds::computeKvFootprint(module);
     Builder b(module.getContext());
     SmallVector<Attribute> sources;
     for (const dsc::ds::KvSourcePlan &s : plan.sources)

@@ -1,9 +1,9 @@
 //===- PlanFacts.cpp - The model facts a plan carries ----------------------===//
 #include "models/builder/PlanFacts.h"
 
-dsc::runtime::PlanModelFacts dsc::models::planFactsFor(const ModelSpec &spec, int64_t maxSeqLen,
+dsc::runtime::PlanFacts dsc::models::planFactsFor(const ModelSpec &spec, int64_t maxSeqLen,
                                                        int64_t maxBatch) {
-  runtime::PlanModelFacts facts;
+  runtime::PlanFacts facts;
   facts.name = spec.sourcePath;
   facts.nLayers = spec.nLayers;
   facts.nMtpLayers = spec.nMtpLayers;

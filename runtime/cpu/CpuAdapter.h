@@ -11,6 +11,7 @@
 
 #include "dsc/runtime/Backend.h"
 #include "dsc/runtime/EngramHashTables.h"
+#include "dsc/runtime/TypedAdapter.h"
 
 #include <functional>
 #include <map>
@@ -27,16 +28,10 @@ using Adapter = std::function<Status(LaunchContext &)>;
 using AdapterTable = std::map<std::string, Adapter>;
 
 /// Registers `fn` as the adapter of kernel T (keyed by T::kName): it gets
-/// the launch's typed parameters (verifyPlan checked they are T's).
+/// the launch's typed parameters.
 template <typename T>
 void add(AdapterTable &table, Status (*fn)(LaunchContext &, const T &)) {
-  table[T::kName] = [fn](LaunchContext &c) -> Status {
-    const T *p = c.kernel.template as<T>();
-    if (!p)
-      return runtime::internalError(std::string("kernel '") + c.kernel.name +
-                                    "': parameters of another kernel");
-    return fn(c, *p);
-  };
+  table[T::kName] = runtime::typedAdapter(fn);
 }
 /// The same for a kernel without parameters.
 template <typename T> void add(AdapterTable &table, Status (*fn)(LaunchContext &)) {

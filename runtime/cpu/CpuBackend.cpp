@@ -17,7 +17,7 @@ public:
     registerAttentionAdapters(table_);
   }
   const char *name() const override { return "cpu"; }
-  Status check(const runtime::PlanModel &plan) const override {
+  Status check(const runtime::Plan &plan) const override {
     for (const runtime::KernelSpec &kernel : plan.kernels)
       if (!table_.count(kernel.name))
         return runtime::failedPrecondition("the CPU backend has no kernel '" + kernel.name + "'");

@@ -14,6 +14,7 @@
 #include "dsc/runtime/Backend.h"
 #include "dsc/runtime/MemoryPlan.h"
 #include "dsc/runtime/EngramHashTables.h"
+#include "dsc/runtime/TypedAdapter.h"
 #include "runtime/cuda/CudaDriver.h"
 
 #include <functional>
@@ -64,7 +65,7 @@ template <typename... T> std::vector<void *> args(T &...a) {
 
 class CudaLaunchContext {
 public:
-  const runtime::PlanModel &plan;
+  const runtime::Plan &plan;
   const runtime::Program &program;
   const runtime::Launch &launch;
   const runtime::KernelSpec &kernel;
@@ -82,7 +83,7 @@ public:
   /// candidate kernels instead of the radix selects.
   bool quadraticTopk = false;
 
-  CudaLaunchContext(const runtime::PlanModel &plan, const runtime::Program &program,
+  CudaLaunchContext(const runtime::Plan &plan, const runtime::Program &program,
                     const runtime::Launch &launch, const runtime::KernelSpec &kernel,
                     const runtime::CallInfo &call)
       : plan(plan), program(program), launch(launch), kernel(kernel), call(call) {}
@@ -131,16 +132,10 @@ using CudaAdapter = std::function<Status(CudaLaunchContext &)>;
 using CudaAdapterTable = std::map<std::string, CudaAdapter>;
 
 /// Registers `fn` as the adapter of kernel T (keyed by T::kName): it gets
-/// the launch's typed parameters (verifyPlan checked they are T's).
+/// the launch's typed parameters.
 template <typename T>
 void add(CudaAdapterTable &table, Status (*fn)(CudaLaunchContext &, const T &)) {
-  table[T::kName] = [fn](CudaLaunchContext &c) -> Status {
-    const T *p = c.kernel.template as<T>();
-    if (!p)
-      return runtime::internalError(std::string("kernel '") + c.kernel.name +
-                                    "': parameters of another kernel");
-    return fn(c, *p);
-  };
+  table[T::kName] = runtime::typedAdapter(fn);
 }
 /// The same for a kernel without parameters.
 template <typename T> void add(CudaAdapterTable &table, Status (*fn)(CudaLaunchContext &)) {

@@ -127,7 +127,7 @@ public:
   const char *name() const override { return "cuda"; }
   bool deviceResident() const override { return true; }
 
-  Status check(const runtime::PlanModel &plan) const override {
+  Status check(const runtime::Plan &plan) const override {
     auto compiled = [&](int64_t module) {
       return module >= 0 && size_t(module) < plan.modules.size() &&
              !plan.modules[size_t(module)].cubin.empty();
@@ -264,7 +264,7 @@ public:
   /// none, so row-tiled fusions run whole here (untiled memory plan).
   bool runsRowTiles() const override { return false; }
 
-  Expected<bool> beginLaunches(const runtime::PlanModel &plan, const runtime::CallInfo &call,
+  Expected<bool> beginLaunches(const runtime::Plan &plan, const runtime::CallInfo &call,
                                const runtime::Program &program,
                                std::span<HostTensor *const> values, bool graphable) override {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -437,7 +437,7 @@ public:
 
   /// Native executables: the plan names them (Fusion::executable, chosen by
   /// ds-select-executables); nothing is matched here.
-  bool runsFusion(const runtime::PlanModel &, const runtime::Program &program, size_t first,
+  bool runsFusion(const runtime::Plan &, const runtime::Program &program, size_t first,
                   size_t count) const override {
     if (!count || first >= program.launches.size())
       return false;
@@ -696,7 +696,7 @@ private:
 
   /// Device bytes of a slot's twin: slots with a kCompressed* dim are sized
   /// for the plan's capacity so their address never changes with p.
-  static size_t capacityBytes(const runtime::PlanModel &plan, const runtime::ValueSlot &slot,
+  static size_t capacityBytes(const runtime::Plan &plan, const runtime::ValueSlot &slot,
                               const HostTensor &t, const runtime::CallInfo &call) {
     if (slot.shape.size() != t.shape().size())
       return t.byteSize();
@@ -829,7 +829,7 @@ private:
 
   /// Entry `entry` of module `moduleIndex` of the plan (mutex_ held); each
   /// module is loaded once, on first use.
-  Expected<CUfunction> function(const runtime::PlanModel &plan, int64_t moduleIndex,
+  Expected<CUfunction> function(const runtime::Plan &plan, int64_t moduleIndex,
                                 const std::string &entry) {
     auto key = std::make_pair(moduleIndex, entry);
     if (auto it = functions_.find(key); it != functions_.end())

@@ -13,7 +13,7 @@
 
 namespace dsc::runtime {
 
-CallGeometry callGeometry(const PlanModelFacts &model, int64_t startPos, int64_t tokens,
+CallGeometry callGeometry(const PlanFacts &model, int64_t startPos, int64_t tokens,
                           bool prefillLike) {
   CallGeometry g;
   g.startPos = startPos;
@@ -50,7 +50,7 @@ BackendTraits traitsOf(const Backend &backend) {
   BackendTraits traits;
   traits.rowTiles = backend.runsRowTiles();
   traits.deviceResident = backend.deviceResident();
-  traits.runsFusion = [&backend](const PlanModel &plan, const Program &program, size_t first,
+  traits.runsFusion = [&backend](const Plan &plan, const Program &program, size_t first,
                                  size_t count) {
     return backend.runsFusion(plan, program, first, count);
   };
@@ -60,7 +60,7 @@ BackendTraits traitsOf(const Backend &backend) {
 namespace {
 
 /// The program's own checks: what the Session used to check per call.
-Status checkProgram(const PlanModel &plan, const Program &program) {
+Status checkProgram(const Plan &plan, const Program &program) {
   const std::string &name = program.name;
   const size_t n = program.values.size();
   if (program.outputs.empty())
@@ -132,10 +132,10 @@ size_t fusionEnd(const Program &program, size_t l) {
 }
 
 /// The position-independent steps.
-Expected<std::vector<CallStep>> planSteps(const PlanModel &plan, const Program &program,
+Expected<std::vector<CallStep>> planSteps(const Plan &plan, const Program &program,
                                           const CallShape &shape, const BackendTraits &traits,
                                           int64_t replayRows) {
-  const PlanModelFacts &model = plan.model;
+  const PlanFacts &model = plan.model;
   std::vector<CallStep> steps;
   const size_t n = program.launches.size();
   for (size_t l = 0; l < n;) {
@@ -187,7 +187,7 @@ Expected<std::vector<CallStep>> planSteps(const PlanModel &plan, const Program &
 /// Last uses (independent of the planner's ranges): the last launch reading
 /// or writing a slot, to the end of its fusion, to its boundary when an
 /// observer sees boundaries, past the end for outputs.
-void planLastUses(const PlanModel &plan, const Program &program, const CallShape &shape,
+void planLastUses(const Plan &plan, const Program &program, const CallShape &shape,
                   CallPlan &out) {
   const size_t n = program.launches.size();
   out.lastUse.assign(program.values.size(), -1);
@@ -245,7 +245,7 @@ void planBoundaries(const Program &program, CallPlan &out) {
 
 } // namespace
 
-Expected<CallPlan> planCall(const PlanModel &plan, const Program &program, const CallShape &shape,
+Expected<CallPlan> planCall(const Plan &plan, const Program &program, const CallShape &shape,
                             const BackendTraits &traits) {
   if (Status s = checkProgram(plan, program); !s)
     return s;
@@ -258,7 +258,7 @@ Expected<CallPlan> planCall(const PlanModel &plan, const Program &program, const
   out.shape = shape;
   out.tokenInput = size_t(program.inputs.front());
   out.logitsOutput = size_t(program.outputs.front());
-  const PlanModelFacts &model = plan.model;
+  const PlanFacts &model = plan.model;
   out.call = callGeometry(model, shape.startPos, shape.tokens, shape.prefillLike);
   if (model.cedReplayTokens > 0) {
     out.replayRows = std::min(model.cedReplayTokens, shape.tokens);
@@ -307,7 +307,7 @@ Expected<CallPlan> planCall(const PlanModel &plan, const Program &program, const
   return out;
 }
 
-Status resolveStart(CallPlan &callPlan, const PlanModel &plan, const Program &program,
+Status resolveStart(CallPlan &callPlan, const Plan &plan, const Program &program,
                     int64_t startPos, const BackendTraits &traits) {
   CallShape shape = callPlan.shape;
   shape.startPos = startPos;

@@ -60,7 +60,7 @@ Expected<std::unique_ptr<Engine>> Engine::load(const std::string &planPath,
   Expected<std::unique_ptr<Backend>> backend = makeBackend(options);
   if (!backend)
     return backend.status();
-  Expected<PlanModel> plan = readPlanFile(planPath);
+  Expected<Plan> plan = readPlanFile(planPath);
   if (!plan)
     return notBackend(plan.status());
   Expected<std::unique_ptr<Engine>> engine =
@@ -70,7 +70,7 @@ Expected<std::unique_ptr<Engine>> Engine::load(const std::string &planPath,
   return engine;
 }
 
-Expected<std::unique_ptr<Engine>> Engine::create(PlanModel plan, const std::string &checkpointPath,
+Expected<std::unique_ptr<Engine>> Engine::create(Plan plan, const std::string &checkpointPath,
                                                  EngineOptions options) {
   Expected<std::unique_ptr<Backend>> backend = makeBackend(options);
   if (!backend)
@@ -82,7 +82,7 @@ Expected<std::unique_ptr<Engine>> Engine::create(PlanModel plan, const std::stri
   return engine;
 }
 
-Expected<std::unique_ptr<Engine>> Engine::bind(std::unique_ptr<Backend> backend, PlanModel plan,
+Expected<std::unique_ptr<Engine>> Engine::bind(std::unique_ptr<Backend> backend, Plan plan,
                                                const std::string &checkpointPath) {
   if (Status status = verifyPlan(plan); !status)
     return status;
@@ -149,7 +149,7 @@ Session::~Session() {
 }
 
 void Session::reset() {
-  const PlanModel &plan = engine_.plan();
+  const Plan &plan = engine_.plan();
   position_ = 0;
   decodeSteps_ = 0;
   failure_.clear();
@@ -214,7 +214,7 @@ Status Session::syncStates() {
 }
 
 const HostTensor *Session::value(const std::string &program, int64_t slot) const {
-  const PlanModel &plan = engine_.plan();
+  const Plan &plan = engine_.plan();
   for (size_t p = 0; p < plan.programs.size(); ++p)
     if (plan.programs[p].name == program && slot >= 0 &&
         size_t(slot) < activations_[p].size())
@@ -223,7 +223,7 @@ const HostTensor *Session::value(const std::string &program, int64_t slot) const
 }
 
 const SessionMemoryStats *Session::memoryStats(const std::string &program) const {
-  const PlanModel &plan = engine_.plan();
+  const Plan &plan = engine_.plan();
   for (size_t p = 0; p < plan.programs.size(); ++p)
     if (plan.programs[p].name == program && memory_[p].called)
       return &memory_[p].stats;
@@ -236,11 +236,11 @@ Expected<HostTensor> Session::prefill(std::span<const int32_t> ids) {
   if (position_ != 0)
     return failedPrecondition("prefill starts a sequence: call reset() first (position is " +
                               std::to_string(position_) + ")");
-  const PlanModelFacts &model = engine_.plan().model;
+  const PlanFacts &model = engine_.plan().model;
   if (int64_t(ids.size()) > model.maxSeqLen)
     return invalidArgument("prefill: position " + std::to_string(ids.size()) +
                            " exceeds the plan's max_seq_len " + std::to_string(model.maxSeqLen));
-  // Chunked prefill (PlanModelFacts::prefillChunk): each chunk continues the
+  // Chunked prefill (PlanFacts::prefillChunk): each chunk continues the
   // states of the one before; a continuation chunk's window also reads the
   // ring's last rows; only the last chunk runs a CED plan's replayed
   // launches (it holds >= 2R' rows) and its logits are the result.
@@ -300,7 +300,7 @@ Expected<HostTensor> Session::decode(int32_t id) {
 }
 
 const CallPlan *Session::lastCallPlan(const std::string &program) const {
-  const PlanModel &plan = engine_.plan();
+  const Plan &plan = engine_.plan();
   for (size_t p = 0; p < plan.programs.size(); ++p)
     if (plan.programs[p].name == program && memory_[p].called && !memory_[p].plans.empty())
       return memory_[p].plans.front().get();
@@ -308,7 +308,7 @@ const CallPlan *Session::lastCallPlan(const std::string &program) const {
 }
 
 Expected<const CallPlan *> Session::callPlanFor(size_t programIndex, const CallShape &shape) {
-  const PlanModel &plan = engine_.plan();
+  const Plan &plan = engine_.plan();
   const Program &program = plan.programs[programIndex];
   std::vector<std::unique_ptr<CallPlan>> &plans = memory_[programIndex].plans;
   for (size_t i = 0; i < plans.size(); ++i) {
@@ -343,7 +343,7 @@ namespace {
 /// every slot, the observed live bytes, the observer and the backend.
 class CallRun {
 public:
-  CallRun(const PlanModel &plan, const Program &program, const CallPlan &callPlan,
+  CallRun(const Plan &plan, const Program &program, const CallPlan &callPlan,
           const CallInfo &call, std::vector<HostTensor *> values, bool zeroArena,
           Backend &backend, SessionObserver *observer, SessionMemoryStats &stats)
       : plan_(plan), program_(program), cp_(callPlan), call_(call), values_(std::move(values)),
@@ -572,7 +572,7 @@ private:
     return Status::ok();
   }
 
-  const PlanModel &plan_;
+  const Plan &plan_;
   const Program &program_;
   const CallPlan &cp_;
   const CallInfo &call_;
@@ -592,12 +592,12 @@ private:
 
 Expected<HostTensor> Session::run(const std::string &programName, std::span<const int32_t> ids,
                                   CallInfo call, bool runReplay) {
-  const PlanModel &plan = engine_.plan();
+  const Plan &plan = engine_.plan();
   const Program *program = plan.program(programName);
   if (!program)
     return failedPrecondition("the plan has no '" + programName + "' program");
   const size_t programIndex = size_t(program - plan.programs.data());
-  const PlanModelFacts &model = plan.model;
+  const PlanFacts &model = plan.model;
   if (ids.empty())
     return invalidArgument(programName + ": no tokens");
   if (call.startPos + call.tokens > model.maxSeqLen)

@@ -58,7 +58,7 @@ struct Dim {
 /// The relation checker of one launch: the first failure is kept.
 struct Rel {
   const KernelSpec &k;
-  const PlanModel &plan;
+  const Plan &plan;
   const std::vector<OperandView> &in, &out;
   std::string err;
 
@@ -158,7 +158,7 @@ struct Rel {
 using Ins = std::vector<OperandView>;
 /// A relation of kernel T: `p` is the launch's typed parameters.
 #define REL(NAME, T)                                                                      \
-  std::string NAME(const KernelSpec &k, const PlanModel &plan, const Ins &in, const Ins &out) { \
+  std::string NAME(const KernelSpec &k, const Plan &plan, const Ins &in, const Ins &out) { \
     Rel r{k, plan, in, out, {}};                                                          \
     const abi::T *typed = k.as<abi::T>();                                                 \
     if (!typed)                                                                           \
@@ -793,7 +793,7 @@ std::string checkStateSlot(const ValueSlot &slot, const StateBuffer &state) {
   return "has an unknown state kind";
 }
 
-Status checkLaunchSignature(const PlanModel &plan, const Program &program, size_t launchIndex) {
+Status checkLaunchSignature(const Plan &plan, const Program &program, size_t launchIndex) {
   const Launch &l = program.launches[launchIndex];
   const KernelSpec &k = plan.kernels[static_cast<size_t>(l.kernel)];
   const std::string where =

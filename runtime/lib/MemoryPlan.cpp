@@ -47,7 +47,7 @@ bool conflicts(const ValueMemory &a, const ValueMemory &b) {
 
 /// The plan's weight bytes and one sequence's state bytes (memory that is not
 /// an activation: it lives as long as the Engine or the Session).
-Status fillResidentBytes(const PlanModel &plan, uint64_t &weightBytes, uint64_t &stateBytes) {
+Status fillResidentBytes(const Plan &plan, uint64_t &weightBytes, uint64_t &stateBytes) {
   Expected<uint64_t> weights = planWeightBytes(plan);
   if (!weights)
     return weights.status();
@@ -123,7 +123,7 @@ bool sizeDependsOnStart(const ValueSlot &slot) {
   return false;
 }
 
-Expected<ValueMemory> sizeValue(const PlanModel &plan, const Program &program, size_t i,
+Expected<ValueMemory> sizeValue(const Plan &plan, const Program &program, size_t i,
                                 int64_t tokens, int64_t startPos, bool capacity,
                                 int64_t tileRows) {
   const ValueSlot &slot = program.values[i];
@@ -162,7 +162,7 @@ Expected<ValueMemory> sizeValue(const PlanModel &plan, const Program &program, s
   return v;
 }
 
-Expected<std::vector<ValueMemory>> sizeValues(const PlanModel &plan, const Program &program,
+Expected<std::vector<ValueMemory>> sizeValues(const Plan &plan, const Program &program,
                                               int64_t tokens, int64_t startPos, bool capacity,
                                               bool rowTiles) {
   const std::vector<int64_t> tiles =
@@ -178,7 +178,7 @@ Expected<std::vector<ValueMemory>> sizeValues(const PlanModel &plan, const Progr
   return values;
 }
 
-Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, int64_t tokens,
+Expected<MemoryPlan> planMemory(const Plan &plan, const Program &program, int64_t tokens,
                                 int64_t startPos, bool capacity, bool rowTiles) {
   Expected<std::vector<ValueMemory>> sized =
       sizeValues(plan, program, tokens, startPos, capacity, rowTiles);
@@ -316,7 +316,7 @@ Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, i
   return result;
 }
 
-Expected<uint64_t> planWeightBytes(const PlanModel &plan) {
+Expected<uint64_t> planWeightBytes(const Plan &plan) {
   uint64_t total = 0;
   for (const TensorBinding &t : plan.tensors) {
     std::optional<uint64_t> bytes = HostTensor::checkedByteSize(t.dtype, t.shape);
@@ -327,7 +327,7 @@ Expected<uint64_t> planWeightBytes(const PlanModel &plan) {
   return total;
 }
 
-Expected<uint64_t> planStateBytes(const PlanModel &plan) {
+Expected<uint64_t> planStateBytes(const Plan &plan) {
   uint64_t total = 0;
   for (size_t i = 0; i < plan.states.size(); ++i) {
     const StateBuffer &s = plan.states[i];
@@ -385,7 +385,7 @@ std::vector<PrefillChunk> prefillChunks(int64_t promptTokens, int64_t chunk) {
   return chunks;
 }
 
-Expected<PlanMemorySummary> summarizePlanMemory(const PlanModel &plan, int64_t prefillTokens,
+Expected<PlanMemorySummary> summarizePlanMemory(const Plan &plan, int64_t prefillTokens,
                                                 int64_t decodePosition, bool rowTiles) {
   PlanMemorySummary summary;
   if (Status s = fillResidentBytes(plan, summary.weightBytes, summary.stateBytes); !s)

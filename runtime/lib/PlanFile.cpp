@@ -1,6 +1,6 @@
 //===- PlanFile.cpp - Read, verify and write plan files --------------------===//
 //
-// PlanModel <-> FlatBuffers (runtime/schema/plan.fbs). Reading is defensive:
+// Plan <-> FlatBuffers (runtime/schema/plan.fbs). Reading is defensive:
 // the buffer is checked for its size and file identifier, the root table's
 // `version` field is verified and compared on its own (so that a future
 // schema is reported as a version mismatch rather than as corruption), then
@@ -79,7 +79,7 @@ std::optional<DType> fromFb(fb::DType d) {
 
 #define DSC_PIN_ENUM(CPP, FB)                                                   \
   static_assert(static_cast<int>(CPP) == static_cast<int>(FB),                  \
-                "plan.fbs and PlanModel.h disagree on " #CPP)
+                "plan.fbs and Plan.h disagree on " #CPP)
 DSC_PIN_ENUM(TensorKind::Weight, fb::TensorKind::Weight);
 DSC_PIN_ENUM(TensorKind::Scale, fb::TensorKind::Scale);
 DSC_PIN_ENUM(TensorKind::Fp4Packed, fb::TensorKind::Fp4Packed);
@@ -146,7 +146,7 @@ flatbuffers::Offset<flatbuffers::Vector<int64_t>> longs(Builder &b,
   return b.CreateVector(v);
 }
 
-flatbuffers::Offset<fb::ModelFacts> writeFacts(Builder &b, const PlanModelFacts &m) {
+flatbuffers::Offset<fb::ModelFacts> writeFacts(Builder &b, const PlanFacts &m) {
   auto name = b.CreateString(m.name);
   auto ced = b.CreateString(m.cedMode);
   auto map = longs(b, m.engramTokenMap);
@@ -284,12 +284,12 @@ std::string corrupt(const std::string &what) {
 }
 
 
-Expected<PlanModel> fromBuffer(const fb::Plan &root) {
-  PlanModel plan;
+Expected<Plan> fromBuffer(const fb::Plan &root) {
+  Plan plan;
   plan.version = root.version();
 
   if (const fb::ModelFacts *m = root.model()) {
-    PlanModelFacts &f = plan.model;
+    PlanFacts &f = plan.model;
     f.name = readString(m->name());
     f.nLayers = m->n_layers();
     f.nMtpLayers = m->n_mtp_layers();
@@ -523,7 +523,7 @@ std::string checkLayout(const RecordLayout &l) {
   return {};
 }
 
-Status checkFacts(const PlanModelFacts &m) {
+Status checkFacts(const PlanFacts &m) {
   const std::pair<const char *, int64_t> counts[] = {
       {"nLayers", m.nLayers},       {"nMtpLayers", m.nMtpLayers},
       {"dim", m.dim},               {"vocabSize", m.vocabSize},
@@ -686,7 +686,7 @@ Status checkKernels(const std::vector<KernelSpec> &kernels, const std::vector<Mo
   return Status::ok();
 }
 
-Status checkProgram(const PlanModel &plan, size_t index) {
+Status checkProgram(const Plan &plan, size_t index) {
   const Program &p = plan.programs[index];
   const std::string where = fmt::format("program '{}': ", p.name);
   const int64_t nValues = static_cast<int64_t>(p.values.size());
@@ -977,7 +977,7 @@ Status checkProgram(const PlanModel &plan, size_t index) {
 // API
 //===----------------------------------------------------------------------===//
 
-std::vector<uint8_t> serializePlan(const PlanModel &plan) {
+std::vector<uint8_t> serializePlan(const Plan &plan) {
   size_t guess = 4096;
   for (const Module &m : plan.modules)
     guess += m.cubin.size() + m.ptx.size();
@@ -1009,7 +1009,7 @@ std::vector<uint8_t> serializePlan(const PlanModel &plan) {
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
 
-Expected<PlanModel> parsePlan(std::span<const uint8_t> bytes, const std::string &origin) {
+Expected<Plan> parsePlan(std::span<const uint8_t> bytes, const std::string &origin) {
   const std::string where = origin + ": ";
   constexpr size_t kHeader = 2 * sizeof(flatbuffers::uoffset_t); // root offset + identifier
   if (bytes.size() < kHeader)
@@ -1066,7 +1066,7 @@ Expected<PlanModel> parsePlan(std::span<const uint8_t> bytes, const std::string 
         "{}corrupted or truncated plan ({} bytes): FlatBuffers verification failed", where,
         bytes.size()));
 
-  Expected<PlanModel> plan = fromBuffer(*fb::GetPlan(data));
+  Expected<Plan> plan = fromBuffer(*fb::GetPlan(data));
   if (!plan)
     return plan.status().withContext(where);
   if (Status s = verifyPlan(*plan); !s)
@@ -1074,7 +1074,7 @@ Expected<PlanModel> parsePlan(std::span<const uint8_t> bytes, const std::string 
   return plan;
 }
 
-Status verifyPlan(const PlanModel &plan) {
+Status verifyPlan(const Plan &plan) {
   if (plan.version != kPlanSchemaVersion)
     return failedPrecondition(fmt::format("plan schema version {}, this runtime reads {}",
                                           plan.version, kPlanSchemaVersion));
@@ -1100,7 +1100,7 @@ Status verifyPlan(const PlanModel &plan) {
   return Status::ok();
 }
 
-Status writePlanFile(const std::string &path, const PlanModel &plan) {
+Status writePlanFile(const std::string &path, const Plan &plan) {
   const std::string where = path + ": ";
   if (Status s = verifyPlan(plan); !s)
     return s.withContext(where + "refusing to write an invalid plan: ");
@@ -1146,7 +1146,7 @@ Status writePlanFile(const std::string &path, const PlanModel &plan) {
   return Status::ok();
 }
 
-Expected<PlanModel> readPlanFile(const std::string &path) {
+Expected<Plan> readPlanFile(const std::string &path) {
   const std::string where = path + ": ";
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

@@ -150,7 +150,7 @@ void fillRange(Fill fill, size_t elementSize, uint64_t seed, uint64_t tensor, ui
 
 } // namespace
 
-Expected<std::unique_ptr<Engine>> Engine::createSynthetic(PlanModel plan,
+Expected<std::unique_ptr<Engine>> Engine::createSynthetic(Plan plan,
                                                           SyntheticWeightOptions synthetic,
                                                           EngineOptions options) {
   Expected<std::unique_ptr<Backend>> made = makeBackend(options);

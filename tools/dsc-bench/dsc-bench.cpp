@@ -120,7 +120,7 @@ struct StepBytes {
   std::vector<std::pair<int64_t, int64_t>> kvReads;
 
   /// KV bytes read by the step that decodes the token at `position`.
-  double kv(const PlanModel &plan, int64_t position) const {
+  double kv(const Plan &plan, int64_t position) const {
     double total = 0;
     for (auto [layer, index] : kvReads) {
       const StateBuffer &s = plan.states[index];
@@ -143,7 +143,7 @@ struct StepBytes {
   }
 };
 
-StepBytes decodeBytes(const PlanModel &plan) {
+StepBytes decodeBytes(const Plan &plan) {
   StepBytes result;
   const Program *decode = plan.program("decode");
   if (!decode)
@@ -285,7 +285,7 @@ static int runMain(int argc, char **argv) {
   if (std::string bad = dsc::tools::applyCudaFlags(cl, engineOptions.cuda); !bad.empty())
     return usage(bad);
 
-  Expected<PlanModel> planModel = readPlanFile(planPath);
+  Expected<Plan> planModel = readPlanFile(planPath);
   if (!planModel)
     return fail(planModel.status().message());
   if (prefillLen + decodeSteps > planModel->model.maxSeqLen)
@@ -305,7 +305,7 @@ static int runMain(int argc, char **argv) {
 
   StepBytes bytes = decodeBytes(*planModel);
   if (listBytes || bytesOnly) {
-    const PlanModel &plan = *planModel;
+    const Plan &plan = *planModel;
     std::fprintf(stderr, "\ndecode bytes per step (topk %lld):\n", (long long)bytes.topk);
     for (const StepBytes::Tensor &t : bytes.tensors)
       std::fprintf(stderr, "  %-48s %14.0f  %s\n", t.name.c_str(), t.bytes, t.rule.c_str());
@@ -356,7 +356,7 @@ static int runMain(int argc, char **argv) {
   if (!engine)
     return fail(engine.status().message());
   double loadSeconds = seconds(loadStart, Clock::now());
-  const PlanModel &plan = (*engine)->plan();
+  const Plan &plan = (*engine)->plan();
   Backend &backend = (*engine)->backend();
   std::string deviceName = backend.deviceName();
   std::fprintf(stderr, "dsc-bench: weights ready in %.2f s on %s\n", loadSeconds, deviceName.c_str());

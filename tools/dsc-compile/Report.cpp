@@ -119,20 +119,19 @@ json::Value dsc::tools::reportToJson(const Report &report) {
     counts["total"] = total;
     launches[program] = std::move(counts);
   }
-  json::Object fusedKernels;
-  for (const auto &[program, perKernel] : report.fusedKernels) {
-    json::Object counts;
-    for (const auto &[kernel, n] : perKernel)
-      counts[kernel] = n;
-    fusedKernels[program] = std::move(counts);
-  }
-  json::Object nativeExecutables;
-  for (const auto &[program, perExecutable] : report.nativeExecutables) {
-    json::Object counts;
-    for (const auto &[executable, n] : perExecutable)
-      counts[executable] = n;
-    nativeExecutables[program] = std::move(counts);
-  }
+  // {program: {name: count}} as JSON.
+  auto countsByProgram = [](const std::map<std::string, std::map<std::string, int64_t>> &in) {
+    json::Object out;
+    for (const auto &[program, perName] : in) {
+      json::Object counts;
+      for (const auto &[name, n] : perName)
+        counts[name] = n;
+      out[program] = std::move(counts);
+    }
+    return out;
+  };
+  json::Object fusedKernels = countsByProgram(report.fusedKernels);
+  json::Object nativeExecutables = countsByProgram(report.nativeExecutables);
   json::Array kernels;
   for (const KernelUsage &k : report.kernels) {
     json::Value entries = nullptr;

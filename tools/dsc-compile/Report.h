@@ -10,7 +10,7 @@
 
 #include "models/ModelSpec.h"
 #include "passes/CedSummary.h"
-#include "passes/KvPlan.h"
+#include "passes/KvFootprint.h"
 #include "dsc/runtime/MemoryPlan.h"
 
 #include "llvm/Support/JSON.h"
@@ -66,7 +66,7 @@ struct KernelUsage {
 
 struct Report {
   const models::ModelSpec *spec = nullptr;
-  ds::KvPlan kv;
+  ds::KvFootprint kv;
   ParameterCounts params;
   PlanOptions options;
   /// Kernel launches per program and layer (-1: outside any layer), from the
@@ -86,7 +86,7 @@ struct Report {
   /// The same for a backend that runs row-tiled fusions whole (CUDA today).
   std::optional<runtime::PlanMemorySummary> memoryUntiled;
   std::string memoryError; ///< why no memory plan exists at these limits
-  int64_t prefillChunk = 0; ///< the plan's PlanModelFacts::prefillChunk
+  int64_t prefillChunk = 0; ///< the plan's PlanFacts::prefillChunk
   std::map<std::string, double> activatedPrefillByMode;
   int64_t distinctKernels = 0;
   /// One per distinct kernel name, sorted by name.

@@ -25,7 +25,7 @@
 #include "models/ConfigImport.h"
 #include "models/builder/ModelBuilder.h"
 #include "models/builder/PlanFacts.h"
-#include "passes/KvPlan.h"
+#include "passes/KvFootprint.h"
 #include "passes/Passes.h"
 #include "tools/dsc-compile/Report.h"
 
@@ -309,7 +309,7 @@ int main(int argc, char **argv) {
   // then the schedule check again whenever the passes are not dsc-compile's.
   mlir::PassManager pm(&context);
   if (!moduleInput)
-    dsc::ds::buildAnalysisPipeline(pm, cedMode, fuseGroups, indexerTileRows);
+    dsc::ds::buildCompilePipeline(pm, cedMode, fuseGroups, indexerTileRows);
   if (!passPipeline.empty() && mlir::failed(addPassPipeline(pm, passPipeline)))
     return fail("--pass-pipeline '" + passPipeline + "' does not parse (see above)");
   if (moduleInput || !passPipeline.empty())
@@ -370,7 +370,7 @@ int main(int argc, char **argv) {
       WithColor::warning(errs(), "dsc-compile")
           << "report without kernel resources: " << compiled.kernelWarning->message() << "\n";
   }
-  const dsc::runtime::PlanModel &plan = compiled.plan;
+  const dsc::runtime::Plan &plan = compiled.plan;
   if (writePlan)
     if (dsc::runtime::Status status = dsc::runtime::writePlanFile(outputPath, plan); !status)
       return fail(status.message());
@@ -386,7 +386,7 @@ int main(int argc, char **argv) {
   if (wantReport || report.getNumOccurrences() > 0) {
     dsc::tools::Report r;
     r.spec = &*spec;
-    r.kv = dsc::ds::computeKvPlan(*module);
+    r.kv = dsc::ds::computeKvFootprint(*module);
     r.params = dsc::tools::countParameters(*module, *spec);
     r.options = options;
     for (const dsc::runtime::Program &program : plan.programs) {
@@ -421,7 +421,7 @@ int main(int argc, char **argv) {
       // One module per mode, built and split the same way.
       mlir::OwningOpRef<mlir::ModuleOp> m = dsc::models::buildModule(*spec, context, buildOptions);
       mlir::PassManager modePm(&context);
-      dsc::ds::buildAnalysisPipeline(modePm, mode);
+      dsc::ds::buildCompilePipeline(modePm, mode);
       if (!m || mlir::failed(modePm.run(*m)))
         return fail(std::string("internal error: the --ced=") + mode + " module does not verify");
       r.activatedPrefillByMode[mode] = dsc::ds::summarizeCed(*m).activatedPerPromptToken;

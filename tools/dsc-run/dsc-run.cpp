@@ -95,10 +95,10 @@ Expected<std::vector<int32_t>> readIds(const std::string &path) {
 
 /// dsc-run PLAN --describe: what the plan holds, for deployers (no weights).
 static int describe(const std::string &planPath) {
-  Expected<PlanModel> plan = readPlanFile(planPath);
+  Expected<Plan> plan = readPlanFile(planPath);
   if (!plan)
     return fail(plan.status().message());
-  const PlanModelFacts &m = plan->model;
+  const PlanFacts &m = plan->model;
   std::printf("plan %s (schema %u): %s, %lld layers, dim %lld, vocab %lld\n", planPath.c_str(),
               plan->version, m.name.c_str(), (long long)m.nLayers, (long long)m.dim,
               (long long)m.vocabSize);
@@ -163,7 +163,7 @@ static int runMain(int argc, char **argv) {
     }
     return fail(engine.status().message());
   }
-  const PlanModel &plan = (*engine)->plan();
+  const Plan &plan = (*engine)->plan();
   std::unique_ptr<Session> session = (*engine)->newSession();
 
   Expected<std::vector<int32_t>> ids =

@@ -209,11 +209,8 @@ std::string defaultOf(const Field &f) {
   return "";
 }
 
-bool emitHeader(raw_ostream &os, const RecordKeeper &records) {
-  std::vector<Kernel> kernels;
-  std::vector<EnumDecl> enums;
-  if (!collect(records, kernels, enums))
-    return true;
+bool emitHeader(raw_ostream &os, const std::vector<Kernel> &kernels,
+                const std::vector<EnumDecl> &enums) {
   os << "//===- KernelParams.h - Typed parameters of every kernel -------------------===//\n"
      << kHeaderNote
      << "//\n"
@@ -291,11 +288,8 @@ std::string fbsType(const Field &f) {
   return "?";
 }
 
-bool emitFbs(raw_ostream &os, const RecordKeeper &records) {
-  std::vector<Kernel> kernels;
-  std::vector<EnumDecl> enums;
-  if (!collect(records, kernels, enums))
-    return true;
+bool emitFbs(raw_ostream &os, const std::vector<Kernel> &kernels,
+             const std::vector<EnumDecl> &enums) {
   os << kHeaderNote
      << "//\n// kernel_params.fbs - the typed kernel parameters plan.fbs stores: one table per\n"
         "// kernel (runtime/include/dsc/abi/KernelParams.h is their C++ twin) and the\n"
@@ -331,11 +325,8 @@ bool emitFbs(raw_ostream &os, const RecordKeeper &records) {
   return false;
 }
 
-bool emitFbConversion(raw_ostream &os, const RecordKeeper &records) {
-  std::vector<Kernel> kernels;
-  std::vector<EnumDecl> enums;
-  if (!collect(records, kernels, enums))
-    return true;
+bool emitFbConversion(raw_ostream &os, const std::vector<Kernel> &kernels,
+                      const std::vector<EnumDecl> &enums) {
   os << kHeaderNote
      << "// KernelParamsFb.inc - dsc::abi::KernelParams <-> the fbs union (included by\n"
         "// runtime/lib/PlanFile.cpp after plan_generated.h, in namespace\n"
@@ -429,11 +420,8 @@ bool emitFbConversion(raw_ostream &os, const RecordKeeper &records) {
   return false;
 }
 
-bool emitLowering(raw_ostream &os, const RecordKeeper &records) {
-  std::vector<Kernel> kernels;
-  std::vector<EnumDecl> enums;
-  if (!collect(records, kernels, enums))
-    return true;
+bool emitLowering(raw_ostream &os, const std::vector<Kernel> &kernels,
+                  const std::vector<EnumDecl> &enums) {
   os << kHeaderNote
      << "// KernelParamsLowering.inc - ds kernel op -> dsc::abi::KernelParams (included\n"
         "// by passes/LowerToPlan.cpp inside namespace dsc::ds). Array attributes are\n"
@@ -504,11 +492,15 @@ cl::opt<Action> action(
 
 /// The TableGen entry point of dsc-tblgen.
 bool dscTableGenMain(raw_ostream &os, const RecordKeeper &records) {
+  std::vector<Kernel> kernels;
+  std::vector<EnumDecl> enums;
+  if (!collect(records, kernels, enums))
+    return true;
   switch (action) {
-  case Action::Header: return emitHeader(os, records);
-  case Action::Fbs: return emitFbs(os, records);
-  case Action::FbConversion: return emitFbConversion(os, records);
-  case Action::Lowering: return emitLowering(os, records);
+  case Action::Header: return emitHeader(os, kernels, enums);
+  case Action::Fbs: return emitFbs(os, kernels, enums);
+  case Action::FbConversion: return emitFbConversion(os, kernels, enums);
+  case Action::Lowering: return emitLowering(os, kernels, enums);
   }
   return true;
 }

@@ -133,8 +133,8 @@ TEST(PlanJson, EmbedsEverySchemaFileOfRuntimeSchema) {
   EXPECT_THAT(embedded, ::testing::Contains("plan.fbs"));
 }
 
-PlanModel smallPlan() {
-  PlanModel plan;
+Plan smallPlan() {
+  Plan plan;
   plan.model.name = "cfg.json";
   plan.model.nLayers = 1;
   plan.model.cedMode = "exact";
@@ -178,7 +178,7 @@ PlanModel smallPlan() {
 }
 
 TEST(PlanJson, PlanFieldsBinariesEmptiedAndBackToTheSamePlan) {
-  PlanModel plan = smallPlan();
+  Plan plan = smallPlan();
   Expected<std::string> json = planToJson(plan);
   ASSERT_TRUE(json) << json.status().message();
   EXPECT_THAT(*json, HasSubstr("\"ced_mode\": \"exact\""));
@@ -197,9 +197,9 @@ TEST(PlanJson, PlanFieldsBinariesEmptiedAndBackToTheSamePlan) {
   // reads it back to the plan without its binaries.
   Expected<std::vector<uint8_t>> bytes = jsonToFlatbuffer(*json, embeddedPlanSchemas(), "plan.fbs");
   ASSERT_TRUE(bytes) << bytes.status().message();
-  Expected<PlanModel> back = parsePlan(*bytes, "from-json");
+  Expected<Plan> back = parsePlan(*bytes, "from-json");
   ASSERT_TRUE(back) << back.status().message();
-  PlanModel expected = plan;
+  Plan expected = plan;
   expected.modules[0].cubin.clear();
   expected.modules[0].ptx.clear();
   EXPECT_EQ(serializePlan(*back), serializePlan(expected));

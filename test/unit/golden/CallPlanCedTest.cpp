@@ -34,7 +34,7 @@ TEST(CallPlanCed, ReplayRangeAndStepsOfTheExactPlan) {
   std::string error;
   CompiledCase compiled = compileCasePlan(dir, "exact", 256, /*layerBoundaries=*/false, error);
   ASSERT_EQ(error, "");
-  const runtime::PlanModel &plan = compiled.plan;
+  const runtime::Plan &plan = compiled.plan;
   ASSERT_EQ(plan.model.cedReplayTokens, kR);
   const runtime::Program *prefill = plan.program("prefill");
   ASSERT_TRUE(prefill);

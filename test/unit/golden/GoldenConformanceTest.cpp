@@ -142,7 +142,7 @@ TEST_P(GoldenConformance, ForcedBoundariesMeetEveryGate) {
   }
 
   // Caches after prefill, decoded from the packed records: exact.
-  const runtime::PlanModel &plan = run.engine->plan();
+  const runtime::Plan &plan = run.engine->plan();
   for (size_t i = 0; i < plan.states.size(); ++i) {
     const runtime::StateBuffer &state = plan.states[i];
     std::string name = state.kind == runtime::StateKind::WindowRing ? "window_kv"

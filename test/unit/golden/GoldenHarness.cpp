@@ -44,7 +44,7 @@ CompiledCase compileCasePlan(const std::string &caseDir, const std::string &cedM
     return result;
   }
   mlir::PassManager pm(&context);
-  ds::buildAnalysisPipeline(pm, cedMode, {"all"}); // dsc-compile's default fusion
+  ds::buildCompilePipeline(pm, cedMode, {"all"}); // dsc-compile's default fusion
   if (mlir::failed(pm.run(*module))) {
     error = "the analysis pipeline failed";
     return result;

@@ -23,7 +23,7 @@ namespace dsc::test {
 
 struct CompiledCase {
   models::ModelSpec spec;
-  runtime::PlanModel plan;
+  runtime::Plan plan;
 };
 
 /// Empty `error` on success.

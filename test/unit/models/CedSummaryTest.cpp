@@ -27,7 +27,7 @@ dsc::ds::CedSummary summarize(const std::string &mode) {
   mlir::OwningOpRef<mlir::ModuleOp> module = dsc::models::buildModule(*spec, context, {});
   EXPECT_TRUE(bool(module));
   mlir::PassManager pm(&context);
-  dsc::ds::buildAnalysisPipeline(pm, mode);
+  dsc::ds::buildCompilePipeline(pm, mode);
   EXPECT_TRUE(mlir::succeeded(pm.run(*module)));
   return dsc::ds::summarizeCed(*module);
 }

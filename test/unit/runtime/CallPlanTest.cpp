@@ -57,8 +57,8 @@ Launch launch(int64_t kernel, std::vector<int64_t> in, std::vector<int64_t> out,
 // launch; 4-5 fusion 1 (a native kernel when the backend says so).
 // Boundary: layer 0 after launch 4, stream x, mix topk.
 constexpr int64_t kReplay = 5;
-PlanModel handPlan() {
-  PlanModel plan;
+Plan handPlan() {
+  Plan plan;
   plan.model.windowSize = 4;
   plan.model.maxSeqLen = 64;
   plan.model.vocabSize = 16;
@@ -91,7 +91,7 @@ PlanModel handPlan() {
 BackendTraits nativePair() {
   BackendTraits traits;
   traits.rowTiles = true;
-  traits.runsFusion = [](const PlanModel &, const Program &program, size_t first, size_t count) {
+  traits.runsFusion = [](const Plan &, const Program &program, size_t first, size_t count) {
     return program.launches[first].fusion == 1 && count == 2;
   };
   return traits;
@@ -149,7 +149,7 @@ void expectSameGeometry(const CallGeometry &a, const CallGeometry &b, const std:
 // --- hand-built program --------------------------------------------------------
 
 TEST(CallPlan, StepsOfAHandBuiltProgram) {
-  PlanModel plan = handPlan();
+  Plan plan = handPlan();
   const Program &p = plan.programs[0];
   Expected<CallPlan> cp = planCall(plan, p, prefillShape(20), nativePair());
   ASSERT_TRUE(cp) << cp.status().message();
@@ -200,7 +200,7 @@ TEST(CallPlan, StepsOfAHandBuiltProgram) {
 }
 
 TEST(CallPlan, ReplayRangeIsTheLastMinRSRows) {
-  PlanModel plan = handPlan();
+  Plan plan = handPlan();
   const Program &p = plan.programs[0];
   for (int64_t start : {int64_t(0), int64_t(30)})
     for (int64_t tokens : {int64_t(1), int64_t(3), kReplay, kReplay + 1, int64_t(20)}) {
@@ -231,15 +231,15 @@ TEST(CallPlan, ReplayRangeIsTheLastMinRSRows) {
 }
 
 TEST(CallPlan, RowTilesCoverTheRowsExactly) {
-  PlanModel plan = handPlan();
+  Plan plan = handPlan();
   // A replayed tiled fusion tiles the replay's rows, any other the call's.
-  PlanModel replayed = handPlan();
+  Plan replayed = handPlan();
   replayed.programs[0].values[2].shape[0] = kReplayTokens;
   replayed.programs[0].values[3].shape[0] = kReplayTokens;
   replayed.programs[0].launches[1].replay = replayed.programs[0].launches[2].replay = true;
   for (int64_t tileRows : {1, 3, 7, 64})
     for (int64_t tokens = 1; tokens <= 40; ++tokens)
-      for (PlanModel *pm : {&plan, &replayed}) {
+      for (Plan *pm : {&plan, &replayed}) {
         pm->programs[0].fusions[0].tileRows = tileRows;
         Expected<CallPlan> cp =
             planCall(*pm, pm->programs[0], prefillShape(tokens, 2), nativePair());
@@ -265,7 +265,7 @@ TEST(CallPlan, RowTilesCoverTheRowsExactly) {
 }
 
 TEST(CallPlan, ZeroingAndLastUsesFollowTheLiveRanges) {
-  PlanModel plan = handPlan();
+  Plan plan = handPlan();
   const Program &p = plan.programs[0];
   Expected<CallPlan> cp = planCall(plan, p, prefillShape(20), nativePair());
   ASSERT_TRUE(cp) << cp.status().message();
@@ -302,7 +302,7 @@ TEST(CallPlan, ZeroingAndLastUsesFollowTheLiveRanges) {
 
 TEST(CallPlan, ProgramErrorsAreReportedBeforeAnythingRuns) {
   {
-    PlanModel plan = handPlan();
+    Plan plan = handPlan();
     plan.programs[0].values[6].dtype = DType::BF16;
     Expected<CallPlan> cp = planCall(plan, plan.programs[0], prefillShape(4), nativePair());
     ASSERT_FALSE(cp);
@@ -310,14 +310,14 @@ TEST(CallPlan, ProgramErrorsAreReportedBeforeAnythingRuns) {
     EXPECT_THAT(cp.status().message(), HasSubstr("prefill: output 0 (value 6 'logits') is BF16"));
   }
   {
-    PlanModel plan = handPlan();
+    Plan plan = handPlan();
     plan.programs[0].launches[2].outputs = {9};
     Expected<CallPlan> cp = planCall(plan, plan.programs[0], prefillShape(4), nativePair());
     ASSERT_FALSE(cp);
     EXPECT_THAT(cp.status().message(), HasSubstr("prefill launch 2: value 9 does not exist"));
   }
   {
-    PlanModel plan = handPlan();
+    Plan plan = handPlan();
     CallShape decode = prefillShape(1, 10);
     decode.prefillLike = false; // a replayed launch outside a prefill
     Expected<CallPlan> cp = planCall(plan, plan.programs[0], decode, nativePair());
@@ -326,14 +326,14 @@ TEST(CallPlan, ProgramErrorsAreReportedBeforeAnythingRuns) {
                 HasSubstr("prefill launch 3: a replayed launch outside a CED prefill"));
   }
   {
-    PlanModel plan = handPlan();
+    Plan plan = handPlan();
     plan.programs[0].launches[4].replay = true; // fusion 1 half replayed
     Expected<CallPlan> cp = planCall(plan, plan.programs[0], prefillShape(4), nativePair());
     ASSERT_FALSE(cp);
     EXPECT_THAT(cp.status().message(), HasSubstr("mixes replayed and full-prompt launches"));
   }
   {
-    PlanModel plan = handPlan();
+    Plan plan = handPlan();
     plan.programs[0].values[1].shape = {kTokens, int64_t(1) << 61};
     Expected<CallPlan> cp = planCall(plan, plan.programs[0], prefillShape(4), nativePair());
     ASSERT_FALSE(cp);
@@ -358,7 +358,7 @@ TEST(CallPlan, TheCacheKeyIgnoresOnlyTheStartPosition) {
     EXPECT_FALSE(sameCallClass(a, c));
   }
   // A plan cannot be moved across classes.
-  PlanModel plan = handPlan();
+  Plan plan = handPlan();
   Expected<CallPlan> cp = planCall(plan, plan.programs[0], prefillShape(4, 0), nativePair());
   ASSERT_TRUE(cp);
   Status s = resolveStart(*cp, plan, plan.programs[0], 9, nativePair());
@@ -374,7 +374,7 @@ std::string tiny6Weights() { return dsc::test::sharedPath("golden/tiny6/model.sa
 
 TEST(CallPlanTiny6, HostAndDeviceLayoutsArePlanMemorys) {
   DSC_SKIP_WITHOUT_TINY6_PLAN();
-  Expected<PlanModel> plan = readPlanFile(fixturePlan());
+  Expected<Plan> plan = readPlanFile(fixturePlan());
   ASSERT_TRUE(plan) << plan.status().message();
   const Program *prefill = plan->program("prefill");
   ASSERT_TRUE(prefill);
@@ -414,7 +414,7 @@ TEST(CallPlanTiny6, HostAndDeviceLayoutsArePlanMemorys) {
 
 TEST(CallPlanTiny6, MovedDecodePlanEqualsTheFreshPlanAtEveryPosition) {
   DSC_SKIP_WITHOUT_TINY6_PLAN();
-  Expected<PlanModel> plan = readPlanFile(fixturePlan());
+  Expected<Plan> plan = readPlanFile(fixturePlan());
   ASSERT_TRUE(plan) << plan.status().message();
   const Program *decode = plan->program("decode");
   ASSERT_TRUE(decode);
@@ -481,12 +481,12 @@ TEST(CallPlanSession, OnePlanPerCallShape) {
   DSC_SKIP_WITHOUT_TINY6_PLAN();
   if (!std::filesystem::exists(tiny6Weights()))
     GTEST_SKIP() << "no tiny6 checkpoint at " << tiny6Weights();
-  Expected<PlanModel> plan = readPlanFile(fixturePlan());
+  Expected<Plan> plan = readPlanFile(fixturePlan());
   ASSERT_TRUE(plan) << plan.status().message();
   plan->model.prefillChunk = 64; // 200 tokens: 4 chunks of 50
   Expected<std::unique_ptr<Engine>> engine = Engine::create(std::move(plan.value()), tiny6Weights());
   ASSERT_TRUE(engine) << engine.status().message();
-  const PlanModel &pm = (*engine)->plan();
+  const Plan &pm = (*engine)->plan();
   std::vector<int32_t> ids;
   for (int i = 0; i < 200; ++i)
     ids.push_back(int32_t((i * 7919 + 13) % pm.model.vocabSize));

@@ -2,7 +2,7 @@
 //
 // Loads the tiny6 CPU plan compiled at build time (test/unit/support/
 // Tiny6Plan.h; this test is built only where that plan is), mutates the
-// PlanModel in memory and checks that verifyPlan rejects each class of bad launch with a message
+// Plan in memory and checks that verifyPlan rejects each class of bad launch with a message
 // naming program, launch, kernel, operand or parameter and the expected value.
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/KernelSignatures.h"
@@ -19,18 +19,18 @@ using ::testing::HasSubstr;
 
 namespace {
 
-const PlanModel &fixture() {
-  static const PlanModel plan = [] {
-    Expected<PlanModel> p =
+const Plan &fixture() {
+  static const Plan plan = [] {
+    Expected<Plan> p =
         readPlanFile(dsc::test::tiny6CpuPlan());
     EXPECT_TRUE(bool(p)) << p.status().message();
-    return bool(p) ? *p : PlanModel();
+    return bool(p) ? *p : Plan();
   }();
   return plan;
 }
 
 /// Index of the first launch of `program` running `kernel`.
-size_t launchOf(const PlanModel &plan, const Program &p, const std::string &kernel,
+size_t launchOf(const Plan &plan, const Program &p, const std::string &kernel,
                 size_t nth = 0) {
   for (size_t i = 0; i < p.launches.size(); ++i)
     if (plan.kernels[size_t(p.launches[i].kernel)].name == kernel && nth-- == 0)
@@ -39,8 +39,8 @@ size_t launchOf(const PlanModel &plan, const Program &p, const std::string &kern
   return 0;
 }
 
-std::string rejects(const std::function<void(PlanModel &)> &mutate) {
-  PlanModel plan = fixture();
+std::string rejects(const std::function<void(Plan &)> &mutate) {
+  Plan plan = fixture();
   mutate(plan);
   Status s = verifyPlan(plan);
   EXPECT_FALSE(s.isOk());
@@ -51,7 +51,7 @@ std::string rejects(const std::function<void(PlanModel &)> &mutate) {
 }
 
 /// The kernel spec of a launch, made private to it (specs are shared).
-KernelSpec &ownKernel(PlanModel &plan, Program &p, size_t launch) {
+KernelSpec &ownKernel(Plan &plan, Program &p, size_t launch) {
   plan.kernels.push_back(plan.kernels[size_t(p.launches[launch].kernel)]);
   p.launches[launch].kernel = int64_t(plan.kernels.size()) - 1;
   return plan.kernels.back();
@@ -78,7 +78,7 @@ TEST(KernelSignatures, UnknownKernelIsLeftToTheBackend) {
 }
 
 TEST(KernelSignatures, InputCount) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     p.launches[launchOf(plan, p, "sparse_attention")].inputs.pop_back();
   });
@@ -86,7 +86,7 @@ TEST(KernelSignatures, InputCount) {
 }
 
 TEST(KernelSignatures, OutputDType) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     p.values[size_t(p.launches[launchOf(plan, p, "head")].outputs[0])].dtype = DType::BF16;
   });
@@ -95,7 +95,7 @@ TEST(KernelSignatures, OutputDType) {
 }
 
 TEST(KernelSignatures, Rank) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     p.values[size_t(p.launches[launchOf(plan, p, "hc_expand")].outputs[0])].shape = {kTokens};
   });
@@ -104,7 +104,7 @@ TEST(KernelSignatures, Rank) {
 }
 
 TEST(KernelSignatures, StateKind) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     // compress_kv writing the layer's index keys instead of its main KV.
     size_t ck = launchOf(plan, p, "compress_kv"), ik = launchOf(plan, p, "index_keys");
@@ -115,7 +115,7 @@ TEST(KernelSignatures, StateKind) {
 }
 
 TEST(KernelSignatures, ShapeRelation) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     p.values[size_t(p.launches[launchOf(plan, p, "embed")].outputs[0])].shape = {kTokens,
                                                                                  int64_t(1) << 61};
@@ -125,7 +125,7 @@ TEST(KernelSignatures, ShapeRelation) {
 }
 
 TEST(KernelSignatures, GroupsZero) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     edit<dsc::abi::GroupedOutputParams>(ownKernel(plan, p, launchOf(plan, p, "grouped_output")),
                                    [](auto &g) { g.groups = 0; });
@@ -134,7 +134,7 @@ TEST(KernelSignatures, GroupsZero) {
 }
 
 TEST(KernelSignatures, GroupsNotDividingHeads) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     edit<dsc::abi::GroupedOutputParams>(ownKernel(plan, p, launchOf(plan, p, "grouped_output")),
                                    [](auto &g) { g.groups = 3; });
@@ -143,7 +143,7 @@ TEST(KernelSignatures, GroupsNotDividingHeads) {
 }
 
 TEST(KernelSignatures, LinearQuant) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     edit<dsc::abi::LinearParams>(ownKernel(plan, p, launchOf(plan, p, "linear")),
                             [](auto &l) { l.quant = dsc::abi::LinearQuant::fp32; });
@@ -152,7 +152,7 @@ TEST(KernelSignatures, LinearQuant) {
 }
 
 TEST(KernelSignatures, LinearWeightDTypeForQuant) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     edit<dsc::abi::LinearParams>(ownKernel(plan, p, launchOf(plan, p, "linear")),
                             [](auto &l) { l.quant = dsc::abi::LinearQuant::bf16; });
@@ -161,7 +161,7 @@ TEST(KernelSignatures, LinearWeightDTypeForQuant) {
 }
 
 TEST(KernelSignatures, LinearScaleShape) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     size_t l = launchOf(plan, p, "linear");
     ValueSlot scale = p.values[size_t(p.launches[l].inputs[2])];
@@ -178,7 +178,7 @@ TEST(KernelSignatures, LinearScaleShape) {
 }
 
 TEST(KernelSignatures, RopeDim) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     edit<dsc::abi::RopeParams>(ownKernel(plan, p, launchOf(plan, p, "rope")),
                           [](auto &r) { r.rope.dim = 31; });
@@ -187,7 +187,7 @@ TEST(KernelSignatures, RopeDim) {
 }
 
 TEST(KernelSignatures, CompressKvRatio) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     edit<dsc::abi::CompressKvParams>(ownKernel(plan, p, launchOf(plan, p, "compress_kv")),
                                 [](auto &c) { c.ratio = 4; });
@@ -197,7 +197,7 @@ TEST(KernelSignatures, CompressKvRatio) {
 }
 
 TEST(KernelSignatures, RecordWidth) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     for (StateBuffer &s : plan.states)
       if (s.name == "layers.1.index_keys") {
         // A valid E2M1 layout of 32 values: the keys are 64 wide.
@@ -216,7 +216,7 @@ TEST(KernelSignatures, RecordWidth) {
 }
 
 TEST(KernelSignatures, WindowBeyondRing) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     edit<dsc::abi::WindowKvParams>(ownKernel(plan, p, launchOf(plan, p, "window_kv")),
                               [](auto &w) { w.window = 32; });
@@ -226,7 +226,7 @@ TEST(KernelSignatures, WindowBeyondRing) {
 }
 
 TEST(KernelSignatures, MoeStackedShapes) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     size_t l = launchOf(plan, p, "moe_experts");
     std::swap(p.launches[l].inputs[3], p.launches[l].inputs[7]); // w1 <-> w2
@@ -235,7 +235,7 @@ TEST(KernelSignatures, MoeStackedShapes) {
 }
 
 TEST(KernelSignatures, EngramHashArrays) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     KernelSpec &k = ownKernel(plan, p, launchOf(plan, p, "engram_hash"));
     edit<dsc::abi::EngramHashParams>(k, [&](auto &e) {
@@ -247,7 +247,7 @@ TEST(KernelSignatures, EngramHashArrays) {
 }
 
 TEST(KernelSignatures, SparseAttentionMainKvState) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
     size_t sa = 0;
     for (size_t n = 0;; ++n) {
@@ -262,7 +262,7 @@ TEST(KernelSignatures, SparseAttentionMainKvState) {
 }
 
 TEST(KernelSignatures, CompressorStateSlot) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     for (Program &p : plan.programs)
       for (ValueSlot &v : p.values)
         if (v.name == "layers.1.compressor_state")
@@ -274,7 +274,7 @@ TEST(KernelSignatures, CompressorStateSlot) {
 
 TEST(KernelSignatures, CompressorStateDimRoundTrips) {
   std::vector<uint8_t> bytes = serializePlan(fixture());
-  Expected<PlanModel> back = parsePlan(bytes, "round trip");
+  Expected<Plan> back = parsePlan(bytes, "round trip");
   ASSERT_TRUE(bool(back)) << back.status().message();
   bool seen = false;
   for (const StateBuffer &s : back->states)
@@ -286,7 +286,7 @@ TEST(KernelSignatures, CompressorStateDimRoundTrips) {
 }
 
 TEST(KernelSignatures, RecordStateSlot) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     for (Program &p : plan.programs)
       for (ValueSlot &v : p.values)
         if (v.name == "layers.0.window_kv")
@@ -297,7 +297,7 @@ TEST(KernelSignatures, RecordStateSlot) {
 }
 
 TEST(KernelSignatures, HeadRows) {
-  std::string m = rejects([](PlanModel &plan) {
+  std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[1]; // decode: input rows are 1
     p.values[size_t(p.launches[launchOf(plan, p, "head")].outputs[0])].shape[0] = 2;
   });

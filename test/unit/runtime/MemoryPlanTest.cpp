@@ -42,7 +42,7 @@ Launch launch(std::vector<int64_t> in, std::vector<int64_t> out) {
 
 TEST(MemoryPlan, ChainReusesDeadValues) {
   // x -> a -> b -> c: x [-1,0], a [0,1], b [1,2], c [2,3] (output).
-  PlanModel plan;
+  Plan plan;
   Program p;
   p.name = "prefill";
   p.values = {slot(ValueKind::Input, DType::I32, {kTokens}, "x"),         // 8 -> 64
@@ -76,7 +76,7 @@ TEST(MemoryPlan, BestFitTakesTheSmallestGap) {
   // X1 1024 [0,0], X2 512 [0,3], X3 256 [0,0], X4 128 [0,3] stack up to 1920
   // (all written by launch 0);
   // Y 128 [1,3] sees gaps [0,1024) and [1536,1792): best fit takes 1536.
-  PlanModel plan;
+  Plan plan;
   Program p;
   p.name = "prefill";
   p.values = {slot(ValueKind::Input, DType::U8, {kTokens}, "ids"),
@@ -106,7 +106,7 @@ TEST(MemoryPlan, BestFitTakesTheSmallestGap) {
 }
 
 TEST(MemoryPlan, OutputsBoundariesWeightsAndStates) {
-  PlanModel plan;
+  Plan plan;
   plan.tensors.push_back({"w", DType::BF16, {4, 8}});
   StateBuffer hist;
   hist.kind = StateKind::EngramHistory;
@@ -142,7 +142,7 @@ TEST(MemoryPlan, OutputsBoundariesWeightsAndStates) {
 TEST(MemoryPlan, CapacityPlanCoversEveryStartPosition) {
   // Device arenas (Backend::bindArena): kCompressed* dims at their largest over
   // start positions, so one layout serves every decode call.
-  PlanModel plan;
+  Plan plan;
   plan.model.maxSeqLen = 30;
   Program p;
   p.name = "decode";
@@ -176,7 +176,7 @@ TEST(MemoryPlan, CapacityPlanCoversEveryStartPosition) {
 }
 
 TEST(MemoryPlan, BadShapesNameProgramAndSlot) {
-  PlanModel plan;
+  Plan plan;
   Program p;
   p.name = "prefill";
   p.values = {slot(ValueKind::Input, DType::I32, {kTokens}, "ids"),
@@ -196,7 +196,7 @@ TEST(MemoryPlan, BadShapesNameProgramAndSlot) {
 TEST(MemoryPlan, RandomProgramsNeverOverlapLiveValues) {
   std::mt19937_64 rng(20240611);
   for (int iter = 0; iter < 200; ++iter) {
-    PlanModel plan;
+    Plan plan;
     Program p;
     p.name = "prefill";
     int nValues = 2 + int(rng() % 40);
@@ -355,7 +355,7 @@ TEST(MemoryPlanTiny6, PlannedPeakIsValidTightAndBitIdentical) {
   DSC_SKIP_WITHOUT_TINY6_PLAN();
   if (!std::filesystem::exists(tiny6Weights()))
     GTEST_SKIP() << "no tiny6 checkpoint at " << tiny6Weights();
-  Expected<PlanModel> plan = readPlanFile(fixturePlan());
+  Expected<Plan> plan = readPlanFile(fixturePlan());
   ASSERT_TRUE(plan) << plan.status().message();
   int64_t prompt = std::min<int64_t>(150, plan->model.maxSeqLen - 4);
   const int decodes = 3;

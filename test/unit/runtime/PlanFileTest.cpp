@@ -24,9 +24,9 @@ namespace {
 namespace fs = std::filesystem;
 
 /// A valid plan that sets every field, most to non-default values.
-PlanModel makePlan() {
-  PlanModel plan;
-  PlanModelFacts &m = plan.model;
+Plan makePlan() {
+  Plan plan;
+  PlanFacts &m = plan.model;
   m.name = "tiny6/config.json";
   m.nLayers = 6;
   m.nMtpLayers = 1;
@@ -176,9 +176,9 @@ PlanModel makePlan() {
 }
 
 /// Field-by-field comparison (each mismatch reported with its place).
-void expectSamePlan(const PlanModel &a, const PlanModel &b) {
+void expectSamePlan(const Plan &a, const Plan &b) {
   EXPECT_EQ(a.version, b.version);
-  const PlanModelFacts &x = a.model, &y = b.model;
+  const PlanFacts &x = a.model, &y = b.model;
   EXPECT_EQ(x.name, y.name);
   EXPECT_EQ(x.nLayers, y.nLayers);
   EXPECT_EQ(x.nMtpLayers, y.nMtpLayers);
@@ -297,19 +297,19 @@ void expectSamePlan(const PlanModel &a, const PlanModel &b) {
 }
 
 /// True iff every field compares equal (used where a mismatch is not an error).
-bool samePlan(const PlanModel &a, const PlanModel &b) {
+bool samePlan(const Plan &a, const Plan &b) {
   return serializePlan(a) == serializePlan(b);
 }
 
 /// verifyPlan must fail; returns its message.
-std::string verifyError(const PlanModel &plan) {
+std::string verifyError(const Plan &plan) {
   Status s = verifyPlan(plan);
   EXPECT_FALSE(s.isOk()) << "verifyPlan accepted the plan";
   return s.message();
 }
 
 std::string parseError(std::span<const uint8_t> bytes, StatusCode code) {
-  Expected<PlanModel> p = parsePlan(bytes, "test.dscp");
+  Expected<Plan> p = parsePlan(bytes, "test.dscp");
   EXPECT_FALSE(p.hasValue());
   if (p.hasValue())
     return {};
@@ -349,21 +349,21 @@ private:
 //===----------------------------------------------------------------------===//
 
 TEST(PlanFile, HandBuiltPlanIsValid) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   Status s = verifyPlan(plan);
   EXPECT_TRUE(s.isOk()) << s.message();
 }
 
 TEST(PlanFile, RoundTripThroughBytes) {
-  const PlanModel plan = [] {
-    PlanModel p = makePlan();
+  const Plan plan = [] {
+    Plan p = makePlan();
     p.programs[0].launches.back().replay = true; // a CED replayed launch
     return p;
   }();
   const std::vector<uint8_t> bytes = serializePlan(plan);
   ASSERT_GE(bytes.size(), 8u);
   EXPECT_EQ(std::string(bytes.begin() + 4, bytes.begin() + 8), "DSCP");
-  Expected<PlanModel> back = parsePlan(bytes, "mem");
+  Expected<Plan> back = parsePlan(bytes, "mem");
   ASSERT_TRUE(back.hasValue()) << back.status().message();
   expectSamePlan(plan, *back);
   // Every field kind survives: spot-check the typed parameters.
@@ -393,27 +393,27 @@ TEST(PlanFile, RoundTripThroughBytes) {
 }
 
 TEST(PlanFile, RoundTripDefaultsAndEmptyPlan) {
-  PlanModel plan; // all defaults: version, maxBatch 1, cedMode "full", nothing else
-  Expected<PlanModel> back = parsePlan(serializePlan(plan), "mem");
+  Plan plan; // all defaults: version, maxBatch 1, cedMode "full", nothing else
+  Expected<Plan> back = parsePlan(serializePlan(plan), "mem");
   ASSERT_TRUE(back.hasValue()) << back.status().message();
   expectSamePlan(plan, *back);
   EXPECT_EQ(back->model.maxBatch, 1);
   EXPECT_EQ(back->model.cedMode, "full");
 
   // Values equal to the schema defaults (elided on the wire) come back.
-  PlanModel p = makePlan();
+  Plan p = makePlan();
   p.programs[0].values[2].tensor = -1;
   p.programs[0].launches[0].layer = -1;
   p.tensors[0].kind = TensorKind::Weight;
   p.model.maxBatch = 1;
   p.model.layerBoundaries = false;
-  Expected<PlanModel> q = parsePlan(serializePlan(p), "mem");
+  Expected<Plan> q = parsePlan(serializePlan(p), "mem");
   ASSERT_TRUE(q.hasValue()) << q.status().message();
   expectSamePlan(p, *q);
 }
 
 TEST(PlanFile, RoundTripEveryEnumValue) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   const DType dtypes[] = {DType::BF16, DType::F16,  DType::F32,  DType::F64,
                           DType::I8,   DType::U8,   DType::I16,  DType::I32,
                           DType::I64,  DType::Bool, DType::F8_E4M3, DType::F8_E8M0};
@@ -432,7 +432,7 @@ TEST(PlanFile, RoundTripEveryEnumValue) {
   keys.layout = {64, 32, 0, 1, 32, 2, 34, 256, 0};
   plan.states.push_back(keys);
   ASSERT_TRUE(verifyPlan(plan).isOk()) << verifyPlan(plan).message();
-  Expected<PlanModel> back = parsePlan(serializePlan(plan), "mem");
+  Expected<Plan> back = parsePlan(serializePlan(plan), "mem");
   ASSERT_TRUE(back.hasValue()) << back.status().message();
   expectSamePlan(plan, *back);
 }
@@ -441,7 +441,7 @@ TEST(PlanFile, ParsesAnUnalignedBuffer) {
   const std::vector<uint8_t> bytes = serializePlan(makePlan());
   std::vector<uint8_t> shifted(bytes.size() + 3);
   std::copy(bytes.begin(), bytes.end(), shifted.begin() + 3);
-  Expected<PlanModel> back =
+  Expected<Plan> back =
       parsePlan(std::span<const uint8_t>(shifted.data() + 3, bytes.size()), "shifted");
   ASSERT_TRUE(back.hasValue()) << back.status().message();
   expectSamePlan(makePlan(), *back);
@@ -450,19 +450,19 @@ TEST(PlanFile, ParsesAnUnalignedBuffer) {
 TEST(PlanFile, RoundTripThroughFile) {
   TempDir dir("roundtrip");
   const std::string path = dir.file("tiny6.dscp");
-  const PlanModel plan = makePlan();
+  const Plan plan = makePlan();
   Status w = writePlanFile(path, plan);
   ASSERT_TRUE(w.isOk()) << w.message();
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"tiny6.dscp"}); // no temp file left
-  Expected<PlanModel> back = readPlanFile(path);
+  Expected<Plan> back = readPlanFile(path);
   ASSERT_TRUE(back.hasValue()) << back.status().message();
   expectSamePlan(plan, *back);
 
   // Overwriting replaces the file as a whole.
-  PlanModel other = makePlan();
+  Plan other = makePlan();
   other.model.name = "other";
   ASSERT_TRUE(writePlanFile(path, other).isOk());
-  Expected<PlanModel> again = readPlanFile(path);
+  Expected<Plan> again = readPlanFile(path);
   ASSERT_TRUE(again.hasValue()) << again.status().message();
   EXPECT_EQ(again->model.name, "other");
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"tiny6.dscp"});
@@ -496,7 +496,7 @@ TEST(PlanFile, FailedRenameLeavesNoTempFile) {
 
 TEST(PlanFile, WriteRefusesAnInvalidPlan) {
   TempDir dir("invalid");
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[0].launches[1].kernel = 42;
   Status s = writePlanFile(dir.file("bad.dscp"), plan);
   ASSERT_FALSE(s.isOk());
@@ -506,7 +506,7 @@ TEST(PlanFile, WriteRefusesAnInvalidPlan) {
 }
 
 TEST(PlanFile, ReadMissingFile) {
-  Expected<PlanModel> p = readPlanFile("/nonexistent/dir/plan.dscp");
+  Expected<Plan> p = readPlanFile("/nonexistent/dir/plan.dscp");
   ASSERT_FALSE(p.hasValue());
   EXPECT_EQ(p.status().code(), StatusCode::NotFound);
   EXPECT_THAT(p.status().message(), HasSubstr("/nonexistent/dir/plan.dscp: cannot open plan"));
@@ -519,7 +519,7 @@ TEST(PlanFile, ReadForeignFile) {
   bytes[0] = 16;
   bytes += "{\"a\":1}         "; // a safetensors file with a 16-byte header
   std::ofstream(path, std::ios::binary) << bytes;
-  Expected<PlanModel> p = readPlanFile(path);
+  Expected<Plan> p = readPlanFile(path);
   ASSERT_FALSE(p.hasValue());
   EXPECT_THAT(p.status().message(), HasSubstr(path + ": not a dsc plan (file identifier"));
 }
@@ -547,14 +547,14 @@ TEST(PlanFile, RejectsWrongIdentifier) {
 }
 
 TEST(PlanFile, RejectsWrongVersion) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.version = 7;
   EXPECT_EQ(parseError(serializePlan(plan), StatusCode::FailedPrecondition),
             "test.dscp: plan schema version 7, this runtime reads 3");
 }
 
 TEST(PlanFile, ParseRunsTheSemanticVerifier) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[1].launches[0].kernel = 9;
   EXPECT_THAT(parseError(serializePlan(plan), StatusCode::InvalidArgument),
               HasSubstr("test.dscp: program 'decode': launch 0: kernel index 9 is out of "
@@ -562,14 +562,14 @@ TEST(PlanFile, ParseRunsTheSemanticVerifier) {
 }
 
 TEST(PlanFile, EveryTruncationIsRejected) {
-  const PlanModel plan = makePlan();
+  const Plan plan = makePlan();
   const std::vector<uint8_t> bytes = serializePlan(plan);
   size_t accepted = 0;
   for (size_t n = 0; n < bytes.size(); ++n) {
     // A fresh allocation of exactly n bytes, so that reading past it is a
     // real out-of-bounds access for sanitizers.
     std::vector<uint8_t> prefix(bytes.begin(), bytes.begin() + static_cast<long>(n));
-    Expected<PlanModel> p = parsePlan(prefix, "prefix");
+    Expected<Plan> p = parsePlan(prefix, "prefix");
     if (p.hasValue()) {
       // Only trailing alignment padding may be cut: the content is complete.
       ++accepted;
@@ -591,7 +591,7 @@ TEST(PlanFile, RandomSingleByteCorruptionNeverCrashes) {
   for (int i = 0; i < 1000; ++i) {
     std::vector<uint8_t> copy = bytes;
     copy[where(rng)] ^= static_cast<uint8_t>(flip(rng));
-    Expected<PlanModel> p = parsePlan(copy, "fuzz");
+    Expected<Plan> p = parsePlan(copy, "fuzz");
     if (p.hasValue()) {
       ++parsed;
       // Whatever parses is a plan the semantic verifier accepts.
@@ -612,7 +612,7 @@ TEST(PlanFile, RandomSingleByteCorruptionNeverCrashes) {
 //===----------------------------------------------------------------------===//
 
 TEST(VerifyPlan, DuplicateKernelsAreAllowed) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   ASSERT_EQ(plan.kernels[1].name, plan.kernels[2].name);
   plan.programs[1].launches.push_back({1, {3}, {3}, -1});
   plan.programs[1].launches.push_back({2, {3}, {3}, -1});
@@ -620,13 +620,13 @@ TEST(VerifyPlan, DuplicateKernelsAreAllowed) {
 }
 
 TEST(VerifyPlan, Version) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.version = 2; // before typed kernel parameters (kernel_params.fbs)
   EXPECT_EQ(verifyError(plan), "plan schema version 2, this runtime reads 3");
 }
 
 TEST(VerifyPlan, ModelFacts) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.model.cedMode = "sometimes";
   EXPECT_EQ(verifyError(plan), "model: cedMode 'sometimes' is not full, bounded or exact");
   plan = makePlan();
@@ -642,7 +642,7 @@ TEST(VerifyPlan, ModelFacts) {
 }
 
 TEST(VerifyPlan, KernelIndexOutOfRange) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[0].launches[1].kernel = 8;
   EXPECT_EQ(verifyError(plan),
             "program 'prefill': launch 1: kernel index 8 is out of range (the plan has 8 "
@@ -652,7 +652,7 @@ TEST(VerifyPlan, KernelIndexOutOfRange) {
 }
 
 TEST(VerifyPlan, LaunchValueIndexOutOfRange) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[0].launches[2].inputs[1] = 11;
   EXPECT_EQ(verifyError(plan), "program 'prefill': launch 2 (kernel 2 'test_norm'): input 1 is "
                                "value 11, out of range (the program has 11 values)");
@@ -663,7 +663,7 @@ TEST(VerifyPlan, LaunchValueIndexOutOfRange) {
 }
 
 TEST(VerifyPlan, WeightValueNeedsTensor) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[0].values[1].tensor = -1;
   EXPECT_EQ(verifyError(plan), "program 'prefill': value 1 'embed.weight': a Weight value needs "
                                "a tensor; tensor index -1 is out of range (the plan has 5 "
@@ -673,7 +673,7 @@ TEST(VerifyPlan, WeightValueNeedsTensor) {
 }
 
 TEST(VerifyPlan, StateValueNeedsState) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[0].values[3].state = 4;
   EXPECT_EQ(verifyError(plan), "program 'prefill': value 3 'layers.0.window_kv': a State value "
                                "needs a state; state index 4 is out of range (the plan has 4 "
@@ -681,7 +681,7 @@ TEST(VerifyPlan, StateValueNeedsState) {
 }
 
 TEST(VerifyPlan, ValueKindsConsistent) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[0].values[2].tensor = 0;
   EXPECT_EQ(verifyError(plan), "program 'prefill': value 2 'embed.out': an Activation value "
                                "names tensor 0 (only Weight values do)");
@@ -692,7 +692,7 @@ TEST(VerifyPlan, ValueKindsConsistent) {
 }
 
 TEST(VerifyPlan, ValueShapes) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[0].values[4].shape = {kTokens, 0, 256};
   EXPECT_THAT(verifyError(plan),
               HasSubstr("value 4 'layers.0.out': shape [-1, 0, 256] has dimension 0"));
@@ -720,7 +720,7 @@ TEST(VerifyPlan, ValueShapes) {
 }
 
 TEST(VerifyPlan, ReadBeforeWrite) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[0].launches[1].inputs.push_back(5); // written by launch 2
   EXPECT_EQ(verifyError(plan), "program 'prefill': launch 1 (kernel 1 'test_norm'): input 3 "
                                "reads value 5 'layers.0.pre_mix', an Activation no earlier "
@@ -733,7 +733,7 @@ TEST(VerifyPlan, ReadBeforeWrite) {
 }
 
 TEST(VerifyPlan, LaunchWritesReadOnlyValue) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[0].launches[1].outputs.push_back(1);
   EXPECT_EQ(verifyError(plan), "program 'prefill': launch 1 (kernel 1 'test_norm'): output 2 "
                                "writes value 1 'embed.weight', a Weight value (read-only)");
@@ -743,7 +743,7 @@ TEST(VerifyPlan, LaunchWritesReadOnlyValue) {
 }
 
 TEST(VerifyPlan, ProgramInputs) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[0].inputs = {0, 1};
   EXPECT_EQ(verifyError(plan), "program 'prefill': input 1 is value 1 'embed.weight', a Weight "
                                "value, not an Input");
@@ -759,7 +759,7 @@ TEST(VerifyPlan, ProgramInputs) {
 }
 
 TEST(VerifyPlan, ProgramOutputs) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   ValueSlot unwritten;
   unwritten.name = "never";
   plan.programs[0].values.push_back(unwritten);
@@ -775,7 +775,7 @@ TEST(VerifyPlan, ProgramOutputs) {
 }
 
 TEST(VerifyPlan, BoundaryValuesWrittenByTheLayer) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[0].boundaries[0].stream = 2; // written by launch 0, outside layers
   EXPECT_EQ(verifyError(plan), "program 'prefill': boundary 0 (layer 0): stream is value 2 "
                                "'embed.out', which no launch of layer 0 writes");
@@ -790,7 +790,7 @@ TEST(VerifyPlan, BoundaryValuesWrittenByTheLayer) {
 }
 
 TEST(VerifyPlan, BoundaryAfterLaunch) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[0].boundaries[0].afterLaunch = 1;
   EXPECT_EQ(verifyError(plan), "program 'prefill': boundary 0 (layer 0): afterLaunch 1 is not "
                                "the layer's last launch (launch 2 is)");
@@ -803,21 +803,21 @@ TEST(VerifyPlan, BoundaryAfterLaunch) {
 }
 
 TEST(VerifyPlan, BoundaryLayerTwice) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[0].boundaries.push_back(plan.programs[0].boundaries[0]);
   EXPECT_EQ(verifyError(plan), "program 'prefill': boundary 1 (layer 0): layer 0 already has "
                                "boundary 0");
 }
 
 TEST(VerifyPlan, RecordLayoutEntryBytes) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.states[0].layout.entryBytes = 133;
   EXPECT_EQ(verifyError(plan), "state 0 'layers.0.window_kv' (WindowRing): record layout: "
                                "entryBytes 133 != dataBytes 128 + scaleBytes 4");
 }
 
 TEST(VerifyPlan, RecordLayoutTiles) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.states[0].layout.valuesPerTile = 48;
   EXPECT_EQ(verifyError(plan), "state 0 'layers.0.window_kv' (WindowRing): record layout: "
                                "valuesPerEntry 128 is not a multiple of valuesPerTile 48");
@@ -827,7 +827,7 @@ TEST(VerifyPlan, RecordLayoutTiles) {
 }
 
 TEST(VerifyPlan, RecordLayoutSizes) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.states[1].layout.dataBytes = 128;
   plan.states[1].layout.entryBytes = 136;
   EXPECT_EQ(verifyError(plan), "state 1 'layers.1.main_kv' (MainKv): record layout: dataBytes "
@@ -839,7 +839,7 @@ TEST(VerifyPlan, RecordLayoutSizes) {
 }
 
 TEST(VerifyPlan, RecordLayoutTypes) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.states[0].layout.scaleType = 0; // E4M3 values with E4M3 scales
   EXPECT_THAT(verifyError(plan), HasSubstr("E4M3 values need UE8M0 scales"));
   plan = makePlan();
@@ -854,7 +854,7 @@ TEST(VerifyPlan, RecordLayoutTypes) {
 }
 
 TEST(VerifyPlan, StateFields) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.states[2].capacity = 0;
   EXPECT_EQ(verifyError(plan), "state 2 'layers.1.compressor' (CompressorState): capacity 0 "
                                "must be positive");
@@ -868,7 +868,7 @@ TEST(VerifyPlan, StateFields) {
 }
 
 TEST(VerifyPlan, TensorShapesPositive) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.tensors[0].shape = {1024, 0};
   EXPECT_EQ(verifyError(plan), "tensor 0 'embed.weight': shape [1024, 0] has a dimension that "
                                "is not positive");
@@ -877,34 +877,34 @@ TEST(VerifyPlan, TensorShapesPositive) {
 }
 
 TEST(VerifyPlan, StackedTensorNeedsPattern) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.tensors[2].name = "layers.0.ffn.experts.0.w1.weight";
   EXPECT_EQ(verifyError(plan), "tensor 2 'layers.0.ffn.experts.0.w1.weight': stacked over 8 "
                                "experts but the name has no '{e}'");
 }
 
 TEST(VerifyPlan, PatternNeedsExperts) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.tensors[2].experts = 0;
   EXPECT_EQ(verifyError(plan), "tensor 2 'layers.0.ffn.experts.{e}.w1.weight': the name has "
                                "'{e}' but experts is 0 (not a stacked tensor)");
 }
 
 TEST(VerifyPlan, StackedLeadingDimension) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.tensors[3].shape[0] = 7;
   EXPECT_EQ(verifyError(plan), "tensor 3 'layers.0.ffn.experts.{e}.w1.scale': stacked over 8 "
                                "experts but shape [7, 128, 8] does not start with 8");
 }
 
 TEST(VerifyPlan, UniqueTensorNames) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.tensors[4].name = "embed.weight";
   EXPECT_EQ(verifyError(plan), "tensor 4 'embed.weight': the name is also used by tensor 0");
 }
 
 TEST(VerifyPlan, UniqueProgramNames) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[1].name = "prefill";
   EXPECT_EQ(verifyError(plan), "program 1 'prefill': the name is also used by program 0");
   plan.programs[1].name = "";
@@ -912,7 +912,7 @@ TEST(VerifyPlan, UniqueProgramNames) {
 }
 
 TEST(VerifyPlan, ModulesAndExecutables) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.kernels[1].module = 1;
   EXPECT_EQ(verifyError(plan), "kernel 1 'test_norm': module 1 is out of range (the plan has 1 "
                                "modules; -1: none)");
@@ -951,7 +951,7 @@ TEST(VerifyPlan, ModulesAndExecutables) {
 }
 
 TEST(VerifyPlan, KernelParameters) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.kernels[0].params = dsc::abi::RmsNormParams{};
   EXPECT_EQ(verifyError(plan), "kernel 0 'test_embed' carries the parameters of 'rms_norm', "
                                "expected none (a kernel outside the vocabulary)");
@@ -973,7 +973,7 @@ TEST(VerifyPlan, KernelParameters) {
 }
 
 TEST(LaunchesByLayer, FusionCountsOnce) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   // prefill: launch 0 (layer -1), launches 1-2 fused (layer 0), launch 3.
   EXPECT_EQ(launchesByLayer(plan.programs[0]), (std::map<int64_t, int64_t>{{-1, 2}, {0, 1}}));
   plan.programs[0].launches[2].fusion = -1;
@@ -981,7 +981,7 @@ TEST(LaunchesByLayer, FusionCountsOnce) {
 }
 
 TEST(VerifyPlan, Fusions) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[0].launches[2].fusion = 1;
   EXPECT_EQ(verifyError(plan), "program 'prefill': launch 2: fusion 1 is out of range (the "
                                "program has 1 fusions)");
@@ -1008,7 +1008,7 @@ TEST(VerifyPlan, Fusions) {
 }
 
 TEST(VerifyPlan, RowTiledFusions) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[0].fusions[0].tileRows = -1;
   EXPECT_EQ(verifyError(plan), "program 'prefill': fusion 0 ('test_fused'): tileRows is -1, must "
                                "not be negative");
@@ -1019,7 +1019,7 @@ TEST(VerifyPlan, RowTiledFusions) {
 }
 
 TEST(VerifyPlan, PrefillChunk) {
-  PlanModel plan = makePlan(); // window 16, CED replay 16, conformance plan
+  Plan plan = makePlan(); // window 16, CED replay 16, conformance plan
   plan.model.prefillChunk = 31;
   EXPECT_EQ(verifyError(plan), "model: prefillChunk is 31, expected 0 (no chunking) or at least "
                                "2 x windowSize = 32");
@@ -1038,7 +1038,7 @@ TEST(VerifyPlan, PrefillChunk) {
 }
 
 TEST(PlanFile, RoundTripsChunkAndTiles) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.model.layerBoundaries = false;
   plan.programs[0].boundaries.clear();
   plan.model.prefillChunk = 64;
@@ -1046,13 +1046,13 @@ TEST(PlanFile, RoundTripsChunkAndTiles) {
   plan.programs[0].fusions.push_back({"indexer", 3, 128}); // unused: still round-trips
   plan.programs[0].peakBytes = 1u << 20;
   plan.programs[0].peakBytesUntiled = (1ull << 40) + 64;
-  Expected<PlanModel> back = parsePlan(serializePlan(plan), "test.dscp");
+  Expected<Plan> back = parsePlan(serializePlan(plan), "test.dscp");
   ASSERT_TRUE(back.hasValue()) << back.status().message();
   expectSamePlan(plan, *back);
 }
 
 TEST(VerifyPlan, LaunchLayer) {
-  PlanModel plan = makePlan();
+  Plan plan = makePlan();
   plan.programs[1].launches[0].layer = -2;
   EXPECT_EQ(verifyError(plan), "program 'decode': launch 0 (kernel 0 'test_embed'): layer -2 is "
                                "invalid (-1: outside blocks)");

@@ -32,13 +32,13 @@ namespace {
 std::string fixturePlan() { return dsc::test::tiny6CpuPlan(); }
 std::string tiny6Weights() { return dsc::test::sharedPath("golden/tiny6/model.safetensors"); }
 
-PlanModel loadFixture() {
-  Expected<PlanModel> plan = readPlanFile(fixturePlan());
+Plan loadFixture() {
+  Expected<Plan> plan = readPlanFile(fixturePlan());
   EXPECT_TRUE(plan) << plan.status().message();
-  return plan ? std::move(plan.value()) : PlanModel();
+  return plan ? std::move(plan.value()) : Plan();
 }
 
-std::unique_ptr<Engine> engineOf(PlanModel plan) {
+std::unique_ptr<Engine> engineOf(Plan plan) {
   Expected<std::unique_ptr<Engine>> engine = Engine::create(std::move(plan), tiny6Weights());
   EXPECT_TRUE(engine) << engine.status().message();
   return engine ? std::move(engine.value()) : nullptr;
@@ -140,7 +140,7 @@ TEST(StateLayout, OverflowIsAnError) {
 
 TEST(Session, WeightOutputIsCopiedNotMoved) {
   DSC_SKIP_WITHOUT_TINY6_PLAN();
-  PlanModel plan = loadFixture();
+  Plan plan = loadFixture();
   int64_t slot = -1;
   for (size_t i = 0; i < plan.programs[0].values.size(); ++i) {
     const ValueSlot &v = plan.programs[0].values[i];
@@ -171,7 +171,7 @@ TEST(Session, WeightOutputIsCopiedNotMoved) {
 
 TEST(Session, OutputZeroMustBeF32RankTwo) {
   DSC_SKIP_WITHOUT_TINY6_PLAN();
-  PlanModel plan = loadFixture();
+  Plan plan = loadFixture();
   int64_t slot = plan.programs[0].outputs[0];
   plan.programs[0].values[slot].dtype = DType::BF16;
   Expected<std::unique_ptr<Engine>> engine = Engine::create(std::move(plan), tiny6Weights());
@@ -191,7 +191,7 @@ TEST(Session, OversizedUnusedSlotNamesProgramAndSlot) {
   DSC_SKIP_WITHOUT_TINY6_PLAN();
   // A slot no launch uses escapes the kernel signature checks; its size is
   // still checked when the Session allocates it.
-  PlanModel plan = loadFixture();
+  Plan plan = loadFixture();
   ValueSlot extra;
   extra.kind = ValueKind::Activation;
   extra.dtype = DType::BF16;
@@ -214,7 +214,7 @@ TEST(Session, OversizedUnusedSlotNamesProgramAndSlot) {
 
 TEST(Session, OversizedSlotNamesProgramAndSlot) {
   DSC_SKIP_WITHOUT_TINY6_PLAN();
-  PlanModel plan = loadFixture();
+  Plan plan = loadFixture();
   ValueSlot &embed = plan.programs[0].values[4];
   ASSERT_EQ(embed.name, "embed");
   embed.shape = {kTokens, int64_t(1) << 61};
@@ -246,7 +246,7 @@ private:
 
 TEST(Session, FailedCallLeavesTheSessionFailedUntilReset) {
   DSC_SKIP_WITHOUT_TINY6_PLAN();
-  PlanModel plan = loadFixture();
+  Plan plan = loadFixture();
   ASSERT_GE(plan.programs[0].boundaries.size(), 3u);
   plan.model.layerBoundaries = true; // the fixture has boundaries: observe them
   plan.model.prefillChunk = 0;       // conformance plans run prompts in one call
@@ -277,7 +277,7 @@ TEST(Session, FailedCallLeavesTheSessionFailedUntilReset) {
 
 TEST(Session, CompressorStateUsesStateDim) {
   DSC_SKIP_WITHOUT_TINY6_PLAN();
-  PlanModel plan = loadFixture();
+  Plan plan = loadFixture();
   int64_t index = -1;
   for (size_t i = 0; i < plan.states.size(); ++i)
     if (plan.states[i].kind == StateKind::CompressorState) {

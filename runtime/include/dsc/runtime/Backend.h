@@ -19,7 +19,7 @@ namespace dsc::runtime {
 
 /// Everything one launch needs.
 struct LaunchContext {
-  const PlanModel &plan;
+  const Plan &plan;
   const Program &program;
   const Launch &launch;
   const KernelSpec &kernel;
@@ -65,7 +65,7 @@ public:
   virtual ~Backend() = default;
   virtual const char *name() const = 0;
   /// Checks that every kernel of the plan is available.
-  virtual Status check(const PlanModel &plan) const = 0;
+  virtual Status check(const Plan &plan) const = 0;
   virtual Status launch(LaunchContext &context) = 0;
   /// `values` by slot (null for none); `plan.values[i]` gives slot i's offset
   /// and device bytes (`alignedBytes`, at least the call's size).
@@ -98,7 +98,7 @@ public:
   /// (a native template); then the Session calls launchFusion once with the
   /// steps' contexts instead of launch per step. The values must be those
   /// of the steps run one by one.
-  virtual bool runsFusion(const PlanModel &, const Program &, size_t /*first*/,
+  virtual bool runsFusion(const Plan &, const Program &, size_t /*first*/,
                           size_t /*count*/) const {
     return false;
   }
@@ -127,7 +127,7 @@ public:
   /// a CUDA graph (docs/runtime.md): it returns true when it already ran the
   /// whole program (a replay), and the Session then skips its launches.
   /// endLaunches follows the last launch (or the replay).
-  virtual Expected<bool> beginLaunches(const PlanModel &, const CallInfo &, const Program &,
+  virtual Expected<bool> beginLaunches(const Plan &, const CallInfo &, const Program &,
                                        std::span<HostTensor *const> /*values by slot*/,
                                        bool /*graphable*/) {
     return false;

@@ -45,7 +45,7 @@
 #define DSC_RUNTIME_CALLPLAN_H
 
 #include "dsc/runtime/MemoryPlan.h"
-#include "dsc/runtime/PlanModel.h"
+#include "dsc/runtime/Plan.h"
 #include "dsc/runtime/Status.h"
 
 #include <cstdint>
@@ -69,7 +69,7 @@ struct CallGeometry {
   /// (startPos = S - R', tokens = R'); false in decode (the window source is
   /// the ring).
   bool prefillLike = false;
-  /// A continuation chunk of a chunked prefill (PlanModelFacts::prefillChunk):
+  /// A continuation chunk of a chunked prefill (PlanFacts::prefillChunk):
   /// the window also reads the min(W-1, startPos) positions before the chunk
   /// from the ring, ahead of the chunk's own rows (docs/runtime.md). 0 for a
   /// first chunk, a CED replay and decode.
@@ -83,7 +83,7 @@ struct CallGeometry {
 };
 
 /// The geometry of a call of `tokens` tokens from `startPos`.
-CallGeometry callGeometry(const PlanModelFacts &model, int64_t startPos, int64_t tokens,
+CallGeometry callGeometry(const PlanFacts &model, int64_t startPos, int64_t tokens,
                           bool prefillLike);
 /// The geometry of a CED plan's replayed launches in that call: its last
 /// `rows` rows, prefill-like, no ring rows.
@@ -112,7 +112,7 @@ struct BackendTraits {
   bool rowTiles = true;        ///< Backend::runsRowTiles
   bool deviceResident = false; ///< Backend::deviceResident: a device capacity plan is made
   /// Backend::runsFusion (null: no native fused kernel).
-  std::function<bool(const PlanModel &, const Program &, size_t first, size_t count)> runsFusion;
+  std::function<bool(const Plan &, const Program &, size_t first, size_t count)> runsFusion;
 };
 /// The traits of `backend` (its runsFusion is called by planCall).
 BackendTraits traitsOf(const Backend &backend);
@@ -184,13 +184,13 @@ inline constexpr size_t kOtherHostLayouts = 4;
 /// slot naming nothing, a replayed launch outside a CED prefill or a fusion
 /// mixing replayed and full-prompt launches) and planMemory's (a bad shape,
 /// named by program and slot).
-Expected<CallPlan> planCall(const PlanModel &plan, const Program &program, const CallShape &shape,
+Expected<CallPlan> planCall(const Plan &plan, const Program &program, const CallShape &shape,
                             const BackendTraits &traits);
 
 /// Moves `callPlan` (made by planCall for `program` of `plan` with the same
 /// traits) to a call starting at `startPos` of the same class
 /// (sameCallClass); unchanged on error (a size that overflows there).
-Status resolveStart(CallPlan &callPlan, const PlanModel &plan, const Program &program,
+Status resolveStart(CallPlan &callPlan, const Plan &plan, const Program &program,
                     int64_t startPos, const BackendTraits &traits);
 
 /// The geometry a step's launches run with.

@@ -1,6 +1,6 @@
 //===- Checkpoint.h - A model checkpoint: one or many safetensors files ---===//
 //
-// A checkpoint is where a plan's TensorBindings (PlanModel.h) get their
+// A checkpoint is where a plan's TensorBindings (Plan.h) get their
 // bytes. Accepted forms, all through Checkpoint::open(path):
 //   - one `.safetensors` file;
 //   - a directory holding `model.safetensors.index.json` (the Hugging Face
@@ -40,7 +40,7 @@
 #ifndef DSC_RUNTIME_CHECKPOINT_H
 #define DSC_RUNTIME_CHECKPOINT_H
 
-#include "dsc/runtime/PlanModel.h"
+#include "dsc/runtime/Plan.h"
 #include "dsc/runtime/Safetensors.h"
 #include "dsc/runtime/Status.h"
 

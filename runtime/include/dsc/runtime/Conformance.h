@@ -40,7 +40,7 @@ private:
 
 class LayerDumper : public SessionObserver {
 public:
-  LayerDumper(std::string directory, const Session &session, const PlanModel &plan)
+  LayerDumper(std::string directory, const Session &session, const Plan &plan)
       : directory_(std::move(directory)), session_(session), plan_(plan) {}
   void afterLaunch(const CallInfo &, const Program &, const Launch &, const KernelSpec &,
                    std::span<const HostTensor *const> outputs) override;
@@ -56,7 +56,7 @@ private:
   void write(const std::string &name, const Expected<HostTensor> &tensor);
   std::string directory_;
   const Session &session_;
-  const PlanModel &plan_;
+  const Plan &plan_;
   Status status_;
 };
 

@@ -2,7 +2,7 @@
 //
 // What: the element types the plan, the checkpoint reader and the backends
 // share, named as in safetensors headers ("BF16", "F8_E4M3", ...).
-// Why its own header: the plan (PlanModel.h) needs DType without the
+// Why its own header: the plan (Plan.h) needs DType without the
 // checkpoint reader, so the compiler links the plan library alone.
 //===----------------------------------------------------------------------===//
 #ifndef DSC_RUNTIME_DTYPE_H

@@ -36,7 +36,7 @@
 #include "dsc/runtime/CallPlan.h"
 #include "dsc/runtime/HostTensor.h"
 #include "dsc/runtime/MemoryPlan.h"
-#include "dsc/runtime/PlanModel.h"
+#include "dsc/runtime/Plan.h"
 #include "dsc/runtime/Status.h"
 
 #include <functional>
@@ -146,19 +146,19 @@ public:
                                                 const std::string &checkpointPath,
                                                 EngineOptions options = {});
   /// Same from a plan in memory (verified here).
-  static Expected<std::unique_ptr<Engine>> create(PlanModel plan,
+  static Expected<std::unique_ptr<Engine>> create(Plan plan,
                                                   const std::string &checkpointPath,
                                                   EngineOptions options = {});
   /// A verified plan with synthetic weights instead of a checkpoint. Device
   /// backends get each weight streamed in bounded chunks without a host copy
   /// (HostTensor::describe + Backend::uploadChunk); the CPU backend keeps them
   /// on the host.
-  static Expected<std::unique_ptr<Engine>> createSynthetic(PlanModel plan,
+  static Expected<std::unique_ptr<Engine>> createSynthetic(Plan plan,
                                                            SyntheticWeightOptions synthetic,
                                                            EngineOptions options = {});
   ~Engine();
 
-  const PlanModel &plan() const { return plan_; }
+  const Plan &plan() const { return plan_; }
   const EngineOptions &options() const { return options_; }
   Backend &backend() { return *backend_; }
   const std::vector<HostTensor> &weights() const { return weights_; }
@@ -167,9 +167,9 @@ public:
 private:
   Engine() = default;
   static Expected<std::unique_ptr<Backend>> makeBackend(const EngineOptions &options);
-  static Expected<std::unique_ptr<Engine>> bind(std::unique_ptr<Backend> backend, PlanModel plan,
+  static Expected<std::unique_ptr<Engine>> bind(std::unique_ptr<Backend> backend, Plan plan,
                                                 const std::string &checkpointPath);
-  PlanModel plan_;
+  Plan plan_;
   EngineOptions options_;
   std::vector<HostTensor> weights_; ///< one per plan tensor binding
   std::unique_ptr<Backend> backend_;
@@ -181,7 +181,7 @@ public:
   ~Session();
 
   /// Runs `prefill` on the prompt from position 0, in chunks when the plan
-  /// says so (PlanModelFacts::prefillChunk); returns the program's logits
+  /// says so (PlanFacts::prefillChunk); returns the program's logits
   /// output (f32 [1, vocab], or [S, vocab] in conformance plans).
   Expected<HostTensor> prefill(std::span<const int32_t> ids);
   /// Runs `decode` on one token at the next position.

@@ -9,7 +9,7 @@
 #ifndef DSC_RUNTIME_ENGRAMHASHTABLES_H
 #define DSC_RUNTIME_ENGRAMHASHTABLES_H
 
-#include "dsc/runtime/PlanModel.h"
+#include "dsc/runtime/Plan.h"
 #include "dsc/runtime/Status.h"
 
 #include <vector>
@@ -24,7 +24,7 @@ struct EngramHashTables {
   int64_t padId = 0; ///< the pad token's compressed id
 };
 inline Expected<EngramHashTables>
-readEngramHashTables(const KernelSpec &kernel, const PlanModelFacts &model) {
+readEngramHashTables(const KernelSpec &kernel, const PlanFacts &model) {
   const abi::EngramHashParams *p = kernel.as<abi::EngramHashParams>();
   if (!p)
     return internalError("engram_hash: parameters of another kernel");

@@ -23,7 +23,7 @@
 #ifndef DSC_RUNTIME_KERNELSIGNATURES_H
 #define DSC_RUNTIME_KERNELSIGNATURES_H
 
-#include "dsc/runtime/PlanModel.h"
+#include "dsc/runtime/Plan.h"
 #include "dsc/runtime/Status.h"
 
 #include <string>
@@ -56,7 +56,7 @@ struct KernelSignature {
   std::vector<OperandSignature> outputs;
   bool variadicInputs = false;
   /// Shape relations and parameter ranges; returns "" or what is wrong.
-  std::string (*relations)(const KernelSpec &, const PlanModel &,
+  std::string (*relations)(const KernelSpec &, const Plan &,
                            const std::vector<OperandView> &inputs,
                            const std::vector<OperandView> &outputs) = nullptr;
 };
@@ -72,7 +72,7 @@ const KernelSignature *findKernelSignature(const std::string &name);
 /// Assumes verifyPlan's index checks passed (kernel, value and state indices
 /// in range). Errors read "program 'prefill' launch 12 (head): output 0 is
 /// BF16, expected F32".
-Status checkLaunchSignature(const PlanModel &plan, const Program &program, size_t launchIndex);
+Status checkLaunchSignature(const Plan &plan, const Program &program, size_t launchIndex);
 
 /// Checks that a State value slot matches its state buffer: record states are
 /// U8 [rows, entryBytes]; CompressorState F32 [2, ratio, dim]; EngramHistory

@@ -44,7 +44,7 @@
 #ifndef DSC_RUNTIME_MEMORYPLAN_H
 #define DSC_RUNTIME_MEMORYPLAN_H
 
-#include "dsc/runtime/PlanModel.h"
+#include "dsc/runtime/Plan.h"
 #include "dsc/runtime/Status.h"
 
 #include <cstdint>
@@ -70,7 +70,7 @@ struct PrefillChunk {
   int64_t startPos = 0, tokens = 0;
 };
 /// The calls a prompt of `promptTokens` runs as with chunk size `chunk`
-/// (PlanModelFacts::prefillChunk): one call when chunk <= 0 or the prompt
+/// (PlanFacts::prefillChunk): one call when chunk <= 0 or the prompt
 /// fits, else n = ceil(S/C) chunks of near-equal size (chunk i starts at
 /// floor(i·S/n)), each at most C and at least C/2 tokens.
 std::vector<PrefillChunk> prefillChunks(int64_t promptTokens, int64_t chunk);
@@ -115,7 +115,7 @@ inline int64_t compressedTokensCapacity(int64_t tokens, int64_t ratio) {
 /// With `rowTiles` (a backend that runs row-tiled fusions, Backend::
 /// runsRowTiles), the internal values of row-tiled fusions (rowTiledValues)
 /// hold min(tileRows, rows) rows.
-Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, int64_t tokens,
+Expected<MemoryPlan> planMemory(const Plan &plan, const Program &program, int64_t tokens,
                                 int64_t startPos, bool capacity = false, bool rowTiles = false);
 
 /// The sizes part of planMemory: every planned slot's `planned`, `shape`,
@@ -125,12 +125,12 @@ Expected<MemoryPlan> planMemory(const PlanModel &plan, const Program &program, i
 /// whose sized values have equal `alignedBytes` get the same offsets: a
 /// cached plan re-sizes with this and re-places only when one differs
 /// (CallPlan.h, resolveStart).
-Expected<std::vector<ValueMemory>> sizeValues(const PlanModel &plan, const Program &program,
+Expected<std::vector<ValueMemory>> sizeValues(const Plan &plan, const Program &program,
                                               int64_t tokens, int64_t startPos,
                                               bool capacity = false, bool rowTiles = false);
 /// Element `slot` of sizeValues; `tileRows` > 0 caps the rows (an internal
 /// value of a row-tiled fusion, rowTiledValues).
-Expected<ValueMemory> sizeValue(const PlanModel &plan, const Program &program, size_t slot,
+Expected<ValueMemory> sizeValue(const Plan &plan, const Program &program, size_t slot,
                                 int64_t tokens, int64_t startPos, bool capacity,
                                 int64_t tileRows);
 /// Whether a planned slot's size depends on the call's start position (a
@@ -151,8 +151,8 @@ std::vector<int64_t> rowTiledValues(const Program &program);
 std::vector<std::pair<int64_t, int64_t>> fusionRanges(const Program &program);
 
 /// Bytes of the plan's weights (tensor bindings) and of one sequence's states.
-Expected<uint64_t> planWeightBytes(const PlanModel &plan);
-Expected<uint64_t> planStateBytes(const PlanModel &plan);
+Expected<uint64_t> planWeightBytes(const Plan &plan);
+Expected<uint64_t> planStateBytes(const Plan &plan);
 
 /// The report's `memory` block: the activation peak of each phase.
 struct PhaseMemory {
@@ -172,7 +172,7 @@ struct PlanMemorySummary {
 /// model.maxSeqLen - 1, the largest compressed lengths).
 /// `rowTiles`: plan as a backend that runs row tiles (the CPU backend) or
 /// not (the CUDA backend today).
-Expected<PlanMemorySummary> summarizePlanMemory(const PlanModel &plan, int64_t prefillTokens,
+Expected<PlanMemorySummary> summarizePlanMemory(const Plan &plan, int64_t prefillTokens,
                                                 int64_t decodePosition = -1,
                                                 bool rowTiles = true);
 

@@ -1,7 +1,7 @@
 //===- PlanFile.h - Read, verify and write plan files ----------------------===//
 //
 // A plan file is a FlatBuffers buffer (schema runtime/schema/plan.fbs, file
-// identifier "DSCP", extension .dscp) holding a PlanModel. Reading checks, in
+// identifier "DSCP", extension .dscp) holding a Plan. Reading checks, in
 // order: the file can be read; the buffer passes the FlatBuffers verifier
 // with the right identifier ("not a dsc plan" otherwise); the schema version
 // is kPlanSchemaVersion; then verifyPlan's semantic checks. Every error says
@@ -11,7 +11,7 @@
 #ifndef DSC_RUNTIME_PLANFILE_H
 #define DSC_RUNTIME_PLANFILE_H
 
-#include "dsc/runtime/PlanModel.h"
+#include "dsc/runtime/Plan.h"
 #include "dsc/runtime/Status.h"
 
 #include <cstdint>
@@ -22,15 +22,15 @@
 namespace dsc::runtime {
 
 /// Serialises a plan (does not verify it; call verifyPlan first).
-std::vector<uint8_t> serializePlan(const PlanModel &plan);
+std::vector<uint8_t> serializePlan(const Plan &plan);
 /// Parses and verifies a plan from bytes; `origin` names the source in errors.
-Expected<PlanModel> parsePlan(std::span<const uint8_t> bytes, const std::string &origin);
+Expected<Plan> parsePlan(std::span<const uint8_t> bytes, const std::string &origin);
 
-/// Semantic checks (see PlanModel.h invariants).
-Status verifyPlan(const PlanModel &plan);
+/// Semantic checks (see Plan.h invariants).
+Status verifyPlan(const Plan &plan);
 
-Status writePlanFile(const std::string &path, const PlanModel &plan);
-Expected<PlanModel> readPlanFile(const std::string &path);
+Status writePlanFile(const std::string &path, const Plan &plan);
+Expected<Plan> readPlanFile(const std::string &path);
 
 } // namespace dsc::runtime
 

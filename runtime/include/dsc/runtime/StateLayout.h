@@ -9,7 +9,7 @@
 #define DSC_RUNTIME_STATELAYOUT_H
 
 #include "dsc/numerics/KvLayout.h"
-#include "dsc/runtime/PlanModel.h"
+#include "dsc/runtime/Plan.h"
 #include "dsc/runtime/Status.h"
 
 #include <cstdint>

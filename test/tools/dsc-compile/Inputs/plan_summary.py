@@ -1,6 +1,6 @@
 """Summarises `dsc-compile --emit=plan-json` for FileCheck: per program its
 launch count, replayed launches, kernel launches per layer (a fusion counts
-once, as launchesByLayer in PlanModel.h does) and each fusion with the kernels
+once, as launchesByLayer in Plan.h does) and each fusion with the kernels
 of its steps. Names and structure only: no kernel parameters (their encoding
 is plan.fbs's business, not the lowering's).
 

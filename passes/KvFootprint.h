@@ -1,13 +1,13 @@
-//===- KvPlan.h - The KV state a model keeps, in bytes ---------------------===//
+//===- KvFootprint.h - The KV state a model keeps, in bytes ---------------===//
 //
-// computeKvPlan reads the `@decode` function of a ds module: every value of
+// computeKvFootprint reads the `@decode` function of a ds module: every value of
 // type !ds.kv_cache / !ds.index_keys a layer publishes is one persistent
 // buffer (one per KV source); every !ds.window is one ring per layer. Bytes per
 // token divide a record by the source's compress ratio, so they may be
 // fractional (tiny40: 42.5 B/token of index keys).
 //===----------------------------------------------------------------------===//
-#ifndef DSC_PASSES_KVPLAN_H
-#define DSC_PASSES_KVPLAN_H
+#ifndef DSC_PASSES_KVFOOTPRINT_H
+#define DSC_PASSES_KVFOOTPRINT_H
 
 #include <cstdint>
 #include <vector>
@@ -32,7 +32,7 @@ struct WindowPlan {
   int64_t bytesPerToken = 0; ///< FP8 record (528 B released)
 };
 
-struct KvPlan {
+struct KvFootprint {
   std::vector<KvSourcePlan> sources;
   std::vector<WindowPlan> windows;
   double mainBytesPerToken = 0;
@@ -45,8 +45,8 @@ struct KvPlan {
 };
 
 /// Computes the plan from the module's @decode function (empty if absent).
-KvPlan computeKvPlan(mlir::ModuleOp module);
+KvFootprint computeKvFootprint(mlir::ModuleOp module);
 
 } // namespace dsc::ds
 
-#endif // DSC_PASSES_KVPLAN_H
+#endif // DSC_PASSES_KVFOOTPRINT_H

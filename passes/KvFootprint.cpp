@@ -1,5 +1,5 @@
-//===- KvPlan.cpp - KV buffers and bytes per token from the IR -------------===//
-#include "passes/KvPlan.h"
+//===- KvFootprint.cpp - KV buffers and bytes per token from the IR -------------===//
+#include "passes/KvFootprint.h"
 #include "passes/KvRecordSizes.h"
 
 #include "dialects/DeepSeek/IR/DeepSeekDialect.h"
@@ -7,8 +7,8 @@
 
 using namespace mlir;
 
-dsc::ds::KvPlan dsc::ds::computeKvPlan(ModuleOp module) {
-  KvPlan plan;
+dsc::ds::KvFootprint dsc::ds::computeKvFootprint(ModuleOp module) {
+  KvFootprint plan;
   auto decode = module.lookupSymbol<func::FuncOp>("decode");
   if (!decode)
     return plan;

@@ -1,7 +1,7 @@
-//===- PlanModel.h - The deployable plan as plain C++ data ----------------===//
+//===- Plan.h - The deployable plan as plain C++ data ---------------------===//
 //
 // What a plan holds, independent of its file encoding (runtime/schema/
-// plan.fbs, written and read by PlanFile.h). The compiler fills a PlanModel
+// plan.fbs, written and read by PlanFile.h). The compiler fills a Plan
 // from the ds module (passes/LowerToPlan.cpp); the runtime executes it.
 //
 // A plan is:
@@ -28,8 +28,8 @@
 // values that are inputs, weights, states or written by an earlier launch;
 // layer boundary marks name values written by that layer.
 //===----------------------------------------------------------------------===//
-#ifndef DSC_RUNTIME_PLANMODEL_H
-#define DSC_RUNTIME_PLANMODEL_H
+#ifndef DSC_RUNTIME_PLAN_H
+#define DSC_RUNTIME_PLAN_H
 
 #include "dsc/abi/KernelParams.h"
 #include "dsc/runtime/DType.h"
@@ -58,12 +58,12 @@ inline constexpr int64_t kCompressedLength = -3;
 /// ring size W in decode. W is the value's `param`.
 inline constexpr int64_t kWindowRows = -4;
 /// A CED plan's replayed rows in prefill: R' = min(R, S), R =
-/// PlanModelFacts::cedReplayTokens (docs/passes.md, ds-ced-split). Only
+/// PlanFacts::cedReplayTokens (docs/passes.md, ds-ced-split). Only
 /// launches with Launch::replay use it.
 inline constexpr int64_t kReplayTokens = -5;
 
 /// Model facts the runtime needs (a subset of the compiler's ModelSpec).
-struct PlanModelFacts {
+struct PlanFacts {
   std::string name;  ///< config file the plan was compiled from
   int64_t nLayers = 0, nMtpLayers = 0, dim = 0, vocabSize = 0, hcMult = 0;
   int64_t headDim = 0, ropeHeadDim = 0, nHeads = 0, windowSize = 0;
@@ -138,12 +138,12 @@ struct StateBuffer {
 /// one definition shared by lowering, verification and both backends).
 /// `name` equals abi::kernelName(params) (verifyPlan checks it). Array
 /// parameters (abi::KernelArray) index `constants`. `module` is the compiled
-/// template holding its entry points (PlanModel::modules, filled by codegen).
+/// template holding its entry points (Plan::modules, filled by codegen).
 struct KernelSpec {
   std::string name; ///< e.g. "rms_norm", "linear", "sparse_attention"
   abi::KernelParams params;
   std::vector<int64_t> constants; ///< out-of-line array parameters
-  int64_t module = -1;            ///< index into PlanModel::modules (-1: none)
+  int64_t module = -1;            ///< index into Plan::modules (-1: none)
 
   /// The parameters as kernel T's struct, or null for another kernel.
   template <typename T> const T *as() const { return std::get_if<T>(&params); }
@@ -186,13 +186,13 @@ struct ValueSlot {
   std::vector<int64_t> shape; ///< kTokens / kCompressed* mark symbolic dims
   int64_t ratio = 0;          ///< parameter of symbolic dims: the ratio of
                               ///< kCompressed*, the window W of kWindowRows
-  int64_t tensor = -1;        ///< Weight: index into PlanModel::tensors
-  int64_t state = -1;         ///< State: index into PlanModel::states
+  int64_t tensor = -1;        ///< Weight: index into Plan::tensors
+  int64_t state = -1;         ///< State: index into Plan::states
   std::string name;           ///< for dumps and errors, e.g. "layers.3.out"
 };
 
 struct Launch {
-  int64_t kernel = 0; ///< index into PlanModel::kernels
+  int64_t kernel = 0; ///< index into Plan::kernels
   std::vector<int64_t> inputs, outputs; ///< indices into Program::values
   int64_t layer = -1; ///< layer the launch belongs to (-1: outside layers)
   /// A CED replayed launch: runs on the last R' = min(R, S) rows of prefill
@@ -222,7 +222,7 @@ struct Fusion {
   /// (dsc/abi/NativeExecutables.def, chosen by ds-select-executables); ""
   /// runs the steps one by one. A backend without it runs the steps.
   std::string executable;
-  int64_t module = -1; ///< index into PlanModel::modules: the executable's
+  int64_t module = -1; ///< index into Plan::modules: the executable's
   /// Values the steps write that nothing outside the group reads (the
   /// ds.fused body's values it does not yield): a native executable may
   /// never materialise them.
@@ -270,9 +270,9 @@ inline std::map<int64_t, int64_t> launchesByLayer(const Program &program) {
   return counts;
 }
 
-struct PlanModel {
+struct Plan {
   uint32_t version = kPlanSchemaVersion;
-  PlanModelFacts model;
+  PlanFacts model;
   std::vector<TensorBinding> tensors;
   std::vector<StateBuffer> states;
   std::vector<KernelSpec> kernels;
@@ -289,4 +289,4 @@ struct PlanModel {
 
 } // namespace dsc::runtime
 
-#endif // DSC_RUNTIME_PLANMODEL_H
+#endif // DSC_RUNTIME_PLAN_H
