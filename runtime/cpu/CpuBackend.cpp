@@ -5,6 +5,7 @@
 // uses a kernel with no CPU adapter, naming it.
 //===----------------------------------------------------------------------===//
 #include "runtime/cpu/CpuAdapter.h"
+#include "runtime/cpu/ParallelFor.h"
 
 namespace dsc::cpu {
 namespace {
@@ -37,6 +38,7 @@ private:
 } // namespace
 } // namespace dsc::cpu
 
-std::unique_ptr<dsc::runtime::Backend> dsc::runtime::createCpuBackend() {
+std::unique_ptr<dsc::runtime::Backend> dsc::runtime::createCpuBackend(int64_t threads) {
+  dsc::cpu::setCpuThreadCount(threads);
   return std::make_unique<dsc::cpu::CpuBackend>();
 }

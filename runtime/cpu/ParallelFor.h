@@ -1,8 +1,9 @@
 //===- ParallelFor.h - A small std::thread parallel loop for CPU kernels --===//
 //
 // parallelFor(n, fn) calls fn(begin, end) on disjoint chunks covering [0, n)
-// from up to hardware_concurrency threads (DSC_CPU_THREADS overrides; 1 runs
-// inline). Results must not depend on the chunking: each index is computed by
+// from up to cpuThreadCount() threads (1 runs inline): hardware_concurrency,
+// or EngineOptions::cpuThreads through setCpuThreadCount (process-wide: the
+// kernels are free functions; the count never changes results). Results must not depend on the chunking: each index is computed by
 // exactly one call, and kernels keep every reduction inside one index, so the
 // CPU backend is deterministic whatever the thread count.
 //===----------------------------------------------------------------------===//
@@ -10,16 +11,25 @@
 #define DSC_RUNTIME_CPU_PARALLELFOR_H
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <thread>
 #include <vector>
 
 namespace dsc::cpu {
 
+/// The requested thread count; 0 = hardware concurrency.
+inline std::atomic<int64_t> &cpuThreadSetting() {
+  static std::atomic<int64_t> threads{0};
+  return threads;
+}
+/// Sets the CPU kernels' thread count (0: hardware concurrency).
+inline void setCpuThreadCount(int64_t threads) {
+  cpuThreadSetting().store(std::max<int64_t>(threads, 0));
+}
 inline int64_t cpuThreadCount() {
-  if (const char *env = std::getenv("DSC_CPU_THREADS"); env && *env)
-    return std::max<int64_t>(1, std::atoll(env));
+  if (int64_t n = cpuThreadSetting().load(); n > 0)
+    return n;
   return std::max<int64_t>(1, std::thread::hardware_concurrency());
 }
 

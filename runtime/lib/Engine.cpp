@@ -42,7 +42,7 @@ Status notBackend(Status status) {
 
 Expected<std::unique_ptr<Backend>> Engine::makeBackend(const EngineOptions &options) {
   if (options.backend == "cpu")
-    return createCpuBackend();
+    return createCpuBackend(options.cpuThreads);
   if (options.backend == "cuda") {
     Expected<std::unique_ptr<Backend>> cuda = createCudaBackend(options.cuda);
     if (!cuda) // Unavailable: no driver or no GPU

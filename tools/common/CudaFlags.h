@@ -7,7 +7,8 @@
 //   --cuda-topk radix|quadratic  the top-k / candidate selection kernels
 // and, where a flag is not given, from the environment variables the
 // runtime read before: DSC_CUDA_GRAPHS=0 (off) / =2 (log), DSC_CUDA_SYNC
-// (anything but empty or 0), DSC_CUDA_TOPK_QUADRATIC=1.
+// (anything but empty or 0), DSC_CUDA_TOPK_QUADRATIC=1; and
+// EngineOptions::cpuThreads from --cpu-threads N, else DSC_CPU_THREADS.
 // Why: the runtime library reads no environment variable (a service sets
 // CudaOptions itself); the tools keep the old switches working.
 // Invariants: a flag wins over its variable; an unknown flag value is a
@@ -26,11 +27,12 @@
 namespace dsc::tools {
 
 /// The valued options and the flags to add to parseCommandLine's lists.
-inline const std::vector<std::string> kCudaValuedOptions = {"--cuda-graphs", "--cuda-topk"};
+inline const std::vector<std::string> kCudaValuedOptions = {"--cuda-graphs", "--cuda-topk",
+                                                            "--cpu-threads"};
 inline const std::vector<std::string> kCudaFlags = {"--cuda-sync"};
 /// One line for a usage text.
 inline constexpr const char *kCudaUsage =
-    "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]";
+    "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic] [--cpu-threads N]";
 
 /// The DSC_CUDA_* variables, as the runtime used to read them.
 inline void applyCudaEnvironment(runtime::CudaOptions &options) {
@@ -71,6 +73,27 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
     else
       return "--cuda-topk takes radix or quadratic, got '" + it->second + "'";
   }
+  return "";
+}
+
+/// EngineOptions::cpuThreads: --cpu-threads N (N >= 1), else DSC_CPU_THREADS;
+/// returns a usage error ("" if none).
+inline std::string applyCpuFlags(const CommandLine &cl, runtime::EngineOptions &options) {
+  std::string text, from;
+  if (auto it = cl.options.find("--cpu-threads"); it != cl.options.end()) {
+    text = it->second;
+    from = "--cpu-threads";
+  } else if (const char *env = std::getenv("DSC_CPU_THREADS"); env && *env) {
+    text = env;
+    from = "DSC_CPU_THREADS";
+  } else {
+    return "";
+  }
+  char *end = nullptr;
+  const long long n = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || n < 1 || n > 4096)
+    return from + " takes a thread count in [1, 4096], got '" + text + "'";
+  options.cpuThreads = n;
   return "";
 }
 

@@ -284,6 +284,8 @@ static int runMain(int argc, char **argv) {
     engineOptions.backend = options["--backend"];
   if (std::string bad = dsc::tools::applyCudaFlags(cl, engineOptions.cuda); !bad.empty())
     return usage(bad);
+  if (std::string bad = dsc::tools::applyCpuFlags(cl, engineOptions); !bad.empty())
+    return usage(bad);
 
   Expected<Plan> planModel = readPlanFile(planPath);
   if (!planModel)

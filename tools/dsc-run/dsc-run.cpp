@@ -153,6 +153,8 @@ static int runMain(int argc, char **argv) {
     engineOptions.backend = options["--backend"];
   if (std::string bad = dsc::tools::applyCudaFlags(cl, engineOptions.cuda); !bad.empty())
     return usage(bad.c_str());
+  if (std::string bad = dsc::tools::applyCpuFlags(cl, engineOptions); !bad.empty())
+    return usage(bad.c_str());
   Expected<std::unique_ptr<Engine>> engine =
       Engine::load(planPath, options["--weights"], engineOptions);
   if (!engine) {

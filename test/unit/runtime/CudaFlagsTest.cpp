@@ -93,3 +93,29 @@ TEST_F(CudaFlags, BadValuesNameTheFlag) {
 }
 
 } // namespace
+
+namespace {
+
+/// --cpu-threads N, else DSC_CPU_THREADS, fills EngineOptions::cpuThreads.
+TEST(CpuFlags, FlagThenVariable) {
+  unsetenv("DSC_CPU_THREADS");
+  dsc::runtime::EngineOptions o;
+  EXPECT_EQ(dsc::tools::applyCpuFlags(CommandLine(), o), "");
+  EXPECT_EQ(o.cpuThreads, 0); // hardware concurrency
+  setenv("DSC_CPU_THREADS", "5", 1);
+  EXPECT_EQ(dsc::tools::applyCpuFlags(CommandLine(), o), "");
+  EXPECT_EQ(o.cpuThreads, 5);
+  CommandLine cl;
+  cl.options["--cpu-threads"] = "3";
+  EXPECT_EQ(dsc::tools::applyCpuFlags(cl, o), "");
+  EXPECT_EQ(o.cpuThreads, 3); // the flag wins
+  cl.options["--cpu-threads"] = "0";
+  EXPECT_EQ(dsc::tools::applyCpuFlags(cl, o), "--cpu-threads takes a thread count in [1, 4096], got '0'");
+  unsetenv("DSC_CPU_THREADS");
+  setenv("DSC_CPU_THREADS", "many", 1);
+  EXPECT_EQ(dsc::tools::applyCpuFlags(CommandLine(), o),
+            "DSC_CPU_THREADS takes a thread count in [1, 4096], got 'many'");
+  unsetenv("DSC_CPU_THREADS");
+}
+
+} // namespace

@@ -155,7 +155,10 @@ Expected<DeviceCopyBandwidth> measureDeviceCopyBandwidth(size_t bytes = size_t(1
                                                          int iterations = 10);
 
 /// The CPU reference backend (runtime/cpu/CpuBackend.cpp).
-std::unique_ptr<Backend> createCpuBackend();
+/// `threads`: the CPU kernels' worker threads (0: hardware concurrency). The
+/// count is process-wide (the last backend created sets it); it never changes
+/// results.
+std::unique_ptr<Backend> createCpuBackend(int64_t threads = 0);
 /// The CUDA backend (runtime/cuda/CudaBackend.cpp) with its switches
 /// (EngineOptions::cuda); Unavailable without a driver or a GPU.
 Expected<std::unique_ptr<Backend>> createCudaBackend(const CudaOptions &options = {});

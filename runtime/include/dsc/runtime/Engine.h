@@ -94,6 +94,9 @@ struct CudaOptions {
 struct EngineOptions {
   std::string backend = "cpu"; ///< "cpu" (reference backend) or "cuda"
   CudaOptions cuda;            ///< the CUDA backend's switches
+  /// The CPU backend's worker threads (0: hardware concurrency; process-wide,
+  /// see createCpuBackend). Results do not depend on it.
+  int64_t cpuThreads = 0;
   /// Host activations of a call are views into one arena per program, laid
   /// out by planMemory (MemoryPlan.h); false: one allocation per value slot
   /// (every slot then keeps its value after the call, see Session::value).

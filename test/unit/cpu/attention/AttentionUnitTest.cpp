@@ -19,6 +19,8 @@
 #include "dsc/numerics/Quantize.h"
 #include "dsc/numerics/ScalarCodecs.h"
 
+#include "runtime/cpu/ParallelFor.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -464,14 +466,14 @@ TEST(SparseAttention, IndependentOfThreadCount) {
   for (int64_t i = 0; i < S * K; ++i)
     idx[i] = static_cast<int32_t>((i * 7919) % (nKv + 1)) - 1;
   std::vector<std::vector<uint16_t>> outs;
-  for (const char *threads : {"1", "2", "3"}) {
-    setenv("DSC_CPU_THREADS", threads, 1);
+  for (int64_t threads : {1, 2, 3}) {
+    setCpuThreadCount(threads);
     std::vector<uint16_t> o(S * H * D);
     sparseAttention(q.data(), S, H, D, kv.data(), nKv, sink.data(), idx.data(), K,
                     sparseAttnScale(D), o.data());
     outs.push_back(o);
   }
-  unsetenv("DSC_CPU_THREADS");
+  setCpuThreadCount(0);
   EXPECT_EQ(outs[0], outs[1]);
   EXPECT_EQ(outs[0], outs[2]);
 }

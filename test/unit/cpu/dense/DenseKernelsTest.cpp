@@ -17,6 +17,8 @@
 #include "dsc/numerics/ScalarCodecs.h"
 #include "test/unit/numerics/NumpyRunner.h"
 
+#include "runtime/cpu/ParallelFor.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -695,8 +697,8 @@ TEST(CpuDenseDeterminism, ThreadCountInvariant) {
   const std::vector<uint16_t> x = randomActs(M, K, 61);
   const std::vector<uint8_t> w = randomE4M3(N * K, 62), ws = randomBytes(3 * 4, 63, 120, 130);
   const std::vector<uint16_t> wb = randomActs(N, K, 64);
-  auto run = [&](const char *threads) {
-    setenv("DSC_CPU_THREADS", threads, 1);
+  auto run = [&](int64_t threads) {
+    setCpuThreadCount(threads);
     std::vector<uint16_t> a(M * N), b(M * N), c(M * K);
     linearFp8(x.data(), M, K, w.data(), ws.data(), N, a.data());
     linearBf16(x.data(), M, K, wb.data(), N, b.data());
@@ -705,8 +707,8 @@ TEST(CpuDenseDeterminism, ThreadCountInvariant) {
     a.insert(a.end(), c.begin(), c.end());
     return a;
   };
-  const std::vector<uint16_t> one = run("1"), three = run("3"), seven = run("7");
-  unsetenv("DSC_CPU_THREADS");
+  const std::vector<uint16_t> one = run(1), three = run(3), seven = run(7);
+  setCpuThreadCount(0);
   EXPECT_EQ(one, three);
   EXPECT_EQ(one, seven);
 }
