@@ -108,6 +108,27 @@ __device__ float rmsRsqrt(long long n, float eps, Load load) {
   return __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, eps)));
 }
 
+/// Norm.cpp rmsNorm of one row by the whole block: thread 0 computes
+/// r = rmsRsqrt(x), then every thread writes y[i] = bf16(w[i] * (x(i) * r)).
+/// `x(i)` gives the row's i-th value as fp32 (from global or shared memory).
+/// y may alias the row x reads: the sum finishes before any write and each
+/// element is read by the thread that writes it. Ends with a barrier, so the
+/// caller may reuse shared memory at once.
+template <typename Load>
+__device__ void rmsNormRow(long long n, float eps, Load x, const unsigned short *w,
+                           unsigned short *y) {
+  __shared__ float rs;
+  if (threadIdx.x == 0)
+    rs = rmsRsqrt(n, eps, x);
+  __syncthreads();
+  const float rv = rs;
+  for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+    const float normed = __fmul_rn(x(i), rv);
+    y[i] = bf16FromFloat(__fmul_rn(bf16ToFloat(w[i]), normed));
+  }
+  __syncthreads();
+}
+
 } // namespace dsc_dense_ts
 
 // DenseUtil.h dotF64: exact products summed in double, four interleaved

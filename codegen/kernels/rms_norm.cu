@@ -14,17 +14,8 @@ DSC_KERNEL void dsc_rms_norm(const __grid_constant__ dsc::abi::RmsNormParams p,
                              const unsigned short *x, long long rows, long long n,
                              const unsigned short *w, unsigned short *y) {
   const float eps = (float)p.eps;
-  __shared__ float rs;
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const unsigned short *xr = x + r * n;
-    if (threadIdx.x == 0)
-      rs = dsc_dense_ts::rmsRsqrt(n, eps, [&](long long i) { return bf16ToFloat(xr[i]); });
-    __syncthreads();
-    const float rv = rs;
-    for (long long i = threadIdx.x; i < n; i += blockDim.x) {
-      const float normed = __fmul_rn(bf16ToFloat(xr[i]), rv);
-      y[r * n + i] = bf16FromFloat(__fmul_rn(bf16ToFloat(w[i]), normed));
-    }
-    __syncthreads();
+    dsc_dense_ts::rmsNormRow(n, eps, [&](long long i) { return bf16ToFloat(xr[i]); }, w, y + r * n);
   }
 }
