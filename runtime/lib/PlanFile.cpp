@@ -642,8 +642,7 @@ Status checkStates(const std::vector<StateBuffer> &states) {
 Status checkArrays(const KernelSpec &k, size_t index) {
   Status status = Status::ok();
   auto check = [&](const char *field, const abi::KernelArray &a) {
-    if (status && (a.offset < 0 || a.count < 0 || a.offset > int64_t(k.constants.size()) ||
-                   a.count > int64_t(k.constants.size()) - a.offset))
+    if (status && !k.holds(a))
       status = invalidArgument(fmt::format(
           "kernel {} '{}': array parameter '{}' (offset {}, count {}) lies outside the "
           "kernel's {} constants",

@@ -147,11 +147,15 @@ struct KernelSpec {
 
   /// The parameters as kernel T's struct, or null for another kernel.
   template <typename T> const T *as() const { return std::get_if<T>(&params); }
+  /// Whether `a` lies inside `constants` (verifyPlan's check).
+  bool holds(const abi::KernelArray &a) const {
+    return a.offset >= 0 && a.count >= 0 && a.offset <= int64_t(constants.size()) &&
+           a.count <= int64_t(constants.size()) - a.offset;
+  }
   /// The values of an array parameter (empty if out of range: verifyPlan
   /// rejects such plans).
   std::span<const int64_t> array(const abi::KernelArray &a) const {
-    if (a.offset < 0 || a.count < 0 || a.offset > int64_t(constants.size()) ||
-        a.count > int64_t(constants.size()) - a.offset)
+    if (!holds(a))
       return {};
     return std::span<const int64_t>(constants.data() + a.offset, size_t(a.count));
   }
