@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
+#include "codegen/kernels/gemv.cuh"
 
 DSC_KERNEL void dsc_compressor_linear(const unsigned short *x, const unsigned short *w,
                                       long long S, long long dim, long long N, float *outF32,
@@ -36,6 +37,26 @@ DSC_KERNEL void dsc_compressor_linear(const unsigned short *x, const unsigned sh
     outF32[i] = v;
   else
     outBf16[i] = bf16FromFloat(v);
+}
+
+DSC_KERNEL void dsc_compressor_linear_fast(const unsigned short *x, const unsigned short *w,
+                                           long long S, long long dim, long long N, float *outF32,
+                                           unsigned short *outBf16) {
+  const int lane = threadIdx.x & 31;
+  for (long long n = dsc_gemv::firstRow(); n < N; n += dsc_gemv::rowStride())
+    for (long long s0 = 0; s0 < S; s0 += dsc_gemv::kRowsPerPass) {
+      const int rows = dsc_gemv::passRows(S, s0);
+      float acc[dsc_gemv::kRowsPerPass];
+      dsc_gemv::bf16RowDots(w + n * dim, x, dim, dim, s0, rows, acc);
+      if (lane == 0)
+        for (int r = 0; r < rows; ++r) {
+          const long long i = (s0 + r) * N + n;
+          if (outF32)
+            outF32[i] = acc[r];
+          else
+            outBf16[i] = bf16FromFloat(acc[r]);
+        }
+    }
 }
 
 /// Thread i of a state write: row rowFrom + i / d, channel i % d, into state

@@ -7,20 +7,32 @@
 //   dsc_grouped_output_act_quant: act_quant of z (one thread per 32 block);
 //   dsc_grouped_output_fp8: y = wo_b(z), FP8 block-scaled GEMM, one thread
 //     per output, one bf16 RNE (linearFp8's order).
+// These are the CPU-order kernels (CudaOptions::cpuOrderKernels). The
+// default, fast entries (gemv.cuh):
+//   dsc_grouped_output_woa_fast: one warp per wo_a row g*R + r, fp32
+//     accumulation of the bf16 dot with o[s, g, :];
+//   dsc_grouped_output_fp8_fast: wo_b as dsc_linear_fp8_fast (z act_quant'ed
+//     in shared memory when zq is given, else by
+//     dsc_grouped_output_act_quant_fast into global scratch).
+// Bound: wo_a (2*G*R*Din bytes) and wo_b (D*G*R + scales) at bandwidth.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
-#include "codegen/kernels/reduce.cuh"
 #include "codegen/kernels/gemm.cuh"
+#include "codegen/kernels/gemv.cuh"
+#include "codegen/kernels/reduce.cuh"
 
-DSC_KERNEL void dsc_grouped_output_woa(const __grid_constant__ dsc::abi::GroupedOutputParams p,
-                                       const unsigned short *o, long long S, long long Din,
-                                       const unsigned short *woA, long long R, unsigned short *z) {
+DSC_KERNEL void
+dsc_grouped_output_woa(const __grid_constant__ dsc::abi::GroupedOutputParams p,
+                       const unsigned short *o, long long S, long long Din,
+                       const unsigned short *woA, long long R,
+                       unsigned short *z) {
   const long long G = p.groups;
   const long long n = S * G * R;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
     const long long s = i / (G * R), gr = i - s * G * R, g = gr / R;
-    const unsigned short *orow = o + s * G * Din + g * Din, *wrow = woA + gr * Din;
+    const unsigned short *orow = o + s * G * Din + g * Din,
+                         *wrow = woA + gr * Din;
     const double v = dsc_dense_d64::dotF64(
         Din, [&](long long k) { return bf16ToFloat(orow[k]); },
         [&](long long k) { return bf16ToFloat(wrow[k]); });
@@ -28,16 +40,65 @@ DSC_KERNEL void dsc_grouped_output_woa(const __grid_constant__ dsc::abi::Grouped
   }
 }
 
-DSC_KERNEL void dsc_grouped_output_act_quant(const unsigned short *z, long long M, long long K,
-                                             unsigned char *codes, float *scales) {
+DSC_KERNEL void dsc_grouped_output_act_quant(const unsigned short *z,
+                                             long long M, long long K,
+                                             unsigned char *codes,
+                                             float *scales) {
   dsc_dense_gemm::actQuant(z, M, K, codes, scales);
 }
 
-DSC_KERNEL void dsc_grouped_output_fp8(const unsigned char *codes, const float *scales,
-                                       long long M, long long K, const unsigned char *w,
+DSC_KERNEL void dsc_grouped_output_fp8(const unsigned char *codes,
+                                       const float *scales, long long M,
+                                       long long K, const unsigned char *w,
                                        const unsigned char *wScale, long long N,
                                        unsigned short *y) {
   dsc_dense_gemm::storeBf16Outputs(M, N, y, [&](long long m, long long c) {
     return dsc_dense_gemm::fp8Out(codes, scales, m, K, w, wScale, c);
   });
+}
+
+DSC_KERNEL void dsc_grouped_output_woa_fast(
+    const __grid_constant__ dsc::abi::GroupedOutputParams p,
+    const unsigned short *o, long long S, long long Din,
+    const unsigned short *woA, long long R, unsigned short *z) {
+  const long long G = p.groups, K = G * R;
+  const int lane = threadIdx.x & 31;
+  for (long long gr = dsc_gemv::firstRow(); gr < K;
+       gr += dsc_gemv::rowStride()) {
+    const long long g = gr / R;
+    for (long long s0 = 0; s0 < S; s0 += dsc_gemv::kRowsPerPass) {
+      const int rows = dsc_gemv::passRows(S, s0);
+      float acc[dsc_gemv::kRowsPerPass];
+      dsc_gemv::bf16RowDots(woA + gr * Din, o + g * Din, G * Din, Din, s0, rows,
+                            acc);
+      if (lane == 0)
+        for (int r = 0; r < rows; ++r)
+          z[(s0 + r) * K + gr] = bf16FromFloat(acc[r]);
+    }
+  }
+}
+
+DSC_KERNEL void dsc_grouped_output_act_quant_fast(const unsigned short *z,
+                                                  long long M, long long K,
+                                                  unsigned char *codes,
+                                                  float *scales) {
+  dsc_gemv::quantizeBlocks(z, M * (K / 32), dsc_gemv::firstRow(),
+                           dsc_gemv::rowStride(), codes, scales);
+}
+
+DSC_KERNEL void dsc_grouped_output_fp8_fast(const unsigned short *zq,
+                                            const unsigned char *codes,
+                                            const float *scales, long long M,
+                                            long long K, const unsigned char *w,
+                                            const unsigned char *wScale,
+                                            long long N, unsigned short *y,
+                                            long long splits, float *partial) {
+  dsc_gemv::fp8Gemv(zq, codes, scales, M, K, w, wScale, N, y, splits, partial);
+}
+
+DSC_KERNEL void dsc_grouped_output_splitk_reduce_fast(const float *partial,
+                                                      long long splits,
+                                                      long long MN,
+                                                      unsigned short *y) {
+  dsc_gemv::splitKReduce(partial, splits, MN, y);
 }

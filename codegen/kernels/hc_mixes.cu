@@ -8,13 +8,116 @@
 // products, double sum in the CPU's order). Thread 0 then runs the
 // hc_split_sinkhorn of numerics/lib/HyperConnection.cpp in the same fp32
 // operation order, with the device expf (<= 2 ulp from the host libm).
-// hc <= 8 ((2+hc)*hc <= 80 mixes).
+// hc <= 8 ((2+hc)*hc <= 80 mixes). That is the CPU-order kernel
+// (CudaOptions::cpuOrderKernels). The default, fast path:
+//   dsc_hc_mixes_dot_fast: one warp per (token s, mix k, split c) of the
+//     (nmix + 1) x DSC_HC_SPLITS items: the fp32 dot of fn[k] with the token's
+//     stream over split c (k == nmix: the sum of squares), lane-strided fp32
+//     FMA and a warp xor tree -> partial [S, nmix + 1, DSC_HC_SPLITS];
+//   dsc_hc_mixes_finish_fast: one warp per token: each mix sums its splits
+//     in order, r = 1/sqrt(sumsq/width + eps), then splitSinkhorn as above
+//     (splitSinkhornWarp: the same operations spread over the lanes).
+// Bound: the 4*(2+hc)*hc*hc*D bytes of fn at memory bandwidth.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/reduce.cuh"
+#include "codegen/kernels/gemv.cuh"
+
+/// Splits of one mix row in dsc_hc_mixes_dot_fast (the partial buffer's last dim).
+#define DSC_HC_SPLITS 64
 
 namespace dsc_dense_hc {
 __device__ float sigmoid(float x) { return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-x))); }
+
+/// hc_split_sinkhorn of one token from its (2+hc)*hc mixes (already times
+/// the rms factor), by one thread: numerics/lib/HyperConnection.cpp's fp32
+/// operation order.
+__device__ void splitSinkhorn(const float *mixes, long long hc, const float *scale,
+                              const float *base, float eps, int iters, float *pr, float *q,
+                              float *cb) {
+  const int n = (int)hc;
+  for (int c = 0; c < n; ++c) {
+    pr[c] = __fadd_rn(
+        dsc_dense_hc::sigmoid(__fadd_rn(__fmul_rn(mixes[c], scale[0]), base[c])), eps);
+    q[c] = __fmul_rn(2.0f, dsc_dense_hc::sigmoid(
+                               __fadd_rn(__fmul_rn(mixes[n + c], scale[1]), base[n + c])));
+  }
+  const float *m = mixes + 2 * n;
+  const float *b = base + 2 * n;
+  for (int i = 0; i < n; ++i) {
+    float *row = cb + i * n;
+    float mx = __int_as_float(0xff800000);
+    for (int j = 0; j < n; ++j) {
+      row[j] = __fadd_rn(__fmul_rn(m[i * n + j], scale[2]), b[i * n + j]);
+      mx = row[j] > mx ? row[j] : mx;
+    }
+    for (int j = 0; j < n; ++j)
+      row[j] = expf(__fsub_rn(row[j], mx));
+    float sum = 0.0f;
+    for (int j = 0; j < n; ++j)
+      sum = __fadd_rn(sum, row[j]);
+    for (int j = 0; j < n; ++j)
+      row[j] = __fadd_rn(__fdiv_rn(row[j], sum), eps);
+  }
+  for (int it = 0; it < (iters < 1 ? 1 : iters); ++it) {
+    if (it > 0) // rows, then columns, from the second round on
+      for (int i = 0; i < n; ++i) {
+        float sum = 0.0f;
+        for (int j = 0; j < n; ++j)
+          sum = __fadd_rn(sum, cb[i * n + j]);
+        const float d = __fadd_rn(sum, eps);
+        for (int j = 0; j < n; ++j)
+          cb[i * n + j] = __fdiv_rn(cb[i * n + j], d);
+      }
+    for (int j = 0; j < n; ++j) {
+      float sum = 0.0f;
+      for (int i = 0; i < n; ++i)
+        sum = __fadd_rn(sum, cb[i * n + j]);
+      const float d = __fadd_rn(sum, eps);
+      for (int i = 0; i < n; ++i)
+        cb[i * n + j] = __fdiv_rn(cb[i * n + j], d);
+    }
+  }
+}
+/// splitSinkhorn by a whole warp for n*n <= 32: lane l holds comb entry (l / n,
+/// l % n); every sum is read in the serial order through shuffles, so the
+/// result is bit-identical to splitSinkhorn. All 32 lanes must call it.
+__device__ void splitSinkhornWarp(const float *mixes, long long hc, const float *scale,
+                                  const float *base, float eps, int iters, float *pr, float *q,
+                                  float *cb) {
+  const int n = (int)hc, lane = threadIdx.x & 31, i = lane / n, j = lane % n;
+  const bool live = lane < n * n;
+  if (lane < n) {
+    pr[lane] = __fadd_rn(sigmoid(__fadd_rn(__fmul_rn(mixes[lane], scale[0]), base[lane])), eps);
+    q[lane] =
+        __fmul_rn(2.0f, sigmoid(__fadd_rn(__fmul_rn(mixes[n + lane], scale[1]), base[n + lane])));
+  }
+  float v = live ? __fadd_rn(__fmul_rn(mixes[2 * n + lane], scale[2]), base[2 * n + lane]) : 0.0f;
+  auto at = [&](float x, int src) { return __shfl_sync(0xffffffffu, x, src & 31); };
+  auto rowSum = [&](float x) {
+    float sum = 0.0f;
+    for (int jj = 0; jj < n; ++jj)
+      sum = __fadd_rn(sum, at(x, i * n + jj));
+    return sum;
+  };
+  float mx = __int_as_float(0xff800000);
+  for (int jj = 0; jj < n; ++jj) {
+    const float o = at(v, i * n + jj);
+    mx = o > mx ? o : mx;
+  }
+  v = expf(__fsub_rn(v, mx));
+  v = __fadd_rn(__fdiv_rn(v, rowSum(v)), eps);
+  for (int it = 0; it < (iters < 1 ? 1 : iters); ++it) {
+    if (it > 0)
+      v = __fdiv_rn(v, __fadd_rn(rowSum(v), eps));
+    float sum = 0.0f;
+    for (int ii = 0; ii < n; ++ii)
+      sum = __fadd_rn(sum, at(v, ii * n + j));
+    v = __fdiv_rn(v, __fadd_rn(sum, eps));
+  }
+  if (live)
+    cb[lane] = v;
+}
 } // namespace dsc_dense_hc
 
 DSC_KERNEL void dsc_hc_mixes(const __grid_constant__ dsc::abi::HcMixesParams p,
@@ -38,52 +141,71 @@ DSC_KERNEL void dsc_hc_mixes(const __grid_constant__ dsc::abi::HcMixesParams p,
       mixes[k] = __fmul_rn((float)d, rs);
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-      const int n = (int)hc;
-      float *pr = pre + s * hc, *q = post + s * hc, *cb = comb + s * hc * hc;
-      for (int c = 0; c < n; ++c) {
-        pr[c] = __fadd_rn(
-            dsc_dense_hc::sigmoid(__fadd_rn(__fmul_rn(mixes[c], scale[0]), base[c])), eps);
-        q[c] = __fmul_rn(2.0f, dsc_dense_hc::sigmoid(
-                                   __fadd_rn(__fmul_rn(mixes[n + c], scale[1]), base[n + c])));
-      }
-      const float *m = mixes + 2 * n;
-      const float *b = base + 2 * n;
-      for (int i = 0; i < n; ++i) {
-        float *row = cb + i * n;
-        float mx = __int_as_float(0xff800000);
-        for (int j = 0; j < n; ++j) {
-          row[j] = __fadd_rn(__fmul_rn(m[i * n + j], scale[2]), b[i * n + j]);
-          mx = row[j] > mx ? row[j] : mx;
-        }
-        for (int j = 0; j < n; ++j)
-          row[j] = expf(__fsub_rn(row[j], mx));
-        float sum = 0.0f;
-        for (int j = 0; j < n; ++j)
-          sum = __fadd_rn(sum, row[j]);
-        for (int j = 0; j < n; ++j)
-          row[j] = __fadd_rn(__fdiv_rn(row[j], sum), eps);
-      }
-      for (int it = 0; it < (iters < 1 ? 1 : iters); ++it) {
-        if (it > 0) // rows, then columns, from the second round on
-          for (int i = 0; i < n; ++i) {
-            float sum = 0.0f;
-            for (int j = 0; j < n; ++j)
-              sum = __fadd_rn(sum, cb[i * n + j]);
-            const float d = __fadd_rn(sum, eps);
-            for (int j = 0; j < n; ++j)
-              cb[i * n + j] = __fdiv_rn(cb[i * n + j], d);
-          }
-        for (int j = 0; j < n; ++j) {
-          float sum = 0.0f;
-          for (int i = 0; i < n; ++i)
-            sum = __fadd_rn(sum, cb[i * n + j]);
-          const float d = __fadd_rn(sum, eps);
-          for (int i = 0; i < n; ++i)
-            cb[i * n + j] = __fdiv_rn(cb[i * n + j], d);
-        }
+    if (threadIdx.x == 0)
+      dsc_dense_hc::splitSinkhorn(mixes, hc, scale, base, eps, iters, pre + s * hc, post + s * hc,
+                                  comb + s * hc * hc);
+    __syncthreads();
+  }
+}
+
+DSC_KERNEL void dsc_hc_mixes_dot_fast(const unsigned short *h, long long S, long long width,
+                                      const float *fn, long long nmix, float *partial) {
+  const int lane = threadIdx.x & 31;
+  const long long perToken = (nmix + 1) * DSC_HC_SPLITS, items = S * perToken;
+  const long long chunk = (width + DSC_HC_SPLITS - 1) / DSC_HC_SPLITS;
+  for (long long q = dsc_gemv::firstRow(); q < items; q += dsc_gemv::rowStride()) {
+    const long long s = q / perToken, rem = q - s * perToken, k = rem / DSC_HC_SPLITS,
+                    c = rem - k * DSC_HC_SPLITS;
+    const unsigned short *xs = h + s * width;
+    const long long begin = c * chunk, end = begin + chunk < width ? begin + chunk : width;
+    float acc = 0.0f;
+    if (k < nmix) {
+      const float *f = fn + k * width;
+#pragma unroll 8
+      for (long long i = begin + lane; i < end; i += 32)
+        acc = fmaf(__ldg(f + i), bf16ToFloat(xs[i]), acc);
+    } else {
+#pragma unroll 8
+      for (long long i = begin + lane; i < end; i += 32) {
+        const float v = bf16ToFloat(xs[i]);
+        acc = fmaf(v, v, acc);
       }
     }
-    __syncthreads();
+    acc = warpSum(acc);
+    if (lane == 0)
+      partial[q] = acc;
+  }
+}
+
+DSC_KERNEL void dsc_hc_mixes_finish_fast(const __grid_constant__ dsc::abi::HcMixesParams p,
+                                         const float *partial, long long S, long long hc,
+                                         long long D, const float *scale, const float *base,
+                                         float *pre, float *post, float *comb) {
+  const int iters = (int)p.sinkhorn_iters;
+  const float normEps = (float)p.norm_eps, eps = (float)p.eps;
+  __shared__ float mixes[dsc_gemv::kWarps][81];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const long long nmix = (2 + hc) * hc, width = hc * D;
+  for (long long s = dsc_gemv::firstRow(); s < S; s += dsc_gemv::rowStride()) {
+    const float *ps = partial + s * (nmix + 1) * DSC_HC_SPLITS;
+    for (long long k = lane; k <= nmix; k += 32) {
+      float v = 0.0f;
+      for (int c = 0; c < DSC_HC_SPLITS; ++c)
+        v = __fadd_rn(v, ps[k * DSC_HC_SPLITS + c]);
+      mixes[warp][k] = v;
+    }
+    __syncwarp();
+    const float rs =
+        __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(mixes[warp][nmix], (float)width), normEps)));
+    for (long long k = lane; k < nmix; k += 32)
+      mixes[warp][k] = __fmul_rn(mixes[warp][k], rs);
+    __syncwarp();
+    if (hc * hc <= 32)
+      dsc_dense_hc::splitSinkhornWarp(mixes[warp], hc, scale, base, eps, iters, pre + s * hc,
+                                      post + s * hc, comb + s * hc * hc);
+    else if (lane == 0)
+      dsc_dense_hc::splitSinkhorn(mixes[warp], hc, scale, base, eps, iters, pre + s * hc,
+                                  post + s * hc, comb + s * hc * hc);
+    __syncwarp();
   }
 }

@@ -3,10 +3,15 @@
 // logits[r, v] = fp32( sum_d x[r, d] * W[v, d] ) with bf16 x and W widened:
 // exact products summed in double in the CPU's dotF64 order, one rounding
 // to fp32. x points at the first row the head runs on (the adapter offsets
-// it for last_only). One thread per logit, v the fastest index.
+// it for last_only). One thread per logit, v the fastest index: the
+// CPU-order kernel (CudaOptions::cpuOrderKernels).
+// dsc_head_fast (the default): one warp per vocabulary row (gemv.cuh,
+// 16-byte loads), fp32 accumulation in a fixed order; bound: the 2*V*D
+// bytes of the bf16 head at memory bandwidth.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/reduce.cuh"
+#include "codegen/kernels/gemv.cuh"
 
 DSC_KERNEL void dsc_head(const unsigned short *x, long long rows, long long D,
                          const unsigned short *w, long long V, float *logits) {
@@ -19,4 +24,18 @@ DSC_KERNEL void dsc_head(const unsigned short *x, long long rows, long long D,
         D, [&](long long k) { return bf16ToFloat(xr[k]); },
         [&](long long k) { return bf16ToFloat(wr[k]); });
   }
+}
+
+DSC_KERNEL void dsc_head_fast(const unsigned short *x, long long rows, long long D,
+                              const unsigned short *w, long long V, float *logits) {
+  const int lane = threadIdx.x & 31;
+  for (long long v = dsc_gemv::firstRow(); v < V; v += dsc_gemv::rowStride())
+    for (long long r0 = 0; r0 < rows; r0 += dsc_gemv::kRowsPerPass) {
+      const int n = dsc_gemv::passRows(rows, r0);
+      float acc[dsc_gemv::kRowsPerPass];
+      dsc_gemv::bf16RowDots(w + v * D, x, D, D, r0, n, acc);
+      if (lane == 0)
+        for (int r = 0; r < n; ++r)
+          logits[(r0 + r) * V + v] = acc[r];
+    }
 }

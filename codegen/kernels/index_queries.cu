@@ -14,12 +14,20 @@
 //     first argument; invFreq from the adapter) (bf16), then fp4_act_quant
 //     QDQ (E2M1, UE8M0 per 32); bf16 out (the QDQ values are bf16-exact).
 //   The act and gemm steps use no parameter.
+//   dsc_index_queries_act_quant_fast + dsc_index_queries_gemm_fast (the
+//   default;
+//     the two above are the CPU-order kernels of CudaOptions::
+//     cpuOrderKernels): act_quant to E4M3 bytes, then gemv.cuh's tensor-core
+//     FP8 GEMV (x != null: quantised in shared memory; else from the act
+//     step's global codes); the same qb. Bound: the N*K weight bytes.
 //===----------------------------------------------------------------------===//
-#include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
+#include "codegen/kernels/common.cuh"
+#include "codegen/kernels/gemv.cuh"
 
-DSC_KERNEL void dsc_index_queries_act(const unsigned short *x, long long S, long long K,
-                                      float *codes, float *scales) {
+DSC_KERNEL void dsc_index_queries_act(const unsigned short *x, long long S,
+                                      long long K, float *codes,
+                                      float *scales) {
   const long long kb = K / kFp8ActBlock;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= S * kb)
@@ -36,8 +44,9 @@ DSC_KERNEL void dsc_index_queries_act(const unsigned short *x, long long S, long
 }
 
 DSC_KERNEL void dsc_index_queries_gemm(const float *codes, const float *aScales,
-                                       const unsigned char *w, const unsigned char *wScale,
-                                       long long S, long long K, long long N,
+                                       const unsigned char *w,
+                                       const unsigned char *wScale, long long S,
+                                       long long K, long long N,
                                        unsigned short *y) {
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= S * N)
@@ -58,10 +67,10 @@ DSC_KERNEL void dsc_index_queries_gemm(const float *codes, const float *aScales,
   y[i] = bf16FromFloat(acc);
 }
 
-DSC_KERNEL void dsc_index_queries_rope_qdq(const __grid_constant__ dsc::abi::IndexQueriesParams p,
-                                           const unsigned short *qb, long long S, long long H,
-                                           long long dk, const float *invFreq,
-                                           const long long *callState, unsigned short *q) {
+DSC_KERNEL void dsc_index_queries_rope_qdq(
+    const __grid_constant__ dsc::abi::IndexQueriesParams p,
+    const unsigned short *qb, long long S, long long H, long long dk,
+    const float *invFreq, const long long *callState, unsigned short *q) {
   const long long ropeDim = p.rope.dim;
   const long long startPos = DSC_CALL_START(callState);
   const long long blocks = dk / kFp4E8M0Block;
@@ -75,9 +84,35 @@ DSC_KERNEL void dsc_index_queries_rope_qdq(const __grid_constant__ dsc::abi::Ind
   float vals[kFp4E8M0Block], out[kFp4E8M0Block];
   for (int k = 0; k < kFp4E8M0Block; ++k)
     vals[k] = bf16ToFloat(qb[base + k]);
-  ropeSlice(vals, static_cast<int>(b * kFp4E8M0Block), kFp4E8M0Block, static_cast<int>(dk),
-            static_cast<int>(ropeDim), invFreq, startPos + s, false);
+  ropeSlice(vals, static_cast<int>(b * kFp4E8M0Block), kFp4E8M0Block,
+            static_cast<int>(dk), static_cast<int>(ropeDim), invFreq,
+            startPos + s, false);
   qdqFp4E8M0Block(vals, kFp4E8M0Block, out);
   for (int k = 0; k < kFp4E8M0Block; ++k)
     q[base + k] = bf16FromFloat(out[k]);
+}
+
+DSC_KERNEL void dsc_index_queries_act_quant_fast(const unsigned short *x,
+                                                 long long M, long long K,
+                                                 unsigned char *codes,
+                                                 float *scales) {
+  dsc_gemv::quantizeBlocks(x, M * (K / 32), dsc_gemv::firstRow(),
+                           dsc_gemv::rowStride(), codes, scales);
+}
+
+DSC_KERNEL void dsc_index_queries_gemm_fast(const unsigned short *x,
+                                            const unsigned char *codes,
+                                            const float *scales, long long M,
+                                            long long K, const unsigned char *w,
+                                            const unsigned char *wScale,
+                                            long long N, unsigned short *y,
+                                            long long splits, float *partial) {
+  dsc_gemv::fp8Gemv(x, codes, scales, M, K, w, wScale, N, y, splits, partial);
+}
+
+DSC_KERNEL void dsc_index_queries_splitk_reduce_fast(const float *partial,
+                                                     long long splits,
+                                                     long long MN,
+                                                     unsigned short *y) {
+  dsc_gemv::splitKReduce(partial, splits, MN, y);
 }

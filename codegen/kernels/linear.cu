@@ -8,34 +8,49 @@
 // quant = bf16:
 //   dsc_linear_bf16: one thread per output; exact products summed in double
 //     in the CPU's dotF64 order, rounded double -> fp32 -> bf16.
+// The entries above are the CPU-order kernels (CudaOptions::cpuOrderKernels).
+// The default, fast entries (gemv.cuh: one warp per output row, 16-byte
+// weight loads, a fixed but different summation order):
+//   dsc_linear_fp8_fast / dsc_linear_fp4_fast: x != null: the block
+//     act_quants x [M, K] into dynamic shared memory (quantBytes(M, K))
+//     first; x == null: codes/scales come from dsc_linear_act_quant_fast
+//     (global scratch, for M*K too large for shared memory);
+//   dsc_linear_act_quant_fast: one warp per 32-K block, grid-strided;
+//   dsc_linear_bf16_fast: fp32 accumulation, one bf16 rounding.
+// Bound: the weight bytes (N*K, N*K/2 + scales, 2*N*K) at memory bandwidth.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
-#include "codegen/kernels/reduce.cuh"
 #include "codegen/kernels/gemm.cuh"
+#include "codegen/kernels/gemv.cuh"
+#include "codegen/kernels/reduce.cuh"
 
-DSC_KERNEL void dsc_linear_act_quant(const unsigned short *x, long long M, long long K,
-                                     unsigned char *codes, float *scales) {
+DSC_KERNEL void dsc_linear_act_quant(const unsigned short *x, long long M,
+                                     long long K, unsigned char *codes,
+                                     float *scales) {
   dsc_dense_gemm::actQuant(x, M, K, codes, scales);
 }
 
-DSC_KERNEL void dsc_linear_fp8(const unsigned char *codes, const float *scales, long long M,
-                               long long K, const unsigned char *w, const unsigned char *wScale,
-                               long long N, unsigned short *y) {
+DSC_KERNEL void dsc_linear_fp8(const unsigned char *codes, const float *scales,
+                               long long M, long long K, const unsigned char *w,
+                               const unsigned char *wScale, long long N,
+                               unsigned short *y) {
   dsc_dense_gemm::storeBf16Outputs(M, N, y, [&](long long m, long long c) {
     return dsc_dense_gemm::fp8Out(codes, scales, m, K, w, wScale, c);
   });
 }
 
-DSC_KERNEL void dsc_linear_fp4(const unsigned char *codes, const float *scales, long long M,
-                               long long K, const unsigned char *w, const unsigned char *wScale,
-                               long long N, unsigned short *y) {
+DSC_KERNEL void dsc_linear_fp4(const unsigned char *codes, const float *scales,
+                               long long M, long long K, const unsigned char *w,
+                               const unsigned char *wScale, long long N,
+                               unsigned short *y) {
   dsc_dense_gemm::storeBf16Outputs(M, N, y, [&](long long m, long long c) {
     return dsc_dense_gemm::fp4Out(codes, scales, m, K, w, wScale, c);
   });
 }
 
-DSC_KERNEL void dsc_linear_bf16(const unsigned short *x, long long M, long long K,
-                                const unsigned short *w, long long N, unsigned short *y) {
+DSC_KERNEL void dsc_linear_bf16(const unsigned short *x, long long M,
+                                long long K, const unsigned short *w,
+                                long long N, unsigned short *y) {
   const long long n = M * N;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
@@ -46,4 +61,47 @@ DSC_KERNEL void dsc_linear_bf16(const unsigned short *x, long long M, long long 
         [&](long long k) { return bf16ToFloat(wr[k]); });
     y[i] = bf16FromFloat((float)v);
   }
+}
+
+//===----------------------------------------------------------------------===//
+// Fast entries (gemv.cuh)
+//===----------------------------------------------------------------------===//
+
+DSC_KERNEL void dsc_linear_act_quant_fast(const unsigned short *x, long long M,
+                                          long long K, unsigned char *codes,
+                                          float *scales) {
+  dsc_gemv::quantizeBlocks(x, M * (K / 32), dsc_gemv::firstRow(),
+                           dsc_gemv::rowStride(), codes, scales);
+}
+
+DSC_KERNEL void dsc_linear_fp8_fast(const unsigned short *x,
+                                    const unsigned char *codes,
+                                    const float *scales, long long M,
+                                    long long K, const unsigned char *w,
+                                    const unsigned char *wScale, long long N,
+                                    unsigned short *y, long long splits,
+                                    float *partial) {
+  dsc_gemv::fp8Gemv(x, codes, scales, M, K, w, wScale, N, y, splits, partial);
+}
+
+DSC_KERNEL void dsc_linear_fp4_fast(const unsigned short *x,
+                                    const unsigned char *codes,
+                                    const float *scales, long long M,
+                                    long long K, const unsigned char *w,
+                                    const unsigned char *wScale, long long N,
+                                    unsigned short *y, long long splits,
+                                    float *partial) {
+  dsc_gemv::fp4Gemv(x, codes, scales, M, K, w, wScale, N, y, splits, partial);
+}
+
+DSC_KERNEL void dsc_linear_bf16_fast(const unsigned short *x, long long M,
+                                     long long K, const unsigned short *w,
+                                     long long N, unsigned short *y) {
+  dsc_gemv::bf16Gemv(x, K, M, K, w, N, y);
+}
+
+DSC_KERNEL void dsc_linear_splitk_reduce_fast(const float *partial,
+                                              long long splits, long long MN,
+                                              unsigned short *y) {
+  dsc_gemv::splitKReduce(partial, splits, MN, y);
 }

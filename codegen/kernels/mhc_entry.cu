@@ -11,13 +11,18 @@
 // Bit-identical to dsc_hc_pre followed by dsc_rms_norm; x never reaches
 // global memory (it is internal to the group). Takes the rms_norm step's
 // parameters as its __grid_constant__ struct (the kernel ABI).
+// dsc_mhc_pre_norm_fast (the default; CudaOptions::cpuOrderKernels selects
+// the entry above): the same with rmsNormRowFast (block-reduced sum of
+// squares), bit-identical to dsc_hc_pre followed by dsc_rms_norm_fast.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/reduce.cuh"
 
-DSC_KERNEL void dsc_mhc_pre_norm(const __grid_constant__ dsc::abi::RmsNormParams p,
-                                 const unsigned short *h, long long S, long long hc, long long D,
-                                 const float *pre, const unsigned short *w, unsigned short *y) {
+namespace dsc_mhc_entry {
+template <bool kFast>
+__device__ void preNorm(const dsc::abi::RmsNormParams &p, const unsigned short *h, long long S,
+                        long long hc, long long D, const float *pre, const unsigned short *w,
+                        unsigned short *y) {
   const float eps = (float)p.eps; // the rms_norm step's parameters (the host's float(eps))
   extern __shared__ unsigned short xs[];
   for (long long s = blockIdx.x; s < S; s += gridDim.x) {
@@ -30,6 +35,24 @@ DSC_KERNEL void dsc_mhc_pre_norm(const __grid_constant__ dsc::abi::RmsNormParams
       xs[d] = bf16FromFloat(acc);
     }
     __syncthreads();
-    dsc_dense_ts::rmsNormRow(D, eps, [&](long long i) { return bf16ToFloat(xs[i]); }, w, y + s * D);
+    auto x = [&](long long i) { return bf16ToFloat(xs[i]); };
+    if (kFast)
+      dsc_dense_ts::rmsNormRowFast(D, eps, x, w, y + s * D);
+    else
+      dsc_dense_ts::rmsNormRow(D, eps, x, w, y + s * D);
   }
+}
+} // namespace dsc_mhc_entry
+
+DSC_KERNEL void dsc_mhc_pre_norm(const __grid_constant__ dsc::abi::RmsNormParams p,
+                                 const unsigned short *h, long long S, long long hc, long long D,
+                                 const float *pre, const unsigned short *w, unsigned short *y) {
+  dsc_mhc_entry::preNorm<false>(p, h, S, hc, D, pre, w, y);
+}
+
+DSC_KERNEL void dsc_mhc_pre_norm_fast(const __grid_constant__ dsc::abi::RmsNormParams p,
+                                      const unsigned short *h, long long S, long long hc,
+                                      long long D, const float *pre, const unsigned short *w,
+                                      unsigned short *y) {
+  dsc_mhc_entry::preNorm<true>(p, h, S, hc, D, pre, w, y);
 }

@@ -20,9 +20,28 @@
 // Routed weights are stacked: w1/w3 [E, I, D/2] + [E, I, D/32], w2
 // [E, D, I/2] + [E, D, I/32]; shared: w1/w3 [I, D] + [ceil(I/32), D/32], w2
 // [D, I] + [ceil(D/32), I/32].
+// The steps above are the CPU-order kernels (CudaOptions::cpuOrderKernels).
+// The default, fast path is three launches for all ranks and the shared
+// expert (gemv.cuh tensor-core tiles, warps splitting K combined in warp
+// order: a fixed summation order, no float atomics):
+//   dsc_moe_experts_up_fast: one block per (t, slot, 16 rows i), slot in [0, k]
+//     (slot k: the shared expert): g = bf16(w1 x), u = bf16(w3 x) of the
+//     slot's expert (FP4 routed / FP8 shared), h[t, slot, i] = swiglu (x's
+//     act_quant in shared memory when xq is given, else from global codes);
+//   dsc_moe_experts_down_fast: one block per (t, slot, 16 rows d): out[t,
+//     slot, d] = bf16(w2 h[t, slot]) as fp32 (h's act_quant in shared
+//     memory when hq is given);
+//   dsc_moe_experts_combine_fast: one thread per (t, d): acc = sum over the
+//     token's valid slots in ascending expert id of out, y = bf16(acc +
+//     out[t, k]) (the CPU's order of the sum over experts);
+//   dsc_moe_experts_act_quant_fast: global act_quant when a row set is too
+//     large for shared memory.
+// Bound: the bytes of the chosen experts' weights (3 * I * D / 2 per routed
+// slot + scales, 3 * I * D for the shared expert) at memory bandwidth.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/gemm.cuh"
+#include "codegen/kernels/gemv.cuh"
 
 namespace dsc_dense_moe {
 /// moeSwiglu of one element: bf16( w * (silu(min(g,lim)) * clamp(u,+-lim)) ).
@@ -144,5 +163,170 @@ DSC_KERNEL void dsc_moe_experts_down_fp8(const unsigned char *codes, const float
     const long long t = e / D, d = e - t * D;
     const float out = roundToBf16(dsc_dense_gemm::fp8Out(codes, scales, t, I, w2, w2s, d));
     y[e] = bf16FromFloat(__fadd_rn(acc[e], out));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Fast path (gemv.cuh)
+//===----------------------------------------------------------------------===//
+
+DSC_KERNEL void dsc_moe_experts_act_quant_fast(const unsigned short *x, long long M, long long K,
+                                               unsigned char *codes, float *scales) {
+  dsc_gemv::quantizeBlocks(x, M * (K / 32), dsc_gemv::firstRow(), dsc_gemv::rowStride(), codes,
+                           scales);
+}
+
+namespace dsc_moe_fast {
+/// Dynamic shared memory layout of the fast steps: act_quant codes + scales
+/// (when quantised in the block), then the warp-combine buffer.
+struct Smem {
+  const unsigned char *codes;
+  const float *scales;
+  float *comb;
+};
+__device__ Smem setup(const unsigned short *xq, const unsigned char *gCodes, const float *gScales,
+                      long long rows, long long K, unsigned char *smem) {
+  Smem m{gCodes, gScales, reinterpret_cast<float *>(smem)};
+  if (xq) {
+    dsc_gemv::quantizeToShared(xq, rows, K, smem);
+    m.codes = smem;
+    m.scales = reinterpret_cast<const float *>(smem + rows * K);
+    m.comb = reinterpret_cast<float *>(smem + dsc_gemv::quantBytes(rows, K));
+  }
+  return m;
+}
+} // namespace dsc_moe_fast
+
+DSC_KERNEL void dsc_moe_experts_up_fast(
+    const __grid_constant__ dsc::abi::MoeExpertsParams p, const unsigned short *xq,
+    const unsigned char *gCodes, const float *gScales, long long T, long long D, long long I,
+    const unsigned char *w1, const unsigned char *w1s, const unsigned char *w3,
+    const unsigned char *w3s, const unsigned char *s1, const unsigned char *s1s,
+    const unsigned char *s3, const unsigned char *s3s, const int *ids, const float *weights,
+    long long k, long long E, unsigned short *h) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const dsc_moe_fast::Smem m = dsc_moe_fast::setup(xq, gCodes, gScales, T, D, smem);
+  const float lim = (float)p.swiglu_limit;
+  const int lane = threadIdx.x & 31, g = lane >> 2;
+  const bool writer = threadIdx.x < 32 && (lane & 3) == 0; // warp 0, column 0 (token t)
+  const long long kb = D / 32, iTiles = (I + 15) / 16, perToken = (k + 1) * iTiles;
+  long long j0, j1;
+  dsc_gemv::warpBlocks(kb, j0, j1);
+  for (long long item = blockIdx.x; item < T * perToken; item += gridDim.x) {
+    const long long t = item / perToken, rem = item - t * perToken, slot = rem / iTiles,
+                    i0 = (rem - slot * iTiles) * 16;
+    const long long rG = i0 + g < I ? i0 + g : I - 1, rG8 = i0 + g + 8 < I ? i0 + g + 8 : I - 1;
+    unsigned short *hs = h + (t * (k + 1) + slot) * I;
+    const bool routed = slot < k;
+    const long long x = routed ? ids[t * k + slot] : 0;
+    if (routed && (x < 0 || x >= E)) { // an invalid slot contributes nothing
+      if (writer) {
+        if (i0 + g < I)
+          hs[i0 + g] = 0;
+        if (i0 + g + 8 < I)
+          hs[i0 + g + 8] = 0;
+      }
+      continue; // block-uniform
+    }
+    float gAcc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, uAcc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (routed) {
+      const long long a = x * I + rG, b = x * I + rG8;
+      dsc_gemv::tileDots<true>(w1 + a * (D / 2), w1 + b * (D / 2), w1s + a * kb, w1s + b * kb,
+                               m.codes, m.scales, D, t, 1, j0, j1, gAcc);
+      dsc_gemv::tileDots<true>(w3 + a * (D / 2), w3 + b * (D / 2), w3s + a * kb, w3s + b * kb,
+                               m.codes, m.scales, D, t, 1, j0, j1, uAcc);
+    } else {
+      dsc_gemv::tileDots<false>(s1 + rG * D, s1 + rG8 * D, s1s + (rG / 32) * kb,
+                                s1s + (rG8 / 32) * kb, m.codes, m.scales, D, t, 1, j0, j1, gAcc);
+      dsc_gemv::tileDots<false>(s3 + rG * D, s3 + rG8 * D, s3s + (rG / 32) * kb,
+                                s3s + (rG8 / 32) * kb, m.codes, m.scales, D, t, 1, j0, j1, uAcc);
+    }
+    dsc_gemv::combineWarps(gAcc, m.comb);
+    dsc_gemv::combineWarps(uAcc, m.comb);
+    if (writer) {
+      const float rw = routed ? weights[t * k + slot] : 0.0f;
+      if (i0 + g < I)
+        hs[i0 + g] =
+            dsc_dense_moe::swiglu(roundToBf16(gAcc[0]), roundToBf16(uAcc[0]), lim, routed, rw);
+      if (i0 + g + 8 < I)
+        hs[i0 + g + 8] =
+            dsc_dense_moe::swiglu(roundToBf16(gAcc[2]), roundToBf16(uAcc[2]), lim, routed, rw);
+    }
+  }
+}
+
+DSC_KERNEL void dsc_moe_experts_down_fast(const unsigned short *hq, const unsigned char *gCodes,
+                                          const float *gScales, long long T, long long I,
+                                          long long D, const unsigned char *w2,
+                                          const unsigned char *w2s, const unsigned char *s2,
+                                          const unsigned char *s2s, const int *ids, long long k,
+                                          long long E, float *outs) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const dsc_moe_fast::Smem m = dsc_moe_fast::setup(hq, gCodes, gScales, T * (k + 1), I, smem);
+  const int lane = threadIdx.x & 31, g = lane >> 2;
+  const bool writer = threadIdx.x < 32 && (lane & 3) == 0;
+  const long long kb = I / 32, dTiles = (D + 15) / 16, perToken = (k + 1) * dTiles;
+  long long j0, j1;
+  dsc_gemv::warpBlocks(kb, j0, j1);
+  for (long long item = blockIdx.x; item < T * perToken; item += gridDim.x) {
+    const long long t = item / perToken, rem = item - t * perToken, slot = rem / dTiles,
+                    d0 = (rem - slot * dTiles) * 16;
+    const long long rG = d0 + g < D ? d0 + g : D - 1, rG8 = d0 + g + 8 < D ? d0 + g + 8 : D - 1;
+    const bool routed = slot < k;
+    const long long x = routed ? ids[t * k + slot] : 0;
+    if (routed && (x < 0 || x >= E))
+      continue; // block-uniform; the combine step skips the slot
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const long long hrow = t * (k + 1) + slot;
+    if (routed) {
+      const long long a = x * D + rG, b = x * D + rG8;
+      dsc_gemv::tileDots<true>(w2 + a * (I / 2), w2 + b * (I / 2), w2s + a * kb, w2s + b * kb,
+                               m.codes, m.scales, I, hrow, 1, j0, j1, acc);
+    } else {
+      dsc_gemv::tileDots<false>(s2 + rG * I, s2 + rG8 * I, s2s + (rG / 32) * kb,
+                                s2s + (rG8 / 32) * kb, m.codes, m.scales, I, hrow, 1, j0, j1,
+                                acc);
+    }
+    dsc_gemv::combineWarps(acc, m.comb);
+    if (writer) {
+      float *o = outs + hrow * D;
+      if (d0 + g < D)
+        o[d0 + g] = roundToBf16(acc[0]);
+      if (d0 + g + 8 < D)
+        o[d0 + g + 8] = roundToBf16(acc[2]);
+    }
+  }
+}
+
+DSC_KERNEL void dsc_moe_experts_combine_fast(const float *outs, const int *ids, long long T,
+                                             long long k, long long E, long long D,
+                                             unsigned short *y) {
+  for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < T * D;
+       q += (long long)gridDim.x * blockDim.x) {
+    const long long t = q / D, d = q - t * D;
+    const int *id = ids + t * k;
+    const float *o = outs + t * (k + 1) * D + d;
+    // The token's valid slots in ascending expert id (ties: slot order), as
+    // the CPU's expert loop adds them.
+    float total = 0.0f;
+    int last = -1;
+    long long lastSlot = -1;
+    for (long long n = 0; n < k; ++n) {
+      long long best = -1;
+      for (long long j = 0; j < k; ++j) {
+        const int x = id[j];
+        if (x < 0 || x >= E)
+          continue;
+        const bool after = x > last || (x == last && j > lastSlot);
+        if (after && (best < 0 || x < id[best] || (x == id[best] && j < best)))
+          best = j;
+      }
+      if (best < 0)
+        break;
+      last = id[best];
+      lastSlot = best;
+      total = __fadd_rn(total, o[best * D]);
+    }
+    y[q] = bf16FromFloat(__fadd_rn(total, o[k * D]));
   }
 }

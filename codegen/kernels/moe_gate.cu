@@ -9,10 +9,19 @@
 // bias. Thread 0: k rounds of argmax under numerics' tie rule (NaN first,
 // larger first, lower id at ties) = rank order; w = s[idx]; normalise
 // (rank-order fp32 sum + 1e-20) when normalize && k > 1; times route_scale.
+// That is the CPU-order kernel (CudaOptions::cpuOrderKernels). The default,
+// fast path (same formulas, scores accumulated in fp32 in gemv.cuh's order):
+//   dsc_moe_gate_scores_fast: one warp per expert row e (16-byte loads),
+//     all tokens in passes: s[t, e], choice[t, e] into global scratch;
+//   dsc_moe_gate_select_fast: one warp per token: k rounds of a warp argmax
+//     under the same tie rule (each lane scans e = lane, lane + 32, ...,
+//     E <= 2048), then the same normalisation by lane 0.
+// Bound: the 2*E*D bytes of the gate weight at memory bandwidth.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/reduce.cuh"
 #include "codegen/kernels/select.cuh"
+#include "codegen/kernels/gemv.cuh"
 
 
 DSC_KERNEL void dsc_moe_gate(const __grid_constant__ dsc::abi::MoeGateParams p,
@@ -69,5 +78,89 @@ DSC_KERNEL void dsc_moe_gate(const __grid_constant__ dsc::abi::MoeGateParams p,
         wt[j] = __fmul_rn(wt[j], routeScale);
     }
     __syncthreads();
+  }
+}
+
+namespace dsc_moe_gate_fast {
+/// sqrt(softplus(v / temperature)) (threshold 20), as dsc_moe_gate.
+__device__ __forceinline__ float score(float dot, float temperature) {
+  float v = __fdiv_rn(dot, temperature);
+  v = v > 20.0f ? v : log1pf(expf(v));
+  return __fsqrt_rn(v);
+}
+/// Route weights of one token by lane 0: normalise, scale (dsc_moe_gate's tail).
+__device__ void finishWeights(float *wt, long long topk, bool normalize, float routeScale) {
+  if (normalize && topk > 1) {
+    float sum = 0.0f;
+    for (long long j = 0; j < topk; ++j)
+      sum = __fadd_rn(sum, wt[j]);
+    const float denom = __fadd_rn(sum, 1e-20f);
+    for (long long j = 0; j < topk; ++j)
+      wt[j] = __fdiv_rn(wt[j], denom);
+  }
+  for (long long j = 0; j < topk; ++j)
+    wt[j] = __fmul_rn(wt[j], routeScale);
+}
+} // namespace dsc_moe_gate_fast
+
+DSC_KERNEL void dsc_moe_gate_scores_fast(const __grid_constant__ dsc::abi::MoeGateParams p,
+                                         const unsigned short *x, long long T, long long D,
+                                         const unsigned short *w, const float *bias, long long E,
+                                         float *scores, float *choice) {
+  const float temperature = (float)p.temperature;
+  const int lane = threadIdx.x & 31;
+  for (long long e = dsc_gemv::firstRow(); e < E; e += dsc_gemv::rowStride())
+    for (long long t0 = 0; t0 < T; t0 += dsc_gemv::kRowsPerPass) {
+      const int rows = dsc_gemv::passRows(T, t0);
+      float acc[dsc_gemv::kRowsPerPass];
+      dsc_gemv::bf16RowDots(w + e * D, x, D, D, t0, rows, acc);
+      if (lane == 0)
+        for (int r = 0; r < rows; ++r) {
+          const float v = dsc_moe_gate_fast::score(acc[r], temperature);
+          scores[(t0 + r) * E + e] = v;
+          choice[(t0 + r) * E + e] = bias ? __fadd_rn(v, bias[e]) : v;
+        }
+    }
+}
+
+DSC_KERNEL void dsc_moe_gate_select_fast(const __grid_constant__ dsc::abi::MoeGateParams p,
+                                         const float *scores, const float *choice, long long T,
+                                         long long E, float *weights, int *ids) {
+  const long long topk = p.topk;
+  const int lane = threadIdx.x & 31;
+  for (long long t = dsc_gemv::firstRow(); t < T; t += dsc_gemv::rowStride()) {
+    const float *c = choice + t * E;
+    unsigned long long taken = 0; // bit i: this lane's entry lane + 32 i was chosen
+    const long long k = topk < E ? topk : E;
+    for (long long j = 0; j < k; ++j) {
+      long long best = -1;
+      float bv = 0.0f;
+      for (long long e = lane, i = 0; e < E; e += 32, ++i)
+        if (!((taken >> i) & 1ull) && (best < 0 || ranksBefore(c[e], e, bv, best))) {
+          best = e;
+          bv = c[e];
+        }
+      for (int off = 16; off > 0; off >>= 1) {
+        const long long ob = __shfl_xor_sync(0xffffffffu, best, off);
+        const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
+        if (ob >= 0 && (best < 0 || ranksBefore(ov, ob, bv, best))) {
+          best = ob;
+          bv = ov;
+        }
+      }
+      if (best >= 0 && (best & 31) == lane)
+        taken |= 1ull << (best >> 5);
+      if (lane == 0) {
+        ids[t * topk + j] = (int)best;
+        weights[t * topk + j] = best >= 0 ? scores[t * E + best] : 0.0f;
+      }
+    }
+    if (lane == 0) {
+      for (long long j = k; j < topk; ++j) { // k > E: never in a valid plan
+        ids[t * topk + j] = -1;
+        weights[t * topk + j] = 0.0f;
+      }
+      dsc_moe_gate_fast::finishWeights(weights + t * topk, topk, p.normalize, (float)p.route_scale);
+    }
   }
 }

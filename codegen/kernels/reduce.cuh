@@ -129,6 +129,29 @@ __device__ void rmsNormRow(long long n, float eps, Load x, const unsigned short 
   __syncthreads();
 }
 
+/// The fast RMSNorm row (CudaOptions::cpuOrderKernels = false): the same
+/// formula and rounding points as rmsNormRow, but the sum of squares is a
+/// block reduction (per-thread fp32 sums, blockSum's fixed xor tree), so it
+/// is deterministic and differs from torch's order in the last bits. Same
+/// aliasing rule; ends with a barrier.
+template <typename Load>
+__device__ void rmsNormRowFast(long long n, float eps, Load x, const unsigned short *w,
+                               unsigned short *y) {
+  __shared__ float scratch[32];
+  float part = 0.0f;
+  for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = x(i);
+    part = fmaf(v, v, part);
+  }
+  const float sum = blockSum(part, scratch);
+  const float rv = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(sum, (float)n), eps)));
+  for (long long i = threadIdx.x; i < n; i += blockDim.x) {
+    const float normed = __fmul_rn(x(i), rv);
+    y[i] = bf16FromFloat(__fmul_rn(bf16ToFloat(w[i]), normed));
+  }
+  __syncthreads();
+}
+
 } // namespace dsc_dense_ts
 
 // DenseUtil.h dotF64: exact products summed in double, four interleaved

@@ -5,7 +5,9 @@
 // torch's fp32 sum order (TorchReduce.h, serial, bit for bit as the
 // CPU); then every thread writes y[i] = bf16(w[i] * (x[i] * r)) for its
 // columns. y may alias x (each element is read before it is written by the
-// same thread; the sum finishes before any write).
+// same thread; the sum finishes before any write). This is the CPU-order
+// kernel (CudaOptions::cpuOrderKernels); dsc_rms_norm_fast (the default)
+// reduces the sum of squares over the block (rmsNormRowFast), same layout.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/reduce.cuh"
@@ -17,5 +19,16 @@ DSC_KERNEL void dsc_rms_norm(const __grid_constant__ dsc::abi::RmsNormParams p,
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const unsigned short *xr = x + r * n;
     dsc_dense_ts::rmsNormRow(n, eps, [&](long long i) { return bf16ToFloat(xr[i]); }, w, y + r * n);
+  }
+}
+
+DSC_KERNEL void dsc_rms_norm_fast(const __grid_constant__ dsc::abi::RmsNormParams p,
+                                  const unsigned short *x, long long rows, long long n,
+                                  const unsigned short *w, unsigned short *y) {
+  const float eps = (float)p.eps;
+  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+    const unsigned short *xr = x + r * n;
+    dsc_dense_ts::rmsNormRowFast(n, eps, [&](long long i) { return bf16ToFloat(xr[i]); }, w,
+                                 y + r * n);
   }
 }

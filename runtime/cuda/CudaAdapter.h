@@ -82,6 +82,9 @@ public:
   /// CudaOptions::quadraticTopk: the first-cut O(T^2) top-k and serial
   /// candidate kernels instead of the radix selects.
   bool quadraticTopk = false;
+  /// CudaOptions::cpuOrderKernels: launch the CPU-order entries instead of
+  /// the fast (`_fast`, gemv.cuh) ones.
+  bool cpuOrderKernels = false;
 
   CudaLaunchContext(const runtime::Plan &plan, const runtime::Program &program,
                     const runtime::Launch &launch, const runtime::KernelSpec &kernel,

@@ -24,6 +24,7 @@
 // Docs: docs/cuda-kernels-attention.md.
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaAdapter.h"
+#include "runtime/cuda/GemvLaunch.h"
 
 #include "dsc/numerics/Rope.h"
 #include "dsc/runtime/StateLayout.h"
@@ -234,12 +235,21 @@ Status compressor(CudaLaunchContext &c, const abi::CompressorParams &p) {
   // Latents emitted: n at this call, nCap at most (grids; kernels use the call state).
   const int64_t nCap = CudaLaunchContext::compressedTokensCapacity(S, ratio);
   CUdeviceptr none = 0;
+  // The compressor's bf16 projections: the fast warp-per-row entry unless
+  // CudaOptions::cpuOrderKernels (or unaligned rows).
+  const bool fastLinear = !c.cpuOrderKernels && dim % 8 == 0 && aligned16({xp, wp});
+  auto linear = [&](CUdeviceptr weight, CUdeviceptr outF32, CUdeviceptr outBf16) -> Status {
+    if (fastLinear && aligned16({weight}))
+      return c.launchEntry("dsc_compressor_linear_fast", gemvGrid(d), gemvBlock(), 0,
+                           args(xp, weight, S, dim, d, outF32, outBf16));
+    return launch1D(c, "dsc_compressor_linear", S * d, {&xp, &weight, &S, &dim, &d, &outF32, &outBf16});
+  };
   Scratch s;
   if (ratio == 1) {
     size_t lin = s.add(size_t(S * d) * 2);
     DSC_TRY(s.allocate(c));
     CUdeviceptr lb = s.at(lin);
-    DSC_TRY(launch1D(c, "dsc_compressor_linear", S * d, {&xp, &wp, &S, &dim, &d, &none, &lb}));
+    DSC_TRY(linear(wp, none, lb));
     return launch1D(c, "dsc_compressor_norm", S, {&params, &lb, &cs, &d, &np, &lp});
   }
   size_t kvPiece = s.add(size_t(S * d) * 4), scorePiece = s.add(size_t(S * d) * 4);
@@ -247,8 +257,8 @@ Status compressor(CudaLaunchContext &c, const abi::CompressorParams &p) {
   DSC_TRY(s.allocate(c));
   CUdeviceptr kvb = s.at(kvPiece), scb = s.at(scorePiece), pooled = s.at(pooledPiece);
   CUdeviceptr gp = c.inputs[2]->ptr;
-  DSC_TRY(launch1D(c, "dsc_compressor_linear", S * d, {&xp, &wp, &S, &dim, &d, &kvb, &none}));
-  DSC_TRY(launch1D(c, "dsc_compressor_linear", S * d, {&xp, &gp, &S, &dim, &d, &scb, &none}));
+  DSC_TRY(linear(wp, kvb, none));
+  DSC_TRY(linear(gp, scb, none));
   if (start == 0) { // prefill
     DSC_TRY(launch1D(c, "dsc_compressor_pool", n * d, {&params, &kvb, &scb, &cs, &d, &pooled}));
     int64_t rowFrom = n * ratio, count = S - n * ratio;
@@ -373,6 +383,17 @@ Status indexQueries(CudaLaunchContext &c, const abi::IndexQueriesParams &p) {
                                   "multiples of 32");
   if (S <= 0)
     return Status::ok();
+  if (!c.cpuOrderKernels && aligned16({qr.ptr, w.ptr})) {
+    auto qbuf = c.scratch(size_t(S * N) * 2);
+    auto fc = ropeConstant(c, freqs);
+    if (!qbuf || !fc)
+      return !qbuf ? qbuf.status() : fc.status();
+    CUdeviceptr qb = *qbuf, f = *fc, out = q.ptr, cs = c.callState;
+    DSC_TRY(quantizedGemv(c, "dsc_index_queries", "dsc_index_queries_gemm_fast", qr.ptr, S, K,
+                          w.ptr, scale.ptr, N, qb));
+    return launch1D(c, "dsc_index_queries_rope_qdq", S * H * (dk / 32),
+                    {&params, &qb, &S, &H, &dk, &f, &cs, &out});
+  }
   Scratch s;
   size_t codes = s.add(size_t(S * K) * 4), scales = s.add(size_t(S * (K / 32)) * 4),
          qbp = s.add(size_t(S * N) * 2);

@@ -6,8 +6,14 @@
 // (runtime/cpu/CpuAdaptersDense.cpp) and launches the entries of
 // codegen/kernels/<name>.cu (docs/cuda-kernels-dense.md). Intermediate
 // buffers (quantised activations, MoE accumulators) are launch scratch.
+// Unless CudaOptions::cpuOrderKernels, the GEMMs, norms and mHC mixes launch
+// the fast `_fast` entries (codegen/kernels/gemv.cuh: one warp per output
+// row, 16-byte loads, block reductions) where their shape rules hold (K a
+// multiple of 32, 16-byte aligned tensors, shared-memory budget); otherwise,
+// and with the option, the CPU-order entries.
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaAdapter.h"
+#include "runtime/cuda/GemvLaunch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -25,22 +31,6 @@ long long rowsOf(const CudaTensor &t) {
   return t.shape.empty() || t.shape.back() == 0 ? 0 : t.numElements() / t.shape.back();
 }
 
-/// act_quant scratch of an [M, K] bf16 activation: E4M3 codes + fp32 scales.
-struct ActQuant {
-  CUdeviceptr codes = 0, scales = 0;
-};
-Expected<ActQuant> actQuantScratch(CudaLaunchContext &c, long long M, long long K) {
-  ActQuant q;
-  auto codes = c.scratch(size_t(M * K));
-  if (!codes)
-    return codes.status();
-  auto scales = c.scratch(size_t(M * (K / 32)) * sizeof(float));
-  if (!scales)
-    return scales.status();
-  q.codes = *codes;
-  q.scales = *scales;
-  return q;
-}
 /// Launches `<prefix>_act_quant` of x [M, K] into q.
 Status actQuant(CudaLaunchContext &c, const std::string &prefix, CUdeviceptr x, long long M,
                 long long K, ActQuant &q) {
@@ -54,6 +44,10 @@ Status linear(CudaLaunchContext &c, const abi::LinearParams &p) {
   CudaTensor &y = *c.outputs[0];
   long long M = rowsOf(x), K = x.shape.back(), N = w.dim(0);
   CUdeviceptr xp = x.ptr, wp = w.ptr, yp = y.ptr;
+  const bool fast = !c.cpuOrderKernels && K % 32 == 0 && aligned16({xp, wp});
+  if (p.quant == Q::bf16 && fast)
+    return c.launchEntry("dsc_linear_bf16_fast", gemvGrid(N), gemvBlock(), 0,
+                         args(xp, M, K, wp, N, yp));
   if (p.quant == Q::bf16)
     return c.launchEntry("dsc_linear_bf16", gridFor(M * N), block1(), 0,
                          args(xp, M, K, wp, N, yp));
@@ -65,12 +59,16 @@ Status linear(CudaLaunchContext &c, const abi::LinearParams &p) {
                                     " is not a multiple of 32");
   if (c.inputs.size() < 3)
     return runtime::invalidArgument("linear: a quantised linear needs a scale input");
+  CUdeviceptr sp = c.inputs[2]->ptr;
+  if (fast)
+    return quantizedGemv(c, "dsc_linear", p.quant == Q::fp8 ? "dsc_linear_fp8_fast"
+                                                             : "dsc_linear_fp4_fast",
+                         xp, M, K, wp, sp, N, yp);
   auto q = actQuantScratch(c, M, K);
   if (!q)
     return q.status();
   if (Status s = actQuant(c, "dsc_linear", xp, M, K, *q); !s)
     return s;
-  CUdeviceptr sp = c.inputs[2]->ptr;
   return c.launchEntry(p.quant == Q::fp8 ? "dsc_linear_fp8" : "dsc_linear_fp4", gridFor(M * N),
                        block1(), 0, args(q->codes, q->scales, M, K, wp, sp, N, yp));
 }
@@ -79,7 +77,8 @@ Status rmsNorm(CudaLaunchContext &c, const abi::RmsNormParams &p) {
   const CudaTensor &x = *c.inputs[0];
   long long rows = rowsOf(x), n = x.shape.back();
   CUdeviceptr xp = x.ptr, wp = c.inputs[1]->ptr, yp = c.outputs[0]->ptr;
-  return c.launchEntry("dsc_rms_norm", gridRows(rows), block1(), 0, args(p, xp, rows, n, wp, yp));
+  return c.launchEntry(c.cpuOrderKernels ? "dsc_rms_norm" : "dsc_rms_norm_fast", gridRows(rows),
+                       block1(normBlock(c)), 0, args(p, xp, rows, n, wp, yp));
 }
 
 Status hcMixes(CudaLaunchContext &c, const abi::HcMixesParams &p) {
@@ -90,6 +89,20 @@ Status hcMixes(CudaLaunchContext &c, const abi::HcMixesParams &p) {
                                     std::to_string(hc));
   CUdeviceptr hp = h.ptr, fn = c.inputs[1]->ptr, sc = c.inputs[2]->ptr, base = c.inputs[3]->ptr,
               pre = c.outputs[0]->ptr, post = c.outputs[1]->ptr, comb = c.outputs[2]->ptr;
+  if (!c.cpuOrderKernels) {
+    constexpr long long kSplits = 64; // DSC_HC_SPLITS of hc_mixes.cu
+    long long nmix = (2 + hc) * hc, width = hc * D, items = S * (nmix + 1) * kSplits;
+    auto partial = c.scratch(size_t(items) * sizeof(float));
+    if (!partial)
+      return partial.status();
+    CUdeviceptr pp = *partial;
+    if (Status s = c.launchEntry("dsc_hc_mixes_dot_fast", gemvGrid(items), gemvBlock(), 0,
+                                 args(hp, S, width, fn, nmix, pp));
+        !s)
+      return s;
+    return c.launchEntry("dsc_hc_mixes_finish_fast", gemvGrid(S), gemvBlock(), 0,
+                         args(p, pp, S, hc, D, sc, base, pre, post, comb));
+  }
   return c.launchEntry("dsc_hc_mixes", gridRows(S), block1(64), 0,
                        args(p, hp, S, hc, D, fn, sc, base, pre, post, comb));
 }
@@ -126,6 +139,9 @@ Status head(CudaLaunchContext &c) {
   // last_only: the head runs on the last `rows` positions (rows = 1).
   CUdeviceptr first = x.ptr + CUdeviceptr((rowsOf(x) - rows) * D * 2), wp = w.ptr,
               lp = logits.ptr;
+  if (!c.cpuOrderKernels && D % 8 == 0 && aligned16({first, wp}))
+    return c.launchEntry("dsc_head_fast", gemvGrid(V), gemvBlock(), 0,
+                         args(first, rows, D, wp, V, lp));
   return c.launchEntry("dsc_head", gridFor(rows * V), block1(), 0, args(first, rows, D, wp, V, lp));
 }
 
@@ -143,6 +159,14 @@ Status groupedOutput(CudaLaunchContext &c, const abi::GroupedOutputParams &p) {
     return z.status();
   CUdeviceptr op = o.ptr, ap = woA.ptr, zp = *z, bp = woB.ptr, bs = c.inputs[3]->ptr,
               yp = c.outputs[0]->ptr;
+  if (!c.cpuOrderKernels && Din % 8 == 0 && aligned16({op, ap, zp, bp})) {
+    if (Status s = c.launchEntry("dsc_grouped_output_woa_fast", gemvGrid(K), gemvBlock(), 0,
+                                 args(p, op, S, Din, ap, R, zp));
+        !s)
+      return s;
+    return quantizedGemv(c, "dsc_grouped_output", "dsc_grouped_output_fp8_fast", zp, S, K, bp,
+                         bs, D, yp);
+  }
   if (Status s = c.launchEntry("dsc_grouped_output_woa", gridFor(S * K), block1(), 0,
                                args(p, op, S, Din, ap, R, zp));
       !s)
@@ -164,8 +188,109 @@ Status moeGate(CudaLaunchContext &c, const abi::MoeGateParams &p) {
     return runtime::invalidArgument("moe_gate: too many experts for the CUDA kernel");
   CUdeviceptr xp = x.ptr, wp = w.ptr, bias = c.inputs.size() > 2 ? c.inputs[2]->ptr : 0,
               weights = c.outputs[0]->ptr, ids = c.outputs[1]->ptr;
+  // The fast select keeps one taken bit per lane entry: E <= 32 * 64.
+  if (!c.cpuOrderKernels && D % 8 == 0 && E <= 2048 && aligned16({xp, wp})) {
+    auto scores = c.scratch(size_t(T * E) * sizeof(float));
+    auto choice = c.scratch(size_t(T * E) * sizeof(float));
+    if (!scores || !choice)
+      return !scores ? scores.status() : choice.status();
+    CUdeviceptr sp = *scores, cp = *choice;
+    if (Status s = c.launchEntry("dsc_moe_gate_scores_fast", gemvGrid(E), gemvBlock(), 0,
+                                 args(p, xp, T, D, wp, bias, E, sp, cp));
+        !s)
+      return s;
+    return c.launchEntry("dsc_moe_gate_select_fast", gemvGrid(T), gemvBlock(), 0,
+                         args(p, sp, cp, T, E, weights, ids));
+  }
   return c.launchEntry("dsc_moe_gate", gridRows(T), block1(), smem,
                        args(p, xp, T, D, wp, bias, E, weights, ids));
+}
+
+/// The fast MoE path's token tile: its h buffer is [tile, k + 1, I] bf16;
+/// longer calls (prefill) run tile after tile (every token's arithmetic is
+/// the same in any tile, so chunked == one call stays byte-identical).
+constexpr long long kFastMoeTile = 256;
+
+/// dsc_moe_experts_up_fast, _down_fast and _combine_fast (moe_experts.cu): all
+/// ranks and the shared expert in three launches per token tile (plus
+/// act_quant launches when the activations exceed shared memory).
+Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long long T,
+                      long long D, long long I, long long E, long long k) {
+  CUdeviceptr r1 = c.inputs[3]->ptr, r1s = c.inputs[4]->ptr, r3 = c.inputs[5]->ptr,
+              r3s = c.inputs[6]->ptr, r2 = c.inputs[7]->ptr, r2s = c.inputs[8]->ptr;
+  CUdeviceptr s1 = c.inputs[9]->ptr, s1s = c.inputs[10]->ptr, s3 = c.inputs[11]->ptr,
+              s3s = c.inputs[12]->ptr, s2 = c.inputs[13]->ptr, s2s = c.inputs[14]->ptr;
+  CUdeviceptr none = 0;
+  const long long tile = T < kFastMoeTile ? T : kFastMoeTile;
+  auto hbuf = c.scratch(size_t(tile * (k + 1) * I) * 2);
+  auto obuf = c.scratch(size_t(tile * (k + 1) * D) * sizeof(float));
+  if (!hbuf || !obuf)
+    return !hbuf ? hbuf.status() : obuf.status();
+  CUdeviceptr op = *obuf;
+  const bool upShared = quantBytes(tile, D) + kCombineBytes <= kSharedLimit;
+  const bool downShared = quantBytes(tile * (k + 1), I) + kCombineBytes <= kSharedLimit;
+  ActQuant qx, qh;
+  if (!upShared) {
+    auto q = actQuantScratch(c, tile, D);
+    if (!q)
+      return q.status();
+    qx = *q;
+  }
+  if (!downShared) {
+    auto q = actQuantScratch(c, tile * (k + 1), I);
+    if (!q)
+      return q.status();
+    qh = *q;
+  }
+  CUdeviceptr hp = *hbuf;
+  for (long long t0 = 0; t0 < T; t0 += tile) {
+    long long Tt = T - t0 < tile ? T - t0 : tile, slots = Tt * (k + 1);
+    CUdeviceptr xp = c.inputs[0]->ptr + CUdeviceptr(t0 * D * 2),
+                wp = c.inputs[1]->ptr + CUdeviceptr(t0 * k * 4),
+                ip = c.inputs[2]->ptr + CUdeviceptr(t0 * k * 4),
+                yp = c.outputs[0]->ptr + CUdeviceptr(t0 * D * 2);
+    CUdeviceptr xq = xp, xc = none, xs = none;
+    size_t upSmem = quantBytes(Tt, D) + kCombineBytes;
+    if (!upShared) {
+      if (Status s = c.launchEntry("dsc_moe_experts_act_quant_fast", gemvGrid(Tt * (D / 32)),
+                                   gemvBlock(), 0, args(xp, Tt, D, qx.codes, qx.scales));
+          !s)
+        return s;
+      xq = none;
+      xc = qx.codes;
+      xs = qx.scales;
+      upSmem = kCombineBytes;
+    }
+    if (Status s = c.launchEntry("dsc_moe_experts_up_fast", tileGrid(slots * ceilDiv(I, 16)),
+                                 gemvBlock(),
+                                 upSmem,
+                                 args(p, xq, xc, xs, Tt, D, I, r1, r1s, r3, r3s, s1, s1s, s3, s3s,
+                                      ip, wp, k, E, hp));
+        !s)
+      return s;
+    CUdeviceptr hq = hp, hc = none, hs = none;
+    size_t downSmem = quantBytes(slots, I) + kCombineBytes;
+    if (!downShared) {
+      if (Status s = c.launchEntry("dsc_moe_experts_act_quant_fast", gemvGrid(slots * (I / 32)),
+                                   gemvBlock(), 0, args(hp, slots, I, qh.codes, qh.scales));
+          !s)
+        return s;
+      hq = none;
+      hc = qh.codes;
+      hs = qh.scales;
+      downSmem = kCombineBytes;
+    }
+    if (Status s = c.launchEntry("dsc_moe_experts_down_fast", tileGrid(slots * ceilDiv(D, 16)),
+                                 gemvBlock(), downSmem,
+                                 args(hq, hc, hs, Tt, I, D, r2, r2s, s2, s2s, ip, k, E, op));
+        !s)
+      return s;
+    if (Status s = c.launchEntry("dsc_moe_experts_combine_fast", gridFor(Tt * D), block1(), 0,
+                                 args(op, ip, Tt, k, E, D, yp));
+        !s)
+      return s;
+  }
+  return Status::ok();
 }
 
 Status moeExperts(CudaLaunchContext &c, const abi::MoeExpertsParams &p) {
@@ -176,6 +301,13 @@ Status moeExperts(CudaLaunchContext &c, const abi::MoeExpertsParams &p) {
   long long T = x.dim(0), D = x.dim(1), I = w1.dim(1), E = w1.dim(0), k = ids.dim(1);
   if (D % 32 != 0 || I % 32 != 0)
     return runtime::invalidArgument("moe_experts: dim and inter must be multiples of 32");
+  if (!c.cpuOrderKernels && T > 0) {
+    bool ok = true;
+    for (size_t i = 0; i < 15; ++i) // x and every weight: 16-byte rows
+      ok = ok && (i == 1 || i == 2 || aligned16({c.inputs[i]->ptr}));
+    if (ok)
+      return moeExpertsFast(c, p, T, D, I, E, k);
+  }
   auto acc = c.scratch(size_t(T * D) * sizeof(float));
   auto order = c.scratch(size_t(T * k) * sizeof(int32_t));
   auto hbuf = c.scratch(size_t(T * I) * 2);

@@ -498,6 +498,7 @@ private:
       inputSlots = c.inputSlots;
       outputSlots = c.outputSlots;
       quadraticTopk = backend.quadraticTopk_;
+      cpuOrderKernels = backend.cpuOrderKernels_;
     }
     Status bind(HostTensor &host, CudaTensor &device) {
       Expected<CUdeviceptr> ptr = backend_.ensure(host);
@@ -772,6 +773,7 @@ private:
     graphs_ = options.graphs && !syncEachLaunch_;
     graphsVerbose_ = graphs_ && options.logGraphs; // say when a graph is captured
     quadraticTopk_ = options.quadraticTopk;
+    cpuOrderKernels_ = options.cpuOrderKernels;
   }
 
   Status init() {
@@ -867,6 +869,7 @@ private:
   bool graphs_ = true;          ///< CudaOptions::graphs (off with syncEachLaunch)
   bool graphsVerbose_ = false;  ///< CudaOptions::logGraphs
   bool quadraticTopk_ = false;  ///< CudaOptions::quadraticTopk (CudaLaunchContext)
+  bool cpuOrderKernels_ = false; ///< CudaOptions::cpuOrderKernels (CudaLaunchContext)
   bool logged_ = false;
   CUstream stream_ = nullptr; ///< every copy, memset and launch goes here
   std::vector<HostTensor *> pending_; ///< activations to zero at the next launch

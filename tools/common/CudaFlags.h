@@ -5,6 +5,8 @@
 //                              captured and how often it was replayed
 //   --cuda-sync                synchronise after every launch (no graphs)
 //   --cuda-topk radix|quadratic  the top-k / candidate selection kernels
+//   --cuda-kernels fast|cpu-order  the GEMV/reduction kernels (cpu-order: the
+//                              first-cut kernels in the CPU's summation order)
 // and, where a flag is not given, from the environment variables the
 // runtime read before: DSC_CUDA_GRAPHS=0 (off) / =2 (log), DSC_CUDA_SYNC
 // (anything but empty or 0), DSC_CUDA_TOPK_QUADRATIC=1; and
@@ -28,11 +30,12 @@ namespace dsc::tools {
 
 /// The valued options and the flags to add to parseCommandLine's lists.
 inline const std::vector<std::string> kCudaValuedOptions = {"--cuda-graphs", "--cuda-topk",
-                                                            "--cpu-threads"};
+                                                            "--cuda-kernels", "--cpu-threads"};
 inline const std::vector<std::string> kCudaFlags = {"--cuda-sync"};
 /// One line for a usage text.
 inline constexpr const char *kCudaUsage =
-    "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic] [--cpu-threads N]";
+    "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]\n"
+    "                 [--cuda-kernels fast|cpu-order] [--cpu-threads N]";
 
 /// The DSC_CUDA_* variables, as the runtime used to read them.
 inline void applyCudaEnvironment(runtime::CudaOptions &options) {
@@ -72,6 +75,14 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
       options.quadraticTopk = true;
     else
       return "--cuda-topk takes radix or quadratic, got '" + it->second + "'";
+  }
+  if (auto it = cl.options.find("--cuda-kernels"); it != cl.options.end()) {
+    if (it->second == "fast")
+      options.cpuOrderKernels = false;
+    else if (it->second == "cpu-order")
+      options.cpuOrderKernels = true;
+    else
+      return "--cuda-kernels takes fast or cpu-order, got '" + it->second + "'";
   }
   return "";
 }

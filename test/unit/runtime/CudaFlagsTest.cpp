@@ -90,6 +90,20 @@ TEST_F(CudaFlags, BadValuesNameTheFlag) {
   cl.options["--cuda-topk"] = "o(n)";
   apply(cl, &error);
   EXPECT_EQ(error, "--cuda-topk takes radix or quadratic, got 'o(n)'");
+  cl.options.clear();
+  cl.options["--cuda-kernels"] = "slow";
+  apply(cl, &error);
+  EXPECT_EQ(error, "--cuda-kernels takes fast or cpu-order, got 'slow'");
+}
+
+/// --cuda-kernels picks CudaOptions::cpuOrderKernels; fast is the default.
+TEST_F(CudaFlags, KernelsFlagSelectsTheCpuOrderKernels) {
+  CommandLine cl;
+  EXPECT_FALSE(apply(cl).cpuOrderKernels);
+  cl.options["--cuda-kernels"] = "cpu-order";
+  EXPECT_TRUE(apply(cl).cpuOrderKernels);
+  cl.options["--cuda-kernels"] = "fast";
+  EXPECT_FALSE(apply(cl).cpuOrderKernels);
 }
 
 } // namespace

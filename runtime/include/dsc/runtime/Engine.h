@@ -89,6 +89,12 @@ struct CudaOptions {
   /// The first-cut O(T^2) indexer top-k and serial candidate-block kernels
   /// instead of the O(T) radix selects (for comparisons; same sets).
   bool quadraticTopk = false;
+  /// The first-cut kernels that sum in the CPU reference's order (one thread
+  /// per output, double dots, torch's serial fp32 sums) instead of the fast
+  /// ones (warp-per-row GEMVs, block reductions: codegen/kernels/gemv.cuh).
+  /// Both are deterministic and inside the GPU gates; the CPU-order kernels
+  /// are for CUDA-vs-CPU comparisons (docs/cuda-kernels-dense.md).
+  bool cpuOrderKernels = false;
 };
 
 struct EngineOptions {

@@ -3,7 +3,8 @@
 // Compiles each dense kernel template (codegen/kernels/<name>.cu) with NVRTC
 // through dsc::codegen::compileKernel and checks that the result has a cubin
 // and that the PTX declares every entry the CUDA adapters launch
-// (runtime/cuda/CudaAdapters{Basic,Dense}.cpp). No GPU needed; skipped when
+// (runtime/cuda/CudaAdapters{Basic,Dense}.cpp): the CPU-order entries and the
+// fast ones (gemv.cuh). No GPU needed; skipped when
 // NVRTC cannot be loaded.
 //===----------------------------------------------------------------------===//
 #include "codegen/KernelCompiler.h"
@@ -27,23 +28,29 @@ std::vector<KernelCase> denseKernels() {
       {"hc_identity_mix", {"dsc_hc_identity_mix"}},
       {"concat", {"dsc_concat"}},
       {"engram_hash", {"dsc_engram_hash_map", "dsc_engram_hash"}},
-      {"linear", {"dsc_linear_act_quant", "dsc_linear_fp8", "dsc_linear_fp4", "dsc_linear_bf16"}},
-      {"rms_norm", {"dsc_rms_norm"}},
-      {"hc_mixes", {"dsc_hc_mixes"}},
+      {"linear",
+       {"dsc_linear_act_quant", "dsc_linear_fp8", "dsc_linear_fp4", "dsc_linear_bf16",
+        "dsc_linear_act_quant_fast", "dsc_linear_fp8_fast", "dsc_linear_fp4_fast",
+        "dsc_linear_bf16_fast", "dsc_linear_splitk_reduce_fast"}},
+      {"rms_norm", {"dsc_rms_norm", "dsc_rms_norm_fast"}},
+      {"hc_mixes", {"dsc_hc_mixes", "dsc_hc_mixes_dot_fast", "dsc_hc_mixes_finish_fast"}},
       {"hc_pre", {"dsc_hc_pre"}},
       {"hc_post", {"dsc_hc_post"}},
       {"copy_mean", {"dsc_copy_mean"}},
-      {"head", {"dsc_head"}},
+      {"head", {"dsc_head", "dsc_head_fast"}},
       {"grouped_output",
-       {"dsc_grouped_output_woa", "dsc_grouped_output_act_quant", "dsc_grouped_output_fp8"}},
-      {"moe_gate", {"dsc_moe_gate"}},
+       {"dsc_grouped_output_woa", "dsc_grouped_output_act_quant", "dsc_grouped_output_fp8",
+        "dsc_grouped_output_woa_fast", "dsc_grouped_output_act_quant_fast",
+        "dsc_grouped_output_fp8_fast", "dsc_grouped_output_splitk_reduce_fast"}},
+      {"moe_gate", {"dsc_moe_gate", "dsc_moe_gate_scores_fast", "dsc_moe_gate_select_fast"}},
       {"moe_experts",
        {"dsc_moe_experts_zero", "dsc_moe_experts_order", "dsc_moe_experts_act_quant",
         "dsc_moe_experts_up_fp4", "dsc_moe_experts_down_fp4", "dsc_moe_experts_up_fp8",
-        "dsc_moe_experts_down_fp8"}},
+        "dsc_moe_experts_down_fp8", "dsc_moe_experts_act_quant_fast", "dsc_moe_experts_up_fast",
+        "dsc_moe_experts_down_fast", "dsc_moe_experts_combine_fast"}},
       {"engram_lookup", {"dsc_engram_lookup"}},
       {"engram_gate", {"dsc_engram_gate"}},
-      {"mhc_entry", {"dsc_mhc_pre_norm"}}, // native executable mhc_entry_pre_norm
+      {"mhc_entry", {"dsc_mhc_pre_norm", "dsc_mhc_pre_norm_fast"}}, // native executable mhc_entry_pre_norm
   };
 }
 

@@ -1,0 +1,373 @@
+//===- gemv.cuh - The GEMV/GEMM core of the fast CUDA kernels --------------===//
+//
+// What: the building blocks of the `_fast` entries (CudaOptions::
+// cpuOrderKernels = false, the default), built so that a decode step streams
+// every weight once at memory bandwidth:
+//   - quantizeBlocks / quantizeToShared: act_quant (E4M3 codes + the fp32
+//     value of the UE8M0 scale per 32 K, bit for bit numerics::
+//     quantizeFp8Block), one warp per 32-element block, into shared memory
+//     (decode) or global scratch (large M);
+//   - tcGemv / tileDots: block-scaled FP8 (W [N, K] E4M3, UE8M0 scales
+//     [ceil(N/32), K/32]) and FP4 (W [N, K/2] E2M1, even k in the low
+//     nibble, scales [N, K/32]) on the tensor cores: mma.sync m16n8k32 E4M3
+//     (sm_89+) over 16 weight rows x up to 8 activation rows, ONE 32-K scale
+//     block per mma (fresh fp32 accumulator), acc += (partial * a_s) * w_s
+//     in fp32 as the reference; E2M1 nibbles become E4M3 bytes in registers
+//     by a byte permute (every E2M1 value is an E4M3 value). The 8 warps of
+//     a block split K and are combined in warp order;
+//   - bf16RowDots / bf16Gemv: bf16 W [N, K] with bf16 x, one warp per output
+//     row, 16-byte loads, fp32 FMA and a fixed xor-tree lane sum.
+// Numerics: the CPU reference's rounding points are kept (per-block fp32
+// partials of exact products, the scales, one bf16 rounding of the output),
+// the summation ORDER differs (the mma's internal order, warp and lane
+// trees); every order is fixed, so results are deterministic (same input,
+// same bytes) and a row's result never depends on the other rows of the
+// call (CED exact == full, chunked == one call). They stay inside the GPU
+// gates of golden/README.md.
+// Invariants: K % 32 == 0; weight rows, activation codes and x 16-byte
+// aligned (the adapters, runtime/cuda/GemvLaunch.h, check and fall back to
+// the CPU-order entries otherwise).
+// Bound: the weight bytes at memory bandwidth (the M <= 8 rows of one mma
+// column tile read each weight once).
+// Include after common.cuh:
+//
+//   #include "codegen/kernels/common.cuh"
+//   #include "codegen/kernels/gemv.cuh"
+//===----------------------------------------------------------------------===//
+#ifndef DSC_CODEGEN_KERNELS_GEMV_CUH
+#define DSC_CODEGEN_KERNELS_GEMV_CUH
+
+#include "codegen/kernels/common.cuh"
+
+namespace dsc_gemv {
+
+/// Warps per block of the GEMV entries (the adapters launch 32 * kWarps).
+constexpr int kWarps = 8;
+/// Activation rows one pass over a weight row serves (registers per lane).
+constexpr int kRowsPerPass = 4;
+
+/// Eight E2M1 nibbles (nibble i = element i) as eight E4M3 bytes: `lo`
+/// holds elements 0-3, `hi` 4-7. |code| 0..7 = 0, .5, 1, 1.5, 2, 3, 4, 6.
+__device__ __forceinline__ void e2m1x8ToE4m3(unsigned int w, unsigned int &lo, unsigned int &hi) {
+  constexpr unsigned int kLow = 0x3C383000u, kHigh = 0x4C484440u; // E4M3 of |E2M1| 0..7
+  const unsigned int mag = w & 0x77777777u, sign = w & 0x88888888u;
+  lo = __byte_perm(kLow, kHigh, mag & 0xffffu);
+  hi = __byte_perm(kLow, kHigh, mag >> 16);
+  lo |= ((sign & 0x8u) << 4) | ((sign & 0x80u) << 8) | ((sign & 0x800u) << 12) |
+        ((sign & 0x8000u) << 16);
+  const unsigned int s2 = sign >> 16;
+  hi |= ((s2 & 0x8u) << 4) | ((s2 & 0x80u) << 8) | ((s2 & 0x800u) << 12) | ((s2 & 0x8000u) << 16);
+}
+
+/// bf16 pair (bits 0-15 first) as fp32, exact.
+__device__ __forceinline__ float bf16Lo(unsigned int v) { return __uint_as_float(v << 16); }
+__device__ __forceinline__ float bf16Hi(unsigned int v) { return __uint_as_float(v & 0xffff0000u); }
+
+/// sum over 8 bf16 pairs (16 bytes each side) in fp32 FMA, index order.
+__device__ __forceinline__ float dotBf16x8(uint4 w, uint4 x, float s) {
+  s = fmaf(bf16Lo(w.x), bf16Lo(x.x), s);
+  s = fmaf(bf16Hi(w.x), bf16Hi(x.x), s);
+  s = fmaf(bf16Lo(w.y), bf16Lo(x.y), s);
+  s = fmaf(bf16Hi(w.y), bf16Hi(x.y), s);
+  s = fmaf(bf16Lo(w.z), bf16Lo(x.z), s);
+  s = fmaf(bf16Hi(w.z), bf16Hi(x.z), s);
+  s = fmaf(bf16Lo(w.w), bf16Lo(x.w), s);
+  return fmaf(bf16Hi(w.w), bf16Hi(x.w), s);
+}
+
+__device__ __forceinline__ uint4 load16(const void *p) {
+  return __ldg(reinterpret_cast<const uint4 *>(p));
+}
+__device__ __forceinline__ uint4 zero16() { return make_uint4(0u, 0u, 0u, 0u); }
+
+/// act_quant of the 32-element blocks first, first + stride, ... < blocks of
+/// x (bf16, row-major [M, K] with K % 32 == 0, so block b is x[32b, 32b+32)),
+/// one warp per block (lane = element), warps numbered by the caller: E4M3
+/// codes and the fp32 value of the UE8M0 scale, bit for bit
+/// numerics::quantizeFp8Block (amax is exact in any order; NaN propagates).
+/// codes/scales may be shared or global memory. Every lane must call it.
+__device__ void quantizeBlocks(const unsigned short *x, long long blocks, long long first,
+                               long long stride, unsigned char *codes, float *scales) {
+  const int lane = threadIdx.x & 31;
+  for (long long b = first; b < blocks; b += stride) {
+    const float v = bf16ToFloat(x[b * 32 + lane]);
+    const float a = absF(v);
+    const bool nan = __any_sync(0xffffffffu, isNaN(a));
+    const float amax = nan ? kQuietNaN : warpMax(a);
+    const float s = fp8ActScale(amax);
+    codes[b * 32 + lane] = e4m3FromFloat(clampSym(v / s, kE4M3Max));
+    if (lane == 0)
+      scales[b] = ue8m0ToFloat(ue8m0FromScale(s));
+  }
+}
+
+/// quantizeBlocks of all of x [M, K] by this block into `smem` (codes, then
+/// scales at smem + M*K; quantBytes(M, K) bytes), ending with a barrier.
+/// All threads of the block must call it.
+__device__ void quantizeToShared(const unsigned short *x, long long M, long long K,
+                                 unsigned char *smem) {
+  quantizeBlocks(x, M * (K / 32), threadIdx.x >> 5, blockDim.x >> 5, smem,
+                 reinterpret_cast<float *>(smem + M * K));
+  __syncthreads();
+}
+
+/// Bytes of quantizeToShared: codes (M*K, a multiple of 32) then scales
+/// (M*K/32 floats).
+__device__ __forceinline__ long long quantBytes(long long M, long long K) {
+  return M * K + M * (K / 32) * 4;
+}
+
+/// bf16 row dots: weight row wRow (K bf16) with x rows m0.. (x [M, K] at
+/// row stride ldx elements); fp32 FMA per lane, xor-tree lane sum.
+__device__ __forceinline__ void bf16RowDots(const unsigned short *wRow, const unsigned short *x,
+                                            long long ldx, long long K, long long m0, int rows,
+                                            float *acc) {
+  const int lane = threadIdx.x & 31;
+  const long long chunks = K / 8;
+  for (int r = 0; r < kRowsPerPass; ++r)
+    acc[r] = 0.0f;
+  for (long long c0 = 0; c0 < chunks; c0 += 64) {
+    const long long ca = c0 + lane, cb = c0 + 32 + lane;
+    const bool va = ca < chunks, vb = cb < chunks;
+    const uint4 wa = va ? load16(wRow + ca * 8) : zero16();
+    const uint4 wb = vb ? load16(wRow + cb * 8) : zero16();
+#pragma unroll
+    for (int r = 0; r < kRowsPerPass; ++r) {
+      if (r >= rows)
+        break;
+      const unsigned short *xr = x + (m0 + r) * ldx;
+      if (va)
+        acc[r] = dotBf16x8(wa, load16(xr + ca * 8), acc[r]);
+      if (vb)
+        acc[r] = dotBf16x8(wb, load16(xr + cb * 8), acc[r]);
+    }
+  }
+  for (int r = 0; r < kRowsPerPass; ++r)
+    acc[r] = warpSum(acc[r]);
+}
+
+/// The warp's first output row and stride over all blocks' warps.
+__device__ __forceinline__ long long firstRow() {
+  return (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+}
+__device__ __forceinline__ long long rowStride() {
+  return (long long)gridDim.x * (blockDim.x >> 5);
+}
+
+//===----------------------------------------------------------------------===//
+// Tensor-core tiles (mma.sync m16n8k32 E4M3, sm_89+): 16 weight rows x up to
+// 8 activation rows per warp instruction, one 32-K scale block per mma (a
+// fresh fp32 accumulator), the scales applied per block in fp32 as above.
+// Lane (g = lane / 4, t = lane % 4) feeds weight rows g and g + 8 and
+// activation row g with the block's bytes [8t, 8t + 8): any assignment of a
+// block's k to the mma's k slots is the same dot, so each lane reads 8
+// contiguous bytes (4 for FP4) instead of the fragment's strided ones. The
+// mma's internal summation order is the hardware's (fixed: deterministic).
+//===----------------------------------------------------------------------===//
+
+/// d = A x B for one 16 x 8 x 32 E4M3 tile (C = 0).
+__device__ __forceinline__ void mmaE4m3(float *d, unsigned a0, unsigned a1, unsigned a2,
+                                        unsigned a3, unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, "
+               "{%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
+               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(0.0f));
+}
+
+/// One warp's share of a tile: weight rows wG (lane's row g) and wG8 (row
+/// g + 8), their scale rows sG / sG8, activation rows m0 .. m0 + rows - 1
+/// (rows <= 8) of codes [., K] / scales [., K/32], K blocks [j0, j1). Adds to
+/// acc: [0], [1] = (row g; activation rows m0 + 2t, m0 + 2t + 1), [2], [3] =
+/// the same for row g + 8. kFp4: rows hold K/2 bytes of E2M1.
+template <bool kFp4>
+__device__ __forceinline__ void tileDots(const unsigned char *wG, const unsigned char *wG8,
+                                         const unsigned char *sG, const unsigned char *sG8,
+                                         const unsigned char *codes, const float *scales,
+                                         long long K, long long m0, int rows, long long j0,
+                                         long long j1, float *acc) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const long long kb = K / 32;
+  const bool feeds = g < rows, c0 = 2 * t < rows, c1 = 2 * t + 1 < rows;
+  const unsigned char *arow = codes + (m0 + (feeds ? g : 0)) * K + 8 * t;
+  const float *as0 = scales + (m0 + (c0 ? 2 * t : 0)) * kb;
+  const float *as1 = scales + (m0 + (c1 ? 2 * t + 1 : 0)) * kb;
+#pragma unroll 4
+  for (long long j = j0; j < j1; ++j) {
+    unsigned a0, a1, a2, a3;
+    if (kFp4) {
+      const unsigned w0 = __ldg(reinterpret_cast<const unsigned *>(wG + j * 16 + 4 * t));
+      const unsigned w1 = __ldg(reinterpret_cast<const unsigned *>(wG8 + j * 16 + 4 * t));
+      e2m1x8ToE4m3(w0, a0, a2);
+      e2m1x8ToE4m3(w1, a1, a3);
+    } else {
+      const uint2 w0 = __ldg(reinterpret_cast<const uint2 *>(wG + j * 32 + 8 * t));
+      const uint2 w1 = __ldg(reinterpret_cast<const uint2 *>(wG8 + j * 32 + 8 * t));
+      a0 = w0.x;
+      a2 = w0.y;
+      a1 = w1.x;
+      a3 = w1.y;
+    }
+    unsigned b0 = 0, b1 = 0;
+    if (feeds) {
+      const uint2 b = *reinterpret_cast<const uint2 *>(arow + j * 32);
+      b0 = b.x;
+      b1 = b.y;
+    }
+    float d[4];
+    mmaE4m3(d, a0, a1, a2, a3, b0, b1);
+    const float ws0 = ue8m0ToFloat(sG[j]), ws1 = ue8m0ToFloat(sG8[j]);
+    if (c0) {
+      const float a = as0[j];
+      acc[0] = __fadd_rn(acc[0], __fmul_rn(__fmul_rn(d[0], a), ws0));
+      acc[2] = __fadd_rn(acc[2], __fmul_rn(__fmul_rn(d[2], a), ws1));
+    }
+    if (c1) {
+      const float a = as1[j];
+      acc[1] = __fadd_rn(acc[1], __fmul_rn(__fmul_rn(d[1], a), ws0));
+      acc[3] = __fadd_rn(acc[3], __fmul_rn(__fmul_rn(d[3], a), ws1));
+    }
+  }
+}
+
+/// This warp's contiguous share [j0, j1) of kb K blocks split over the
+/// block's warps.
+__device__ __forceinline__ void warpBlocks(long long kb, long long &j0, long long &j1) {
+  const long long warps = blockDim.x >> 5, per = (kb + warps - 1) / warps;
+  j0 = (threadIdx.x >> 5) * per;
+  j0 = j0 < kb ? j0 : kb;
+  j1 = j0 + per < kb ? j0 + per : kb;
+}
+
+/// Sums the warps' acc[4] in warp order (deterministic) through `comb`
+/// (shared, float[warps * 32 * 4]); warp 0's lanes get the totals. All
+/// threads of the block must call it; it ends with a barrier.
+__device__ __forceinline__ void combineWarps(float *acc, float *comb) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  for (int i = 0; i < 4; ++i)
+    comb[(warp * 32 + lane) * 4 + i] = acc[i];
+  __syncthreads();
+  if (warp == 0)
+    for (int i = 0; i < 4; ++i) {
+      float v = comb[lane * 4 + i];
+      for (int w = 1; w < warps; ++w)
+        v = __fadd_rn(v, comb[(w * 32 + lane) * 4 + i]);
+      acc[i] = v;
+    }
+  __syncthreads();
+}
+
+/// Bytes of combineWarps' buffer for kWarps warps.
+constexpr int kCombineBytes = kWarps * 32 * 4 * 4;
+
+/// The tensor-core block-scaled GEMV/GEMM: y[m, n] = bf16(sum) for x [M, K]
+/// and W [N, K] (FP8, scales [ceil(N/32), K/32]) or [N, K/2] (kFp4, scales
+/// [N, K/32]). One block per tile of 16 weight rows x 8 activation rows,
+/// grid-strided; its warps split K and are combined in warp order (splits >
+// 1: `splits` blocks share a tile's K and write fp32 partials). x !=
+/// null: the block act_quants x into dynamic shared memory first
+/// (quantBytes(M, K) + kCombineBytes); else codes/scales are global and the
+/// dynamic shared memory is kCombineBytes. All threads must call it.
+template <bool kFp4>
+__device__ void tcGemv(const unsigned short *x, const unsigned char *gCodes, const float *gScales,
+                       long long M, long long K, const unsigned char *w,
+                       const unsigned char *wScale, long long N, unsigned short *y,
+                       long long splits, float *partial) {
+  extern __shared__ __align__(16) unsigned char gemvSmem[];
+  const unsigned char *codes = gCodes;
+  const float *scales = gScales;
+  float *comb = reinterpret_cast<float *>(gemvSmem);
+  if (x) {
+    comb = reinterpret_cast<float *>(gemvSmem + quantBytes(M, K));
+    quantizeToShared(x, M, K, gemvSmem);
+    codes = gemvSmem;
+    scales = reinterpret_cast<const float *>(gemvSmem + M * K);
+  }
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const long long kb = K / 32, rowBytes = kFp4 ? K / 2 : K;
+  const long long nTiles = (N + 15) / 16, mTiles = (M + 7) / 8;
+  // Split K over `splits` blocks per tile (small N): K blocks [k0, k1) of
+  // this split, then this warp's share of them.
+  const long long perSplit = (kb + splits - 1) / splits;
+  for (long long item = blockIdx.x; item < nTiles * mTiles * splits; item += gridDim.x) {
+    const long long tile = item / splits, split = item - tile * splits;
+    const long long k0 = split * perSplit < kb ? split * perSplit : kb;
+    const long long k1 = k0 + perSplit < kb ? k0 + perSplit : kb;
+    long long j0, j1;
+    warpBlocks(k1 - k0, j0, j1);
+    j0 += k0;
+    j1 += k0;
+    const long long n0 = (tile / mTiles) * 16, m0 = (tile % mTiles) * 8;
+    const int rows = (int)(M - m0 < 8 ? M - m0 : 8);
+    const long long rG = n0 + g < N ? n0 + g : N - 1, rG8 = n0 + g + 8 < N ? n0 + g + 8 : N - 1;
+    const unsigned char *sG = wScale + (kFp4 ? rG : rG / 32) * kb;
+    const unsigned char *sG8 = wScale + (kFp4 ? rG8 : rG8 / 32) * kb;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    tileDots<kFp4>(w + rG * rowBytes, w + rG8 * rowBytes, sG, sG8, codes, scales, K, m0, rows, j0,
+                   j1, acc);
+    combineWarps(acc, comb);
+    if ((threadIdx.x >> 5) == 0)
+      for (int i = 0; i < 4; ++i) {
+        const long long n = n0 + g + (i >= 2 ? 8 : 0), m = m0 + 2 * t + (i & 1);
+        if (n < N && m < M) {
+          if (splits > 1)
+            partial[(split * M + m) * N + n] = acc[i];
+          else
+            y[m * N + n] = bf16FromFloat(acc[i]);
+        }
+      }
+  }
+}
+
+/// The split-K tail of tcGemv: y[i] = bf16(sum over splits of partial[s][i]),
+/// splits in order (deterministic). One thread per output, grid-strided.
+__device__ void splitKReduce(const float *partial, long long splits, long long MN,
+                             unsigned short *y) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < MN;
+       i += (long long)gridDim.x * blockDim.x) {
+    float v = partial[i];
+    for (long long s = 1; s < splits; ++s)
+      v = __fadd_rn(v, partial[s * MN + i]);
+    y[i] = bf16FromFloat(v);
+  }
+}
+
+/// Rows of the pass starting at m0 of M.
+__device__ __forceinline__ int passRows(long long M, long long m0) {
+  return (int)(M - m0 < kRowsPerPass ? M - m0 : kRowsPerPass);
+}
+
+/// The FP8 block-scaled GEMV: W [N, K] E4M3, scales [ceil(N/32), K/32].
+/// splits > 1: fp32 partials [splits, M, N] for splitKReduce instead of y.
+__device__ void fp8Gemv(const unsigned short *x, const unsigned char *codes, const float *scales,
+                        long long M, long long K, const unsigned char *w,
+                        const unsigned char *wScale, long long N, unsigned short *y,
+                        long long splits, float *partial) {
+  tcGemv<false>(x, codes, scales, M, K, w, wScale, N, y, splits, partial);
+}
+
+/// The FP4 block-scaled GEMV: W [N, K/2] E2M1, scales [N, K/32].
+__device__ void fp4Gemv(const unsigned short *x, const unsigned char *codes, const float *scales,
+                        long long M, long long K, const unsigned char *w,
+                        const unsigned char *wScale, long long N, unsigned short *y,
+                        long long splits, float *partial) {
+  tcGemv<true>(x, codes, scales, M, K, w, wScale, N, y, splits, partial);
+}
+
+/// y[m, n] = bf16(x[m] . W[n]) for bf16 x (row stride ldx) and W [N, K].
+__device__ void bf16Gemv(const unsigned short *x, long long ldx, long long M, long long K,
+                         const unsigned short *w, long long N, unsigned short *y) {
+  const int lane = threadIdx.x & 31;
+  for (long long n = firstRow(); n < N; n += rowStride())
+    for (long long m0 = 0; m0 < M; m0 += kRowsPerPass) {
+      const int rows = passRows(M, m0);
+      float acc[kRowsPerPass];
+      bf16RowDots(w + n * K, x, ldx, K, m0, rows, acc);
+      if (lane == 0)
+        for (int r = 0; r < rows; ++r)
+          y[(m0 + r) * N + n] = bf16FromFloat(acc[r]);
+    }
+}
+
+} // namespace dsc_gemv
+
+#endif // DSC_CODEGEN_KERNELS_GEMV_CUH

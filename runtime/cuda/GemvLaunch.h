@@ -1,0 +1,148 @@
+//===- GemvLaunch.h - Launch shapes of the fast GEMV kernels ---------------===//
+//
+// What: the host side shared by every adapter that launches the fast GEMV
+// entries of codegen/kernels/gemv.cuh (linear, head, grouped_output, MoE,
+// indexer queries, compressor): grids, shared-memory budgets, alignment
+// checks, act_quant scratch and the quantised (FP8/FP4) tensor-core GEMV
+// launch with its shared-memory or global-scratch activation path.
+// Invariants: the constants mirror gemv.cuh (kWarps, kCombineBytes,
+// quantBytes); the numerics of a row never depend on which activation path
+// ran (the same act_quant codes either way), so a call's shape never changes
+// its bytes (CED exact == full, chunked == one call).
+//===----------------------------------------------------------------------===//
+#ifndef DSC_RUNTIME_CUDA_GEMVLAUNCH_H
+#define DSC_RUNTIME_CUDA_GEMVLAUNCH_H
+
+#include "runtime/cuda/CudaAdapter.h"
+
+#include <initializer_list>
+#include <string>
+
+namespace dsc::cuda {
+
+using runtime::Expected;
+
+/// The fast GEMV entries' launch shape: kGemvWarps warps per block, one
+/// output row per warp (grid-strided beyond kMaxGemvBlocks blocks).
+constexpr unsigned kGemvWarps = 8; // dsc_gemv::kWarps
+constexpr long long kMaxGemvBlocks = 132 * 16;
+/// Dynamic shared memory a kernel gets without opting in.
+constexpr size_t kSharedLimit = 48 * 1024;
+inline Dim3 gemvGrid(long long rows) {
+  long long b = (rows + kGemvWarps - 1) / kGemvWarps;
+  return Dim3{unsigned(b < 1 ? 1 : b > kMaxGemvBlocks ? kMaxGemvBlocks : b), 1, 1};
+}
+inline Dim3 gemvBlock() { return block1(32 * kGemvWarps); }
+/// Blocks of the tensor-core GEMVs (gemv.cuh tcGemv, the MoE steps): one per
+/// `tiles` (16 weight rows x 8 activation rows), grid-strided beyond the cap.
+inline Dim3 tileGrid(long long tiles) {
+  return Dim3{unsigned(tiles < 1 ? 1 : tiles > kMaxGemvBlocks ? kMaxGemvBlocks : tiles), 1, 1};
+}
+inline long long ceilDiv(long long a, long long b) { return (a + b - 1) / b; }
+/// dsc_gemv::kCombineBytes: the warp-combine buffer of the tensor-core tiles.
+constexpr size_t kCombineBytes = kGemvWarps * 32 * 4 * 4;
+/// dsc_gemv::quantBytes: act_quant codes + scales of [M, K] in shared memory.
+inline size_t quantBytes(long long M, long long K) { return size_t(M * K + M * (K / 32) * 4); }
+inline bool aligned16(std::initializer_list<CUdeviceptr> ptrs) {
+  for (CUdeviceptr p : ptrs)
+    if (p % 16 != 0)
+      return false;
+  return true;
+}
+
+/// act_quant scratch of an [M, K] bf16 activation: E4M3 codes + fp32 scales.
+struct ActQuant {
+  CUdeviceptr codes = 0, scales = 0;
+};
+inline Expected<ActQuant> actQuantScratch(CudaLaunchContext &c, long long M, long long K) {
+  ActQuant q;
+  auto codes = c.scratch(size_t(M * K));
+  if (!codes)
+    return codes.status();
+  auto scales = c.scratch(size_t(M * (K / 32)) * sizeof(float));
+  if (!scales)
+    return scales.status();
+  q.codes = *codes;
+  q.scales = *scales;
+  return q;
+}
+/// K splits of the tensor-core GEMV over blocks: enough blocks for the SMs
+/// when N has few 16-row tiles, each split keeping >= 8 K blocks (one per
+/// warp). A function of N and K only, never of M, so a row's bytes do not
+/// depend on the call's row count.
+inline long long gemvSplits(long long N, long long K) {
+  const long long tiles = ceilDiv(N, 16), kb = K / 32;
+  long long splits = 1;
+  while (splits < 16 && tiles * splits < 2 * 132 && kb / (splits * 2) >= 8)
+    splits *= 2;
+  return splits;
+}
+/// Rows of x per launch of a split GEMV (bounds its partial scratch).
+constexpr long long kSplitRowChunk = 512;
+
+/// A fast FP8/FP4 GEMV (gemv.cuh fp8Gemv / fp4Gemv) of x [M, K]: the block
+/// act_quants x in shared memory when it fits, else `<prefix>_act_quant_fast`
+/// quantises it into scratch first and the GEMV reads the codes from there;
+/// with K splits (gemvSplits) the partials go to scratch and
+/// `<prefix>_splitk_reduce_fast` sums them, kSplitRowChunk rows at a time.
+inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, const char *entry,
+                            CUdeviceptr xp, long long M, long long K, CUdeviceptr wp,
+                            CUdeviceptr sp, long long N, CUdeviceptr yp) {
+  CUdeviceptr none = 0;
+  long long splits = gemvSplits(N, K);
+  const long long chunk = splits > 1 ? (M < kSplitRowChunk ? M : kSplitRowChunk) : M;
+  CUdeviceptr partial = 0;
+  if (splits > 1) {
+    auto p = c.scratch(size_t(splits * chunk * N) * sizeof(float));
+    if (!p)
+      return p.status();
+    partial = *p;
+  }
+  const bool shared = quantBytes(chunk, K) + kCombineBytes <= kSharedLimit;
+  ActQuant q;
+  if (!shared) {
+    auto qs = actQuantScratch(c, chunk, K);
+    if (!qs)
+      return qs.status();
+    q = *qs;
+  }
+  for (long long m0 = 0; m0 < M; m0 += chunk) {
+    long long rows = M - m0 < chunk ? M - m0 : chunk;
+    CUdeviceptr x = xp + CUdeviceptr(m0 * K * 2), y = yp + CUdeviceptr(m0 * N * 2);
+    const Dim3 grid = tileGrid(ceilDiv(N, 16) * ceilDiv(rows, 8) * splits);
+    if (shared) {
+      if (Status s = c.launchEntry(entry, grid, gemvBlock(), quantBytes(rows, K) + kCombineBytes,
+                                   args(x, none, none, rows, K, wp, sp, N, y, splits, partial));
+          !s)
+        return s;
+    } else {
+      if (Status s = c.launchEntry((prefix + "_act_quant_fast").c_str(),
+                                   gemvGrid(rows * (K / 32)), gemvBlock(), 0,
+                                   args(x, rows, K, q.codes, q.scales));
+          !s)
+        return s;
+      if (Status s = c.launchEntry(entry, grid, gemvBlock(), kCombineBytes,
+                                   args(none, q.codes, q.scales, rows, K, wp, sp, N, y, splits,
+                                        partial));
+          !s)
+        return s;
+    }
+    if (splits > 1) {
+      long long mn = rows * N;
+      if (Status s = c.launchEntry((prefix + "_splitk_reduce_fast").c_str(), gridFor(mn),
+                                   block1(), 0, args(partial, splits, mn, y));
+          !s)
+        return s;
+    }
+  }
+  return Status::ok();
+}
+
+/// Threads per row of dsc_rms_norm(_fast) and dsc_mhc_pre_norm(_fast): the
+/// fast block reduction's result depends on the block size, so the norm and
+/// the fused mhc_entry kernel must use the same (fused == unfused bytes).
+inline unsigned normBlock(const CudaLaunchContext &c) { return c.cpuOrderKernels ? kBlock : 1024; }
+
+} // namespace dsc::cuda
+
+#endif // DSC_RUNTIME_CUDA_GEMVLAUNCH_H
