@@ -191,7 +191,8 @@ Expected<std::unique_ptr<Engine>> Engine::createSynthetic(Plan plan,
     if (device) {
       if (Status s = tensor.describeChecked(binding.dtype, binding.shape); !s)
         return s.withContext("tensor '" + binding.name + "': ");
-      if (Status s = backend.toDevice(tensor); !s) // allocates the device twin
+      // Allocates the weight's device copy (a described tensor has no bytes).
+      if (Status s = backend.toDevice(nullptr, TensorRef::weight(int64_t(t)), tensor); !s)
         return s.withContext("allocating '" + binding.name + "': ");
     } else {
       if (Status s = tensor.resetChecked(binding.dtype, binding.shape); !s)
@@ -224,7 +225,9 @@ Expected<std::unique_ptr<Engine>> Engine::createSynthetic(Plan plan,
       for (std::thread &th : pool)
         th.join();
       if (device)
-        if (Status s = backend.uploadChunk(tensor, first * elementSize, out, count * elementSize); !s)
+        if (Status s = backend.uploadChunk(TensorRef::weight(int64_t(t)), tensor, first * elementSize,
+                                           out, count * elementSize);
+            !s)
           return s.withContext("uploading '" + binding.name + "': ");
     }
     done += tensor.byteSize();
