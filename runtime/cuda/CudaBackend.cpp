@@ -34,8 +34,10 @@
 //
 // Threading: Sessions of one Engine may run on different threads; every
 // entry point (and a CudaSession's destructor) takes the mutex, so launches
-// of concurrent sessions are serialised on the one stream.
+// of concurrent sessions are serialised on the one stream, and while one
+// session captures a graph the others wait for the capture to end.
 //===----------------------------------------------------------------------===//
+#include "runtime/cuda/CudaBackend.h"
 #include "runtime/cuda/CudaLaunch.h"
 #include "runtime/cuda/CudaSession.h"
 
@@ -51,11 +53,9 @@ using runtime::TensorRef;
 
 class CudaBackend final : public runtime::Backend {
 public:
-  static Expected<std::unique_ptr<runtime::Backend>> create(const runtime::CudaOptions &options) {
-    Expected<const CudaDriver *> driver = CudaDriver::get();
-    if (!driver)
-      return driver.status();
-    Expected<hal::Device> device = hal::Device::open(*driver.value(), 0);
+  static Expected<std::unique_ptr<runtime::Backend>> create(const CudaDriver &driver,
+                                                            const runtime::CudaOptions &options) {
+    Expected<hal::Device> device = hal::Device::open(driver, 0);
     if (!device)
       return device.status();
     return std::unique_ptr<runtime::Backend>(new CudaBackend(std::move(device.value()), options));
@@ -108,7 +108,7 @@ public:
 
   Status bindArena(runtime::BackendSession &session, const runtime::Program &program,
                    const runtime::MemoryPlan &plan) override {
-    Entry entry(*this);
+    Entry entry(*this, &session);
     if (!entry)
       return entry.status;
     CudaSession &s = cuda(session);
@@ -126,7 +126,7 @@ public:
   }
 
   Status toDevice(runtime::BackendSession *session, TensorRef ref, HostTensor &t) override {
-    Entry entry(*this);
+    Entry entry(*this, session);
     if (!entry)
       return entry.status;
     Expected<DeviceRange> range = resolve(session, ref, t.byteSize());
@@ -146,7 +146,7 @@ public:
 
   Status uploadChunk(TensorRef ref, HostTensor &t, size_t offset, const void *data,
                      size_t bytes) override {
-    Entry entry(*this);
+    Entry entry(*this, nullptr);
     if (!entry)
       return entry.status;
     if (offset > t.byteSize() || bytes > t.byteSize() - offset)
@@ -169,7 +169,7 @@ public:
   }
 
   Status toHost(runtime::BackendSession *session, TensorRef ref, HostTensor &t) override {
-    Entry entry(*this);
+    Entry entry(*this, session);
     if (!entry)
       return entry.status;
     DeviceRange storage;
@@ -202,7 +202,7 @@ public:
   }
 
   Status synchronize() override {
-    Entry entry(*this);
+    Entry entry(*this, nullptr);
     if (!entry)
       return entry.status;
     return engine_->device.synchronize();
@@ -212,7 +212,7 @@ public:
                                const runtime::CallPlan &callPlan, const runtime::CallInfo &call,
                                const runtime::Program &program,
                                std::span<HostTensor *const> values, bool graphable) override {
-    Entry entry(*this);
+    Entry entry(*this, &session);
     if (!entry)
       return entry.status;
     CudaSession &s = cuda(session);
@@ -260,7 +260,7 @@ public:
 
   Status endLaunches(runtime::BackendSession &session, const runtime::CallInfo &call,
                      const runtime::Program &program) override {
-    Entry entry(*this);
+    Entry entry(*this, &session);
     CudaSession &s = cuda(session);
     if (const size_t index = programIndex(s, program); index < s.programCount())
       s.program(index).inCall = false;
@@ -272,7 +272,7 @@ public:
   }
 
   Status launch(runtime::LaunchContext &c) override {
-    Entry entry(*this);
+    Entry entry(*this, c.session);
     if (!entry)
       return entry.status;
     if (!c.session)
@@ -301,7 +301,7 @@ public:
   }
 
   Status launchFusion(std::span<runtime::LaunchContext> steps) override {
-    Entry entry(*this);
+    Entry entry(*this, steps.empty() ? nullptr : steps[0].session);
     if (!entry)
       return entry.status;
     if (steps.empty() || steps[0].launch.fusion < 0 ||
@@ -343,12 +343,19 @@ private:
       : engine_(std::make_unique<CudaEngineState>(std::move(device), options)) {}
 
   /// An entry point's lock and current context (`status` says whether the
-  /// context could be made current).
+  /// context could be made current). While one session's capture is open on
+  /// the stream, every other caller waits until it ends (what it issued
+  /// would be recorded into that graph, and a synchronisation would break
+  /// the capture); the capturing session's own calls go on.
   struct Entry {
-    explicit Entry(CudaBackend &backend)
-        : lock(backend.engine_->mutex), status(backend.engine_->device.makeCurrent()) {}
+    Entry(CudaBackend &backend, const runtime::BackendSession *session)
+        : lock(backend.engine_->mutex) {
+      CudaEngineState &e = *backend.engine_;
+      e.captureEnded.wait(lock, [&] { return !e.capturing || e.capturing == session; });
+      status = e.device.makeCurrent();
+    }
     explicit operator bool() const { return status.isOk(); }
-    std::lock_guard<std::mutex> lock;
+    std::unique_lock<std::mutex> lock;
     Status status;
   };
 
@@ -411,9 +418,18 @@ private:
 };
 
 } // namespace
+
+runtime::Expected<std::unique_ptr<runtime::Backend>>
+createCudaBackendOn(const CudaDriver &driver, const runtime::CudaOptions &options) {
+  return CudaBackend::create(driver, options);
+}
+
 } // namespace dsc::cuda
 
 dsc::runtime::Expected<std::unique_ptr<dsc::runtime::Backend>>
 dsc::runtime::createCudaBackend(const CudaOptions &options) {
-  return dsc::cuda::CudaBackend::create(options);
+  Expected<const dsc::cuda::CudaDriver *> driver = dsc::cuda::CudaDriver::get();
+  if (!driver)
+    return driver.status();
+  return dsc::cuda::createCudaBackendOn(*driver.value(), options);
 }

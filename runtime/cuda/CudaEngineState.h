@@ -18,7 +18,8 @@
 // allocated once with its binding's size and never moves, nor does a
 // constant or a loaded function, so a captured graph may hold their
 // addresses. At most one capture is open on the stream (`capturing`);
-// nothing is allocated or uploaded while it is. Destruction: the members
+// nothing is allocated or uploaded while it is, and only the capturing
+// session's calls run (the others wait on captureEnded). Destruction: the members
 // after `device` go first (declaration order), then the device's stream and
 // context; the backend synchronises the stream before.
 //===----------------------------------------------------------------------===//
@@ -30,6 +31,7 @@
 #include "runtime/cuda/hal/DeviceBuffer.h"
 #include "runtime/cuda/hal/Executable.h"
 
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <string>
@@ -70,6 +72,9 @@ public:
   /// The session whose capture is open on the stream, or null.
   CudaSession *capturing = nullptr;
   mutable std::mutex mutex;
+  /// Notified (mutex held) when `capturing` becomes null: other sessions'
+  /// calls wait for it.
+  std::condition_variable captureEnded;
 
 private:
   std::vector<hal::Executable> executables_; ///< by plan module index (empty: not loaded)

@@ -23,8 +23,10 @@ CudaSession::CudaSession(CudaEngineState &engine, const runtime::Plan &plan)
 CudaSession::~CudaSession() {
   // Everything below frees device memory or graphs of the shared context and
   // stream: under the backend's mutex, with the context current, after the
-  // stream finished the session's work.
-  std::lock_guard<std::mutex> lock(engine_.mutex);
+  // stream finished the session's work; never inside another session's
+  // capture (the synchronisation would break it).
+  std::unique_lock<std::mutex> lock(engine_.mutex);
+  engine_.captureEnded.wait(lock, [&] { return !engine_.capturing || engine_.capturing == this; });
   const CudaDriver &d = engine_.driver();
   if (Status s = engine_.device.makeCurrent(); !s)
     std::fprintf(stderr, "dsc: warning: %s\n", s.message().c_str());
@@ -303,8 +305,10 @@ Status CudaSession::endCapture(long long position) {
     return Status::ok();
   GraphCache::Entry *entry = captureEntry_;
   captureEntry_ = nullptr;
-  if (engine_.capturing == this)
+  if (engine_.capturing == this) {
     engine_.capturing = nullptr;
+    engine_.captureEnded.notify_all();
+  }
   Expected<hal::Graph> graph = capture_.end();
   if (!graph) {
     if (entry)
@@ -331,8 +335,10 @@ void CudaSession::abandonCapture() {
   if (captureEntry_)
     captureEntry_->disabled = true; // graphs stay off for this call shape
   captureEntry_ = nullptr;
-  if (engine_.capturing == this)
+  if (engine_.capturing == this) {
     engine_.capturing = nullptr;
+    engine_.captureEnded.notify_all();
+  }
 }
 
 } // namespace dsc::cuda

@@ -156,10 +156,20 @@ Expected<std::unique_ptr<Engine>> Engine::createSynthetic(Plan plan,
   Expected<std::unique_ptr<Backend>> made = makeBackend(options);
   if (!made) // Unavailable only for a missing driver or GPU
     return made.status();
+  return createSynthetic(std::move(plan), std::move(synthetic), std::move(made.value()),
+                         std::move(options));
+}
+
+Expected<std::unique_ptr<Engine>> Engine::createSynthetic(Plan plan,
+                                                          SyntheticWeightOptions synthetic,
+                                                          std::unique_ptr<Backend> given,
+                                                          EngineOptions options) {
+  if (!given)
+    return invalidArgument("createSynthetic: no backend");
   if (Status status = verifyPlan(plan); !status)
     return status;
   std::unique_ptr<Engine> engine(new Engine());
-  engine->backend_ = std::move(made.value());
+  engine->backend_ = std::move(given);
   engine->options_ = options;
   if (Status status = engine->backend_->check(plan); !status)
     return status;

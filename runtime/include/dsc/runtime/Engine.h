@@ -162,6 +162,12 @@ public:
   static Expected<std::unique_ptr<Engine>> createSynthetic(Plan plan,
                                                            SyntheticWeightOptions synthetic,
                                                            EngineOptions options = {});
+  /// The same on a backend the caller made (options.backend is then only
+  /// its name; tests run the CUDA backend on a fake driver this way).
+  static Expected<std::unique_ptr<Engine>> createSynthetic(Plan plan,
+                                                           SyntheticWeightOptions synthetic,
+                                                           std::unique_ptr<Backend> backend,
+                                                           EngineOptions options = {});
   ~Engine();
 
   const Plan &plan() const { return plan_; }
