@@ -11,6 +11,11 @@
 // every launch sees what a fresh zeroed slot would hold. States are
 // zero-initialised except compressor scores (-inf, reference-spec §9.4) and
 // the Engram history (-1 = nothing yet).
+//
+// Ownership: the Session holds its BackendSession (Backend::openSession, made
+// by reset()) for its lifetime and passes it to every backend hook and launch;
+// the backend finds device copies by TensorRef (weight binding, state index,
+// program slot), so no host tensor has to be "released" when it goes.
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/Engine.h"
 #include "dsc/runtime/Backend.h"
