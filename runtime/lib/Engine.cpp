@@ -11,6 +11,11 @@
 // every launch sees what a fresh zeroed slot would hold. States are
 // zero-initialised except compressor scores (-inf, reference-spec §9.4) and
 // the Engram history (-1 = nothing yet).
+//
+// Ownership: the Session holds its BackendSession (Backend::openSession, made
+// by reset()) for its lifetime and passes it to every backend hook and launch;
+// the backend finds device copies by TensorRef (weight binding, state index,
+// program slot), so no host tensor has to be "released" when it goes.
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/Engine.h"
 #include "dsc/runtime/Backend.h"
@@ -110,19 +115,17 @@ Expected<std::unique_ptr<Engine>> Engine::bind(std::unique_ptr<Backend> backend,
                            std::to_string(bytes->size()) + " bytes, expected " +
                            std::to_string(tensor.byteSize()));
     std::copy(bytes->begin(), bytes->end(), tensor.bytes());
-    if (Status status = engine->backend_->toDevice(tensor); !status)
+    if (Status status = engine->backend_->toDevice(nullptr, TensorRef::weight(int64_t(i)), tensor);
+        !status)
       return status.withContext("uploading '" + binding.name + "': ");
   }
   engine->plan_ = std::move(plan);
   return engine;
 }
 
-Engine::~Engine() {
-  // Free the weights' device twins before the backend goes.
-  if (backend_)
-    for (const HostTensor &t : weights_)
-      backend_->release(t);
-}
+// The backend (and with it the weights' device copies) goes first, then the
+// host weights; every Session is gone by now (an Engine outlives them).
+Engine::~Engine() = default;
 
 std::unique_ptr<Session> Engine::newSession() { return std::make_unique<Session>(*this); }
 
@@ -137,16 +140,8 @@ Session::Session(Engine &engine) : engine_(engine), traits_(traitsOf(engine.back
   reset();
 }
 
-Session::~Session() {
-  // Device twins of this session's tensors are freed, so that a later
-  // tensor at a reused address never inherits a stale buffer.
-  Backend &backend = engine_.backend();
-  for (const HostTensor &t : states_)
-    backend.release(t);
-  for (const std::vector<HostTensor> &program : activations_)
-    for (const HostTensor &t : program)
-      backend.release(t);
-}
+// backendSession_ frees the session's device memory and graphs (RAII).
+Session::~Session() = default;
 
 void Session::reset() {
   const Plan &plan = engine_.plan();
@@ -158,6 +153,14 @@ void Session::reset() {
     if (stateError_ && !s)
       stateError_ = std::move(s);
   };
+  if (!backendSession_) {
+    Expected<std::unique_ptr<BackendSession>> opened = engine_.backend().openSession(plan);
+    if (opened && *opened)
+      backendSession_ = std::move(opened.value());
+    else
+      keepFirst(opened ? internalError("the backend opened no session")
+                       : opened.status().withContext("opening the backend session: "));
+  }
   states_.resize(plan.states.size());
   for (size_t i = 0; i < plan.states.size(); ++i) {
     const StateBuffer &s = plan.states[i];
@@ -202,15 +205,26 @@ void Session::reset() {
       std::fill(t.data<int64_t>(), t.data<int64_t>() + s.capacity, int64_t(-1));
       break;
     }
-    keepFirst(engine_.backend().toDevice(t).withContext("uploading state '" + s.name + "': "));
+    if (backendSession_)
+      keepFirst(engine_.backend()
+                    .toDevice(backendSession_.get(), TensorRef::state(int64_t(i)), t)
+                    .withContext("uploading state '" + s.name + "': "));
   }
 }
 
 Status Session::syncStates() {
-  for (HostTensor &t : states_)
-    if (Status s = engine_.backend().toHost(t); !s)
+  if (!backendSession_)
+    return stateError_;
+  for (size_t i = 0; i < states_.size(); ++i)
+    if (Status s = engine_.backend().toHost(backendSession_.get(), TensorRef::state(int64_t(i)),
+                                            states_[i]);
+        !s)
       return s;
   return Status::ok();
+}
+
+uint64_t Session::deviceArenaBytes(const std::string &program) const {
+  return backendSession_ ? engine_.backend().arenaBytes(*backendSession_, program) : 0;
 }
 
 const HostTensor *Session::value(const std::string &program, int64_t slot) const {
@@ -345,9 +359,12 @@ class CallRun {
 public:
   CallRun(const Plan &plan, const Program &program, const CallPlan &callPlan,
           const CallInfo &call, std::vector<HostTensor *> values, bool zeroArena,
-          Backend &backend, SessionObserver *observer, SessionMemoryStats &stats)
-      : plan_(plan), program_(program), cp_(callPlan), call_(call), values_(std::move(values)),
-        zeroArena_(zeroArena), backend_(backend), observer_(observer), stats_(stats),
+          Backend &backend, BackendSession &session, SessionObserver *observer,
+          SessionMemoryStats &stats)
+      : plan_(plan), program_(program),
+        programIndex_(size_t(&program - plan.programs.data())), cp_(callPlan), call_(call),
+        values_(std::move(values)), zeroArena_(zeroArena), backend_(backend), session_(session),
+        observer_(observer), stats_(stats),
         syncForObserver_(observer && backend.deviceResident()),
         allocated_(program.values.size(), 0) {
     replayCall_ = call;
@@ -400,6 +417,7 @@ private:
       std::memset(t.bytes(), 0, t.byteSize());
   }
   const CallInfo &infoOf(const CallStep &step) const { return step.replay ? replayCall_ : call_; }
+  TensorRef refOf(int64_t slot) const { return TensorRef::ofSlot(plan_, programIndex_, size_t(slot)); }
 
   /// Launch k's values are born: zeroed (arena) and counted live.
   void born(size_t k) {
@@ -426,7 +444,7 @@ private:
   LaunchContext contextOf(size_t k, const CallInfo &info) const {
     const Launch &at = program_.launches[k];
     LaunchContext context{plan_, program_, at, plan_.kernels[size_t(at.kernel)], info, {}, {}, {}, {},
-                          &call_};
+                          &call_, &session_};
     for (int64_t v : at.inputs) {
       context.inputs.push_back(values_[size_t(v)]);
       context.inputSlots.push_back(&program_.values[size_t(v)]);
@@ -491,8 +509,10 @@ private:
     if (observer_) {
       LaunchContext context = contextOf(k, info);
       if (syncForObserver_)
-        for (HostTensor *out : context.outputs)
-          if (Status s = backend_.toHost(*out); !s)
+        for (size_t i = 0; i < context.outputs.size(); ++i)
+          if (Status s = backend_.toHost(&session_, refOf(program_.launches[k].outputs[i]),
+                                         *context.outputs[i]);
+              !s)
             return s;
       observer_->afterLaunch(info, program_, context.launch, context.kernel,
                              std::span<const HostTensor *const>(context.outputs.data(),
@@ -506,9 +526,9 @@ private:
       if (Status s = observer_->atBoundary(call_, b.layer, stream, mix); !s)
         return s;
       if (syncForObserver_) {
-        if (Status s = backend_.toDevice(stream); !s)
+        if (Status s = backend_.toDevice(&session_, refOf(b.stream), stream); !s)
           return s;
-        if (Status s = backend_.toDevice(mix); !s)
+        if (Status s = backend_.toDevice(&session_, refOf(b.mix), mix); !s)
           return s;
       }
     }
@@ -548,7 +568,7 @@ private:
       for (size_t k = step.first; k < step.end; ++k) {
         const Launch &launch = program_.launches[k];
         LaunchContext context{plan_, program_, launch, plan_.kernels[size_t(launch.kernel)], tile,
-                              {}, {}, {}, {}, &call_};
+                              {}, {}, {}, {}, &call_, &session_};
         for (int64_t v : launch.inputs) {
           Expected<HostTensor *> t = operand(v);
           if (!t)
@@ -574,12 +594,14 @@ private:
 
   const Plan &plan_;
   const Program &program_;
+  size_t programIndex_;
   const CallPlan &cp_;
   const CallInfo &call_;
   CallInfo replayCall_;
   std::vector<HostTensor *> values_; ///< per slot
   bool zeroArena_;
   Backend &backend_;
+  BackendSession &session_;
   SessionObserver *observer_;
   SessionMemoryStats &stats_;
   bool syncForObserver_;
@@ -659,8 +681,8 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
     }
     }
   }
-  CallRun runner(plan, *program, callPlan, call, std::move(resolved), useArena, backend, observer_,
-                 memory.stats);
+  CallRun runner(plan, *program, callPlan, call, std::move(resolved), useArena, backend,
+                 *backendSession_, observer_, memory.stats);
   HostTensor &input = runner.value(callPlan.tokenInput);
   memory.called = true;
   memory.stats = SessionMemoryStats();
@@ -680,33 +702,31 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
   };
   // A device backend lays the activations out in one device arena (the
   // plan's capacity layout: one for every decode call).
+  BackendSession &session = *backendSession_;
   if (callPlan.hasDevicePlan)
-    if (Status s = backend.bindArena(*program, callPlan.device, runner.values()); !s)
+    if (Status s = backend.bindArena(session, *program, callPlan.device); !s)
       return failAt(s.withContext(programName + ": device arena: "));
-  {
-    std::vector<HostTensor *> activations;
-    for (size_t i = 0; i < program->values.size(); ++i)
-      if (callPlan.host.values[i].planned)
-        activations.push_back(&runner.value(i));
-    if (Status s = backend.beginCall(activations); !s)
-      return failAt(s);
-    if (Status s = backend.toDevice(input); !s)
-      return failAt(s);
-  }
+  if (Status s = backend.toDevice(&session,
+                                  TensorRef::ofSlot(plan, programIndex, callPlan.tokenInput), input);
+      !s)
+    return failAt(s);
   // The backend may run the whole program itself (a replayed CUDA graph,
   // docs/runtime.md); only without an observer.
-  Expected<bool> replayed = backend.beginLaunches(plan, call, *program, runner.values(), !observer_);
+  Expected<bool> replayed =
+      backend.beginLaunches(session, plan, callPlan, call, *program, runner.values(), !observer_);
   if (!replayed)
     return failAt(replayed.status());
   if (Status s = runner.runSteps(*replayed); !s)
     return failAt(s);
-  if (Status s = backend.endLaunches(call, *program); !s)
+  if (Status s = backend.endLaunches(session, call, *program); !s)
     return failAt(s);
   position_ = call.startPos + call.tokens;
   if (call.decodeStep >= 0)
     ++decodeSteps_;
   HostTensor &out = runner.value(callPlan.logitsOutput);
-  if (Status s = backend.toHost(out); !s)
+  if (Status s = backend.toHost(&session,
+                                TensorRef::ofSlot(plan, programIndex, callPlan.logitsOutput), out);
+      !s)
     return s;
   if (out.dtype() != DType::F32 || out.shape().size() != 2)
     return internalError(programName + ": output 0 is not F32 of rank 2");

@@ -156,10 +156,20 @@ Expected<std::unique_ptr<Engine>> Engine::createSynthetic(Plan plan,
   Expected<std::unique_ptr<Backend>> made = makeBackend(options);
   if (!made) // Unavailable only for a missing driver or GPU
     return made.status();
+  return createSynthetic(std::move(plan), std::move(synthetic), std::move(made.value()),
+                         std::move(options));
+}
+
+Expected<std::unique_ptr<Engine>> Engine::createSynthetic(Plan plan,
+                                                          SyntheticWeightOptions synthetic,
+                                                          std::unique_ptr<Backend> given,
+                                                          EngineOptions options) {
+  if (!given)
+    return invalidArgument("createSynthetic: no backend");
   if (Status status = verifyPlan(plan); !status)
     return status;
   std::unique_ptr<Engine> engine(new Engine());
-  engine->backend_ = std::move(made.value());
+  engine->backend_ = std::move(given);
   engine->options_ = options;
   if (Status status = engine->backend_->check(plan); !status)
     return status;
@@ -191,7 +201,8 @@ Expected<std::unique_ptr<Engine>> Engine::createSynthetic(Plan plan,
     if (device) {
       if (Status s = tensor.describeChecked(binding.dtype, binding.shape); !s)
         return s.withContext("tensor '" + binding.name + "': ");
-      if (Status s = backend.toDevice(tensor); !s) // allocates the device twin
+      // Allocates the weight's device copy (a described tensor has no bytes).
+      if (Status s = backend.toDevice(nullptr, TensorRef::weight(int64_t(t)), tensor); !s)
         return s.withContext("allocating '" + binding.name + "': ");
     } else {
       if (Status s = tensor.resetChecked(binding.dtype, binding.shape); !s)
@@ -224,7 +235,9 @@ Expected<std::unique_ptr<Engine>> Engine::createSynthetic(Plan plan,
       for (std::thread &th : pool)
         th.join();
       if (device)
-        if (Status s = backend.uploadChunk(tensor, first * elementSize, out, count * elementSize); !s)
+        if (Status s = backend.uploadChunk(TensorRef::weight(int64_t(t)), tensor, first * elementSize,
+                                           out, count * elementSize);
+            !s)
           return s.withContext("uploading '" + binding.name + "': ");
     }
     done += tensor.byteSize();

@@ -15,7 +15,7 @@
 // to stderr, one JSON object to stdout (and to --json). --list-bytes prints
 // the per-tensor byte accounting; --bytes-only stops after it (no weights).
 // The JSON's device_arena_bytes gives each program's device activation arena
-// (Backend::arenaBytes, after the timed run; 0 on the CPU backend).
+// (Session::deviceArenaBytes, after the timed run; 0 on the CPU backend).
 // The --cuda-* flags (and, below them, the DSC_CUDA_* variables) set the CUDA
 // backend's switches (tools/common/CudaFlags.h).
 // Exit status: 0, 1 on errors, 2 on usage errors, 3 when logits are not finite.
@@ -485,11 +485,12 @@ static int runMain(int argc, char **argv) {
                humanBytes(kvBytes).c_str(), bandwidth, bandwidthSource.c_str(), rooflineMs,
                overRoofline, logitsFinite ? "yes" : "NO", (long long)nonFinite, (long long)checked);
 
-  // Device activation arenas (Backend::arenaBytes; 0 on the host backend).
+  // Device activation arenas of the session (Session::deviceArenaBytes; 0 on
+  // the host backend).
   std::string arenaJson = "{";
   for (const Program &p : plan.programs)
     arenaJson += (arenaJson.size() > 1 ? ", " : "") + jsonString(p.name) + ": " +
-                 std::to_string(backend.arenaBytes(p.name));
+                 std::to_string(session->deviceArenaBytes(p.name));
   arenaJson += "}";
   std::fprintf(stderr, "  device arenas     %s\n\n", arenaJson.c_str());
 

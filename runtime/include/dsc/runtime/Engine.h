@@ -6,10 +6,12 @@
 //   logits = session->decode(nextId);            // f32 [1, vocab]
 //
 // An Engine owns the verified plan, the weights bound from the checkpoint and
-// a backend; a Session owns one sequence's state (window rings, per-source KV
-// and index keys in their packed record layouts, compressor partial groups,
-// Engram history) and runs the plan's programs. Nothing throws; every failure
-// is a Status naming what is wrong.
+// a backend (which owns the weights' device copies); a Session owns one
+// sequence's state (window rings, per-source KV and index keys in their
+// packed record layouts, compressor partial groups, Engram history), its
+// BackendSession (the backend's state of the session: device copies of the
+// states, device arenas, call states, captured graphs) and runs the plan's
+// programs. Nothing throws; every failure is a Status naming what is wrong.
 //
 // Threading contract:
 //   - one call at a time per Session (prefill, decode, reset, state reads);
@@ -48,6 +50,7 @@
 namespace dsc::runtime {
 
 class Backend;
+class BackendSession;
 class Checkpoint;
 
 /// Which call of a session a launch belongs to: its geometry (the call's
@@ -165,6 +168,12 @@ public:
   static Expected<std::unique_ptr<Engine>> createSynthetic(Plan plan,
                                                            SyntheticWeightOptions synthetic,
                                                            EngineOptions options = {});
+  /// The same on a backend the caller made (options.backend is then only
+  /// its name; tests run the CUDA backend on a fake driver this way).
+  static Expected<std::unique_ptr<Engine>> createSynthetic(Plan plan,
+                                                           SyntheticWeightOptions synthetic,
+                                                           std::unique_ptr<Backend> backend,
+                                                           EngineOptions options = {});
   ~Engine();
 
   const Plan &plan() const { return plan_; }
@@ -216,6 +225,9 @@ public:
   /// The plan the last call of `program` ran (null before any call): valid
   /// until the next call of that program.
   const CallPlan *lastCallPlan(const std::string &program) const;
+  /// Device arena bytes this Session holds for `program` (Backend::
+  /// arenaBytes; 0 on the host backend).
+  uint64_t deviceArenaBytes(const std::string &program) const;
 
 private:
   /// One call of `programName`; `runReplay` false skips CED replayed
@@ -224,6 +236,10 @@ private:
                            CallInfo call, bool runReplay = true);
 
   Engine &engine_;
+  /// The backend's state of this Session (Backend::openSession), opened by
+  /// reset() (an open that failed is retried by the next reset); destroyed
+  /// with the Session, before the Engine and its backend.
+  std::unique_ptr<BackendSession> backendSession_;
   SessionObserver *observer_ = nullptr;
   int64_t position_ = 0;
   int64_t decodeSteps_ = 0;

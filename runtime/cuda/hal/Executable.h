@@ -1,0 +1,54 @@
+//===- Executable.h - One loaded CUDA module and its entry points ----------===//
+//
+// What: load() loads one module image (a plan module's cubin,
+// cuModuleLoadData); function(entry) looks an entry point up by name once
+// and caches it; the destructor unloads the module (a failure is logged
+// once, ReleaseLog.h).
+//
+// Why: a plan has one module per kernel template (Plan::modules); the
+// backend loads each on its first launch and keeps it for the Engine's
+// lifetime, indexed by the module's index in the plan.
+//
+// Invariants: move-only; the CUfunctions returned stay valid while the
+// Executable lives; an unknown entry is an error naming it and the module.
+// Not thread-safe: the owner guards it.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_RUNTIME_CUDA_HAL_EXECUTABLE_H
+#define DSC_RUNTIME_CUDA_HAL_EXECUTABLE_H
+
+#include "runtime/cuda/CudaDriver.h"
+
+#include <map>
+#include <string>
+
+namespace dsc::cuda::hal {
+
+class Executable {
+public:
+  Executable() = default;
+  /// `name` names the module in errors (the plan's template name).
+  static runtime::Expected<Executable> load(const CudaDriver &driver, const void *image,
+                                            std::string name);
+  Executable(const Executable &) = delete;
+  Executable &operator=(const Executable &) = delete;
+  Executable(Executable &&other) noexcept { *this = std::move(other); }
+  Executable &operator=(Executable &&other) noexcept;
+  ~Executable() { reset(); }
+
+  /// Entry point `entry` (looked up on first use, then cached).
+  runtime::Expected<CUfunction> function(const std::string &entry);
+
+  const std::string &name() const { return name_; }
+  explicit operator bool() const { return module_ != nullptr; }
+
+private:
+  void reset();
+  const CudaDriver *driver_ = nullptr;
+  CUmodule module_ = nullptr;
+  std::string name_;
+  std::map<std::string, CUfunction, std::less<>> functions_;
+};
+
+} // namespace dsc::cuda::hal
+
+#endif // DSC_RUNTIME_CUDA_HAL_EXECUTABLE_H

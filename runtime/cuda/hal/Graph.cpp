@@ -1,0 +1,88 @@
+//===- Graph.cpp - Capture, instantiate and replay CUDA graphs --------------===//
+#include "runtime/cuda/hal/Graph.h"
+
+#include "runtime/cuda/hal/ReleaseLog.h"
+
+namespace dsc::cuda::hal {
+
+Graph &Graph::operator=(Graph &&other) noexcept {
+  if (this == &other)
+    return *this;
+  reset();
+  driver_ = other.driver_;
+  exec_ = other.exec_;
+  other.exec_ = nullptr;
+  return *this;
+}
+
+void Graph::reset() {
+  if (exec_ && driver_)
+    logReleaseFailure(*driver_, driver_->cuGraphExecDestroy(exec_), "cuGraphExecDestroy");
+  exec_ = nullptr;
+}
+
+runtime::Status Graph::launch(CUstream stream) const {
+  if (!exec_)
+    return runtime::internalError("cuGraphLaunch: no instantiated graph");
+  return driver_->check(driver_->cuGraphLaunch(exec_, stream), "cuGraphLaunch");
+}
+
+runtime::Expected<GraphCapture> GraphCapture::begin(const CudaDriver &driver, CUstream stream) {
+  if (runtime::Status s = driver.check(driver.cuStreamBeginCapture(stream,
+                                                                   CU_STREAM_CAPTURE_MODE_RELAXED),
+                                       "cuStreamBeginCapture");
+      !s)
+    return s;
+  GraphCapture capture;
+  capture.driver_ = &driver;
+  capture.stream_ = stream;
+  return capture;
+}
+
+GraphCapture &GraphCapture::operator=(GraphCapture &&other) noexcept {
+  if (this == &other)
+    return *this;
+  abandon();
+  driver_ = other.driver_;
+  stream_ = other.stream_;
+  other.stream_ = nullptr;
+  return *this;
+}
+
+runtime::Expected<Graph> GraphCapture::end() {
+  if (!stream_)
+    return runtime::internalError("cuStreamEndCapture: no capture in progress");
+  CUstream stream = stream_;
+  stream_ = nullptr;
+  CUgraph graph = nullptr;
+  if (runtime::Status s = driver_->check(driver_->cuStreamEndCapture(stream, &graph),
+                                         "cuStreamEndCapture");
+      !s) {
+    if (graph)
+      logReleaseFailure(*driver_, driver_->cuGraphDestroy(graph), "cuGraphDestroy");
+    return s;
+  }
+  Graph result;
+  result.driver_ = driver_;
+  runtime::Status status = driver_->check(driver_->cuGraphInstantiateWithFlags(&result.exec_, graph, 0),
+                                          "cuGraphInstantiateWithFlags");
+  logReleaseFailure(*driver_, driver_->cuGraphDestroy(graph), "cuGraphDestroy");
+  if (!status) {
+    result.exec_ = nullptr;
+    return status;
+  }
+  return result;
+}
+
+void GraphCapture::abandon() {
+  if (!stream_ || !driver_)
+    return;
+  CUgraph graph = nullptr;
+  // Ending an invalidated capture fails by design; only the graph matters.
+  (void)driver_->cuStreamEndCapture(stream_, &graph);
+  if (graph)
+    logReleaseFailure(*driver_, driver_->cuGraphDestroy(graph), "cuGraphDestroy");
+  stream_ = nullptr;
+}
+
+} // namespace dsc::cuda::hal
