@@ -10,6 +10,14 @@
 //   acc += v (fp32, head order); score = bf16(acc).
 // weightScale = (float)p.weight_scale (dsc::abi::IndexerScoreParams, the
 // first argument); ratio is the index-key state's (not a parameter here).
+// dsc_indexer_score_fast (the default; the entry above is the CPU-order
+// kernel of CudaOptions::cpuOrderKernels): grid (key blocks, S); the block
+// stages the row's queries [H, dk] in shared memory as fp32, one warp per
+// key t decodes the record into shared memory and its lanes take heads h =
+// lane, lane + 32, ... with the same d-order dot, relu, weight and bf16
+// roundings; lane 0 adds the heads in head order. Bit-identical to the
+// entry above (every sum is in the same order), without its per-thread
+// serial chains. Dynamic shared memory: (H * (dk + 1) + warps * dk) floats.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
@@ -52,4 +60,59 @@ DSC_KERNEL void dsc_indexer_score(const __grid_constant__ dsc::abi::IndexerScore
     acc = __fadd_rn(acc, roundToBf16(__fmul_rn(e, wh)));
   }
   scores[i] = bf16FromFloat(acc);
+}
+
+DSC_KERNEL void dsc_indexer_score_fast(const __grid_constant__ dsc::abi::IndexerScoreParams p,
+                                       const unsigned short *q, const unsigned short *headWeights,
+                                       const unsigned char *keys, int values, int tile,
+                                       int valueType, int scaleType, int tokensPerPage, int order,
+                                       long long S, long long H, long long dk,
+                                       const long long *callState, long long ratio,
+                                       unsigned short *scores) {
+  const float weightScale = (float)p.weight_scale;
+  const long long startPos = DSC_CALL_START(callState);
+  const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio); // row stride T
+  const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
+  extern __shared__ float smem[];
+  const long long ld = dk + 1; // padded query rows: lanes read different heads, same d
+  float *qs = smem, *kbuf = smem + H * ld + (threadIdx.x >> 5) * dk;
+  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+  const long long s = blockIdx.y;
+  if (s >= S)
+    return;
+  for (long long i = threadIdx.x; i < H * dk; i += blockDim.x)
+    qs[(i / dk) * ld + i % dk] = bf16ToFloat(q[s * H * dk + i]);
+  __syncthreads();
+  const long long visible = compressLen(startPos, s, ratio);
+  for (long long t = (long long)blockIdx.x * warps + (threadIdx.x >> 5); t < width;
+       t += (long long)gridDim.x * warps) {
+    if (t >= visible) {
+      if (lane == 0)
+        scores[s * width + t] = bf16FromFloat(negInf());
+      continue;
+    }
+    for (long long d = lane; d < dk; d += 32)
+      kbuf[d] = readValue(l, keys, t, static_cast<int>(d));
+    __syncwarp();
+    float acc = 0.0f;
+    for (long long h0 = 0; h0 < H; h0 += 32) {
+      const long long h = h0 + lane;
+      float v = 0.0f;
+      if (h < H) {
+        const float *qh = qs + h * ld;
+        float dot = 0.0f;
+        for (long long d = 0; d < dk; ++d)
+          dot = __fadd_rn(dot, __fmul_rn(qh[d], kbuf[d]));
+        float e = roundToBf16(dot);
+        e = e > 0.0f ? e : 0.0f;
+        const float wh = roundToBf16(__fmul_rn(bf16ToFloat(headWeights[s * H + h]), weightScale));
+        v = roundToBf16(__fmul_rn(e, wh));
+      }
+      for (int src = 0; src < 32 && h0 + src < H; ++src) // head order
+        acc = __fadd_rn(acc, __shfl_sync(0xffffffffu, v, src));
+    }
+    if (lane == 0)
+      scores[s * width + t] = bf16FromFloat(acc);
+    __syncwarp();
+  }
 }

@@ -18,6 +18,10 @@
 // from the main-KV records (entry j - R). Entries outside [0, R + T) are
 // skipped like -1 (the CPU asserts they do not occur).
 // Dynamic shared memory: 2 * D floats (q, acc).
+// dsc_sparse_attention_fast (the default; the entry above is the CPU-order
+// kernel of CudaOptions::cpuOrderKernels): step 1 by one warp per entry,
+// lanes over d (coalesced record reads) and a fixed xor-tree sum; steps 2-3
+// and the epilogue as above. Deterministic; not the CPU's d order.
 // Arguments: p (dsc::abi::SparseAttentionParams) then ropeStep
 // (dsc::abi::RopeParams): the fused kernel's two steps' structs, in step
 // order. With ropeInvFreq (the fused `attention` kernel: sparse attention +
@@ -51,16 +55,16 @@ __device__ __forceinline__ long long sparseEntry(long long s, long long e, long 
   return topk[s * k + (e - windowWidth)];
 }
 
-DSC_KERNEL void dsc_sparse_attention(const __grid_constant__ dsc::abi::SparseAttentionParams p,
-                                     const __grid_constant__ dsc::abi::RopeParams ropeStep,
-                                     const unsigned short *q, long long S, long long H,
-                                     long long D, const float *rows, long long R,
-                                     const unsigned char *kvPool, int values, int tile,
-                                     int valueType, int scaleType, int tokensPerPage, int order,
-                                     long long ratio, const int *topk, long long k,
-                                     const float *sink, const long long *callState,
-                                     long long window, long long windowWidth,
-                                     const float *ropeInvFreq, unsigned short *o) {
+namespace dsc_sparse {
+template <bool kFast>
+__device__ void attend(const dsc::abi::SparseAttentionParams &p,
+                       const dsc::abi::RopeParams &ropeStep, const unsigned short *q, long long S,
+                       long long H, long long D, const float *rows, long long R,
+                       const unsigned char *kvPool, int values, int tile, int valueType,
+                       int scaleType, int tokensPerPage, int order, long long ratio,
+                       const int *topk, long long k, const float *sink,
+                       const long long *callState, long long window, long long windowWidth,
+                       const float *ropeInvFreq, unsigned short *o) {
   const float scale = (float)p.scale;
   // p and T = (p + S) / ratio (0 without a compressed source) from the call state.
   const long long startPos = DSC_CALL_START(callState);
@@ -89,6 +93,29 @@ DSC_KERNEL void dsc_sparse_attention(const __grid_constant__ dsc::abi::SparseAtt
   __syncthreads();
   for (long long b0 = 0; b0 < K; b0 += DSC_SPARSE_BLOCK) {
     const long long n = K - b0 < DSC_SPARSE_BLOCK ? K - b0 : DSC_SPARSE_BLOCK;
+    if (kFast) { // one warp per entry, lanes over d (coalesced), xor-tree sum
+      const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+      for (long long e = threadIdx.x >> 5; e < n; e += warps) {
+        long long j =
+            sparseEntry(s, b0 + e, startPos, chunk, ringRows, window, windowWidth, topk, k);
+        if (j >= nKv)
+          j = -1;
+        float dot = 0.0f;
+        if (j >= 0 && j < R) {
+          const float *row = rows + j * D;
+          for (long long d = lane; d < D; d += 32)
+            dot = fmaf(qf[d], row[d], dot);
+        } else if (j >= R) {
+          for (long long d = lane; d < D; d += 32)
+            dot = fmaf(qf[d], readValue(l, kvPool, j - R, (int)d), dot);
+        }
+        dot = warpSum(dot);
+        if (lane == 0) {
+          jl[e] = j;
+          logit[e] = j < 0 ? negInf() : __fmul_rn(dot, scale);
+        }
+      }
+    } else
     if (threadIdx.x < n) {
       long long j = sparseEntry(s, b0 + threadIdx.x, startPos, chunk, ringRows, window, windowWidth,
                                 topk, k);
@@ -169,4 +196,32 @@ DSC_KERNEL void dsc_sparse_attention(const __grid_constant__ dsc::abi::SparseAtt
              im);
     o[sh * D + d] = bf16FromFloat(((d - tail) & 1) ? im : re);
   }
+}
+} // namespace dsc_sparse
+
+DSC_KERNEL void dsc_sparse_attention(const __grid_constant__ dsc::abi::SparseAttentionParams p,
+                                     const __grid_constant__ dsc::abi::RopeParams ropeStep,
+                                     const unsigned short *q, long long S, long long H,
+                                     long long D, const float *rows, long long R,
+                                     const unsigned char *kvPool, int values, int tile,
+                                     int valueType, int scaleType, int tokensPerPage, int order,
+                                     long long ratio, const int *topk, long long k,
+                                     const float *sink, const long long *callState,
+                                     long long window, long long windowWidth,
+                                     const float *ropeInvFreq, unsigned short *o) {
+  dsc_sparse::attend<false>(p, ropeStep, q, S, H, D, rows, R, kvPool, values, tile, valueType,
+                            scaleType, tokensPerPage, order, ratio, topk, k, sink, callState,
+                            window, windowWidth, ropeInvFreq, o);
+}
+
+DSC_KERNEL void dsc_sparse_attention_fast(
+    const __grid_constant__ dsc::abi::SparseAttentionParams p,
+    const __grid_constant__ dsc::abi::RopeParams ropeStep, const unsigned short *q, long long S,
+    long long H, long long D, const float *rows, long long R, const unsigned char *kvPool,
+    int values, int tile, int valueType, int scaleType, int tokensPerPage, int order,
+    long long ratio, const int *topk, long long k, const float *sink, const long long *callState,
+    long long window, long long windowWidth, const float *ropeInvFreq, unsigned short *o) {
+  dsc_sparse::attend<true>(p, ropeStep, q, S, H, D, rows, R, kvPool, values, tile, valueType,
+                           scaleType, tokensPerPage, order, ratio, topk, k, sink, callState,
+                           window, windowWidth, ropeInvFreq, o);
 }

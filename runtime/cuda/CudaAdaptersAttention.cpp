@@ -428,7 +428,16 @@ Status indexerScore(CudaLaunchContext &c, const abi::IndexerScoreParams &p) {
   std::vector<void *> args{&params, &qp, &hp, &kp};
   pool->push(args);
   args.insert(args.end(), {&S, &H, &dk, &cs, &ratio, &out});
-  return launch1D(c, "dsc_indexer_score", S * c.compressedLengthCapacity(ratio), std::move(args));
+  const int64_t capacity = c.compressedLengthCapacity(ratio);
+  const size_t fastSmem = size_t(H * (dk + 1) + kGemvWarps * dk) * sizeof(float);
+  if (!c.cpuOrderKernels && fastSmem <= kSharedLimit && S <= 65535) {
+    // Grid (key blocks, S), sized by capacity (graph replays at any p); one
+    // warp per key, grid-strided beyond the cap.
+    long long blocks = std::max<long long>(1, std::min<long long>(ceilDiv(capacity, kGemvWarps), 1024));
+    return c.launchEntry("dsc_indexer_score_fast", Dim3{unsigned(blocks), unsigned(S), 1},
+                         gemvBlock(), fastSmem, std::move(args));
+  }
+  return launch1D(c, "dsc_indexer_score", S * capacity, std::move(args));
 }
 
 /// CudaOptions::quadraticTopk: the first-cut O(T^2) top-k and serial
@@ -579,8 +588,8 @@ Status sparseAttentionWith(CudaLaunchContext &c, const abi::SparseAttentionParam
   Dim3 grid, block;
   grid.x = static_cast<unsigned>(S * H);
   block.x = 128;
-  return c.launchEntry("dsc_sparse_attention", grid, block, size_t(2 * D) * sizeof(float),
-                       std::move(args));
+  return c.launchEntry(c.cpuOrderKernels ? "dsc_sparse_attention" : "dsc_sparse_attention_fast",
+                       grid, block, size_t(2 * D) * sizeof(float), std::move(args));
 }
 
 } // namespace

@@ -248,6 +248,7 @@ TEST_F(KernelAbi, TemplateEntriesTakeTheirStructFirst) {
       {"dsc_index_keys_write", {layoutOf<dsc::abi::IndexKeysParams>()}},
       {"dsc_index_queries_rope_qdq", {layoutOf<dsc::abi::IndexQueriesParams>()}},
       {"dsc_indexer_score", {layoutOf<dsc::abi::IndexerScoreParams>()}},
+      {"dsc_indexer_score_fast", {layoutOf<dsc::abi::IndexerScoreParams>()}},
       {"dsc_candidate_blocks", {layoutOf<dsc::abi::CandidateBlocksParams>()}},
       {"dsc_candidate_blocks_radix", {layoutOf<dsc::abi::CandidateBlocksParams>()}},
       {"dsc_indexer_topk_select", {layoutOf<dsc::abi::IndexerTopKParams>()}},
@@ -255,6 +256,8 @@ TEST_F(KernelAbi, TemplateEntriesTakeTheirStructFirst) {
       {"dsc_indexer_topk_radix", {layoutOf<dsc::abi::IndexerTopKParams>()}},
       // The fused `attention` kernel: its two steps' structs, in step order.
       {"dsc_sparse_attention",
+       {layoutOf<dsc::abi::SparseAttentionParams>(), layoutOf<dsc::abi::RopeParams>()}},
+      {"dsc_sparse_attention_fast",
        {layoutOf<dsc::abi::SparseAttentionParams>(), layoutOf<dsc::abi::RopeParams>()}},
   };
   std::set<std::string> seen;

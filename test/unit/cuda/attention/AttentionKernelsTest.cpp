@@ -34,10 +34,10 @@ const std::vector<Template> &templates() {
        {"dsc_index_queries_act", "dsc_index_queries_gemm", "dsc_index_queries_rope_qdq",
         "dsc_index_queries_act_quant_fast", "dsc_index_queries_gemm_fast",
         "dsc_index_queries_splitk_reduce_fast"}},
-      {"indexer_score", {"dsc_indexer_score"}},
+      {"indexer_score", {"dsc_indexer_score", "dsc_indexer_score_fast"}},
       {"candidate_blocks", {"dsc_candidate_blocks"}},
       {"indexer_topk", {"dsc_indexer_topk_select", "dsc_indexer_topk_emit"}},
-      {"sparse_attention", {"dsc_sparse_attention"}},
+      {"sparse_attention", {"dsc_sparse_attention", "dsc_sparse_attention_fast"}},
   };
   return t;
 }
