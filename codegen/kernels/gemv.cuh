@@ -174,17 +174,21 @@ __device__ __forceinline__ void mmaE4m3(float *d, unsigned a0, unsigned a1, unsi
                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(0.0f));
 }
 
-/// One warp's share of a tile: weight rows wG (lane's row g) and wG8 (row
-/// g + 8), their scale rows sG / sG8, activation rows m0 .. m0 + rows - 1
-/// (rows <= 8) of codes [., K] / scales [., K/32], K blocks [j0, j1). Adds to
-/// acc: [0], [1] = (row g; activation rows m0 + 2t, m0 + 2t + 1), [2], [3] =
-/// the same for row g + 8. kFp4: rows hold K/2 bytes of E2M1.
-template <bool kFp4>
-__device__ __forceinline__ void tileDots(const unsigned char *wG, const unsigned char *wG8,
-                                         const unsigned char *sG, const unsigned char *sG8,
-                                         const unsigned char *codes, const float *scales,
-                                         long long K, long long m0, int rows, long long j0,
-                                         long long j1, float *acc) {
+/// One warp's share of kMats tiles that share their activations: for each
+/// matrix x, weight rows wG[x] (the lane's row g) and wG8[x] (row g + 8),
+/// their scale rows sG[x] / sG8[x], activation rows m0 .. m0 + rows - 1
+/// (rows <= 8) of codes [., K] / scales [., K/32], K blocks [j0, j1). Adds
+/// to acc[x]: [0], [1] = (row g; activation rows m0 + 2t, m0 + 2t + 1), [2],
+/// [3] = the same for row g + 8. kFp4: rows hold K/2 bytes of E2M1. Several
+/// matrices in one loop (MoE w1 and w3) keep more loads in flight.
+template <bool kFp4, int kMats>
+__device__ __forceinline__ void tileDotsN(const unsigned char *const *wG,
+                                          const unsigned char *const *wG8,
+                                          const unsigned char *const *sG,
+                                          const unsigned char *const *sG8,
+                                          const unsigned char *codes, const float *scales,
+                                          long long K, long long m0, int rows, long long j0,
+                                          long long j1, float (*acc)[4]) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const long long kb = K / 32;
   const bool feeds = g < rows, c0 = 2 * t < rows, c1 = 2 * t + 1 < rows;
@@ -193,19 +197,22 @@ __device__ __forceinline__ void tileDots(const unsigned char *wG, const unsigned
   const float *as1 = scales + (m0 + (c1 ? 2 * t + 1 : 0)) * kb;
 #pragma unroll 4
   for (long long j = j0; j < j1; ++j) {
-    unsigned a0, a1, a2, a3;
-    if (kFp4) {
-      const unsigned w0 = __ldg(reinterpret_cast<const unsigned *>(wG + j * 16 + 4 * t));
-      const unsigned w1 = __ldg(reinterpret_cast<const unsigned *>(wG8 + j * 16 + 4 * t));
-      e2m1x8ToE4m3(w0, a0, a2);
-      e2m1x8ToE4m3(w1, a1, a3);
-    } else {
-      const uint2 w0 = __ldg(reinterpret_cast<const uint2 *>(wG + j * 32 + 8 * t));
-      const uint2 w1 = __ldg(reinterpret_cast<const uint2 *>(wG8 + j * 32 + 8 * t));
-      a0 = w0.x;
-      a2 = w0.y;
-      a1 = w1.x;
-      a3 = w1.y;
+    unsigned a[kMats][4];
+#pragma unroll
+    for (int x = 0; x < kMats; ++x) {
+      if (kFp4) {
+        const unsigned w0 = __ldg(reinterpret_cast<const unsigned *>(wG[x] + j * 16 + 4 * t));
+        const unsigned w1 = __ldg(reinterpret_cast<const unsigned *>(wG8[x] + j * 16 + 4 * t));
+        e2m1x8ToE4m3(w0, a[x][0], a[x][2]);
+        e2m1x8ToE4m3(w1, a[x][1], a[x][3]);
+      } else {
+        const uint2 w0 = __ldg(reinterpret_cast<const uint2 *>(wG[x] + j * 32 + 8 * t));
+        const uint2 w1 = __ldg(reinterpret_cast<const uint2 *>(wG8[x] + j * 32 + 8 * t));
+        a[x][0] = w0.x;
+        a[x][2] = w0.y;
+        a[x][1] = w1.x;
+        a[x][3] = w1.y;
+      }
     }
     unsigned b0 = 0, b1 = 0;
     if (feeds) {
@@ -213,20 +220,33 @@ __device__ __forceinline__ void tileDots(const unsigned char *wG, const unsigned
       b0 = b.x;
       b1 = b.y;
     }
-    float d[4];
-    mmaE4m3(d, a0, a1, a2, a3, b0, b1);
-    const float ws0 = ue8m0ToFloat(sG[j]), ws1 = ue8m0ToFloat(sG8[j]);
-    if (c0) {
-      const float a = as0[j];
-      acc[0] = __fadd_rn(acc[0], __fmul_rn(__fmul_rn(d[0], a), ws0));
-      acc[2] = __fadd_rn(acc[2], __fmul_rn(__fmul_rn(d[2], a), ws1));
-    }
-    if (c1) {
-      const float a = as1[j];
-      acc[1] = __fadd_rn(acc[1], __fmul_rn(__fmul_rn(d[1], a), ws0));
-      acc[3] = __fadd_rn(acc[3], __fmul_rn(__fmul_rn(d[3], a), ws1));
+    const float a0s = c0 ? as0[j] : 0.0f, a1s = c1 ? as1[j] : 0.0f;
+#pragma unroll
+    for (int x = 0; x < kMats; ++x) {
+      float d[4];
+      mmaE4m3(d, a[x][0], a[x][1], a[x][2], a[x][3], b0, b1);
+      const float ws0 = ue8m0ToFloat(sG[x][j]), ws1 = ue8m0ToFloat(sG8[x][j]);
+      if (c0) {
+        acc[x][0] = __fadd_rn(acc[x][0], __fmul_rn(__fmul_rn(d[0], a0s), ws0));
+        acc[x][2] = __fadd_rn(acc[x][2], __fmul_rn(__fmul_rn(d[2], a0s), ws1));
+      }
+      if (c1) {
+        acc[x][1] = __fadd_rn(acc[x][1], __fmul_rn(__fmul_rn(d[1], a1s), ws0));
+        acc[x][3] = __fadd_rn(acc[x][3], __fmul_rn(__fmul_rn(d[3], a1s), ws1));
+      }
     }
   }
+}
+
+/// tileDotsN for one matrix.
+template <bool kFp4>
+__device__ __forceinline__ void tileDots(const unsigned char *wG, const unsigned char *wG8,
+                                         const unsigned char *sG, const unsigned char *sG8,
+                                         const unsigned char *codes, const float *scales,
+                                         long long K, long long m0, int rows, long long j0,
+                                         long long j1, float *acc) {
+  tileDotsN<kFp4, 1>(&wG, &wG8, &sG, &sG8, codes, scales, K, m0, rows, j0, j1,
+                     reinterpret_cast<float(*)[4]>(acc));
 }
 
 /// This warp's contiguous share [j0, j1) of kb K blocks split over the

@@ -228,18 +228,19 @@ DSC_KERNEL void dsc_moe_experts_up_fast(
       }
       continue; // block-uniform
     }
-    float gAcc[4] = {0.0f, 0.0f, 0.0f, 0.0f}, uAcc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float acc2[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    float *gAcc = acc2[0], *uAcc = acc2[1]; // w1 (gate) and w3 (up) in one K loop
     if (routed) {
       const long long a = x * I + rG, b = x * I + rG8;
-      dsc_gemv::tileDots<true>(w1 + a * (D / 2), w1 + b * (D / 2), w1s + a * kb, w1s + b * kb,
-                               m.codes, m.scales, D, t, 1, j0, j1, gAcc);
-      dsc_gemv::tileDots<true>(w3 + a * (D / 2), w3 + b * (D / 2), w3s + a * kb, w3s + b * kb,
-                               m.codes, m.scales, D, t, 1, j0, j1, uAcc);
+      const unsigned char *wg[2] = {w1 + a * (D / 2), w3 + a * (D / 2)},
+                          *wg8[2] = {w1 + b * (D / 2), w3 + b * (D / 2)},
+                          *sg[2] = {w1s + a * kb, w3s + a * kb}, *sg8[2] = {w1s + b * kb, w3s + b * kb};
+      dsc_gemv::tileDotsN<true, 2>(wg, wg8, sg, sg8, m.codes, m.scales, D, t, 1, j0, j1, acc2);
     } else {
-      dsc_gemv::tileDots<false>(s1 + rG * D, s1 + rG8 * D, s1s + (rG / 32) * kb,
-                                s1s + (rG8 / 32) * kb, m.codes, m.scales, D, t, 1, j0, j1, gAcc);
-      dsc_gemv::tileDots<false>(s3 + rG * D, s3 + rG8 * D, s3s + (rG / 32) * kb,
-                                s3s + (rG8 / 32) * kb, m.codes, m.scales, D, t, 1, j0, j1, uAcc);
+      const unsigned char *wg[2] = {s1 + rG * D, s3 + rG * D}, *wg8[2] = {s1 + rG8 * D, s3 + rG8 * D},
+                          *sg[2] = {s1s + (rG / 32) * kb, s3s + (rG / 32) * kb},
+                          *sg8[2] = {s1s + (rG8 / 32) * kb, s3s + (rG8 / 32) * kb};
+      dsc_gemv::tileDotsN<false, 2>(wg, wg8, sg, sg8, m.codes, m.scales, D, t, 1, j0, j1, acc2);
     }
     dsc_gemv::combineWarps(gAcc, m.comb);
     dsc_gemv::combineWarps(uAcc, m.comb);

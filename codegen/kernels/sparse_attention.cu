@@ -22,6 +22,17 @@
 // kernel of CudaOptions::cpuOrderKernels): step 1 by one warp per entry,
 // lanes over d (coalesced record reads) and a fixed xor-tree sum; steps 2-3
 // and the epilogue as above. Deterministic; not the CPU's d order.
+// dsc_sparse_attention_split_fast + dsc_sparse_attention_combine_fast (the
+// default when the list is longer than one block of entries): grid (rows x
+// head groups of DSC_SPARSE_HEADS, splits), 128 threads; a block decodes
+// its split's entries once per DSC_SPARSE_CHUNK into shared memory (the
+// heads share one KV: MQA), one warp per (head, entry) logit, each head's
+// online softmax in entry order, PV by threads over d (D <= 512), and
+// writes each head's state (m, denom, acc[D]) to scratch (rows rowBase.. of
+// the call, a bounded number per launch); the combine (one block per row) merges the splits in order
+// (max, then weights expf(m_i - m), sums in split order), adds the sink and
+// runs the same epilogue. splits is fixed by the list length (a plan
+// constant), so a captured graph replays at any position.
 // Arguments: p (dsc::abi::SparseAttentionParams) then ropeStep
 // (dsc::abi::RopeParams): the fused kernel's two steps' structs, in step
 // order. With ropeInvFreq (the fused `attention` kernel: sparse attention +
@@ -56,6 +67,39 @@ __device__ __forceinline__ long long sparseEntry(long long s, long long e, long 
 }
 
 namespace dsc_sparse {
+/// o = bf16(acc / denom) for row sh (acc in shared memory, D floats), or,
+/// with ropeInvFreq (the fused `attention` kernel), the RoPE step (dsc_rope)
+/// as the epilogue on that bf16 output, written to the rope's output. All
+/// threads of the block must call it.
+__device__ void emit(float *acc, float denomIn, long long D, long long sh, long long s,
+                     long long startPos, const dsc::abi::RopeParams &ropeStep,
+                     const float *ropeInvFreq, unsigned short *o) {
+  const float denom = denomIn;
+  if (!ropeInvFreq) {
+    for (long long d = threadIdx.x; d < D; d += blockDim.x)
+      o[sh * D + d] = bf16FromFloat(__fdiv_rn(acc[d], denom));
+    return;
+  }
+  // The fused `attention` kernel: the RoPE step (dsc_rope) as the epilogue,
+  // on the bf16 output held in shared memory, written to the rope's output.
+  for (long long d = threadIdx.x; d < D; d += blockDim.x)
+    acc[d] = bf16ToFloat(bf16FromFloat(__fdiv_rn(acc[d], denom)));
+  __syncthreads();
+  const long long tail = D - ropeStep.rope.dim;
+  const long long pos = startPos * ropeStep.position_stride + s * ropeStep.position_stride;
+  for (long long d = threadIdx.x; d < D; d += blockDim.x) {
+    if (d < tail) {
+      o[sh * D + d] = bf16FromFloat(acc[d]);
+      continue;
+    }
+    const long long even = d - ((d - tail) & 1);
+    float re, im;
+    ropePair(acc[even], acc[even + 1], ropeInvFreq[(d - tail) / 2], pos, ropeStep.inverse, re,
+             im);
+    o[sh * D + d] = bf16FromFloat(((d - tail) & 1) ? im : re);
+  }
+}
+
 template <bool kFast>
 __device__ void attend(const dsc::abi::SparseAttentionParams &p,
                        const dsc::abi::RopeParams &ropeStep, const unsigned short *q, long long S,
@@ -64,7 +108,8 @@ __device__ void attend(const dsc::abi::SparseAttentionParams &p,
                        int scaleType, int tokensPerPage, int order, long long ratio,
                        const int *topk, long long k, const float *sink,
                        const long long *callState, long long window, long long windowWidth,
-                       const float *ropeInvFreq, unsigned short *o) {
+                       const float *ropeInvFreq, unsigned short *o, long long splitLen = 0,
+                       float *part = nullptr, long long rowBase = 0) {
   const float scale = (float)p.scale;
   // p and T = (p + S) / ratio (0 without a compressed source) from the call state.
   const long long startPos = DSC_CALL_START(callState);
@@ -78,7 +123,7 @@ __device__ void attend(const dsc::abi::SparseAttentionParams &p,
   __shared__ long long jl[DSC_SPARSE_BLOCK];
   __shared__ float mShared, cShared, denomShared;
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
-  const long long sh = blockIdx.x;
+  const long long sh = rowBase * H + blockIdx.x; // rows [rowBase, ...) of a split launch
   const long long s = sh / H, h = sh % H;
   const long long K = windowWidth + (topk ? k : 0);
   const long long nKv = R + (kvPool ? T : 0);
@@ -91,8 +136,11 @@ __device__ void attend(const dsc::abi::SparseAttentionParams &p,
     denomShared = 0.0f;
   }
   __syncthreads();
-  for (long long b0 = 0; b0 < K; b0 += DSC_SPARSE_BLOCK) {
-    const long long n = K - b0 < DSC_SPARSE_BLOCK ? K - b0 : DSC_SPARSE_BLOCK;
+  // Split-KV (part != null): this block's entries [e0, e1) of blockIdx.y.
+  const long long e0 = part ? (long long)blockIdx.y * splitLen : 0;
+  const long long e1 = part ? (e0 + splitLen < K ? e0 + splitLen : K) : K;
+  for (long long b0 = e0; b0 < e1; b0 += DSC_SPARSE_BLOCK) {
+    const long long n = e1 - b0 < DSC_SPARSE_BLOCK ? e1 - b0 : DSC_SPARSE_BLOCK;
     if (kFast) { // one warp per entry, lanes over d (coalesced), xor-tree sum
       const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
       for (long long e = threadIdx.x >> 5; e < n; e += warps) {
@@ -169,33 +217,20 @@ __device__ void attend(const dsc::abi::SparseAttentionParams &p,
     }
     __syncthreads();
   }
+  if (part) { // the split's online-softmax state: m, denom, acc[D]
+    float *dst = part + ((long long)blockIdx.x * gridDim.y + blockIdx.y) * (D + 2);
+    if (threadIdx.x == 0) {
+      dst[0] = mShared;
+      dst[1] = denomShared;
+    }
+    for (long long d = threadIdx.x; d < D; d += blockDim.x)
+      dst[2 + d] = acc[d];
+    return;
+  }
   if (threadIdx.x == 0)
     denomShared = __fadd_rn(denomShared, expf(__fsub_rn(sink[h], mShared)));
   __syncthreads();
-  const float denom = denomShared;
-  if (!ropeInvFreq) {
-    for (long long d = threadIdx.x; d < D; d += blockDim.x)
-      o[sh * D + d] = bf16FromFloat(__fdiv_rn(acc[d], denom));
-    return;
-  }
-  // The fused `attention` kernel: the RoPE step (dsc_rope) as the epilogue,
-  // on the bf16 output held in shared memory, written to the rope's output.
-  for (long long d = threadIdx.x; d < D; d += blockDim.x)
-    acc[d] = bf16ToFloat(bf16FromFloat(__fdiv_rn(acc[d], denom)));
-  __syncthreads();
-  const long long tail = D - ropeStep.rope.dim;
-  const long long pos = startPos * ropeStep.position_stride + s * ropeStep.position_stride;
-  for (long long d = threadIdx.x; d < D; d += blockDim.x) {
-    if (d < tail) {
-      o[sh * D + d] = bf16FromFloat(acc[d]);
-      continue;
-    }
-    const long long even = d - ((d - tail) & 1);
-    float re, im;
-    ropePair(acc[even], acc[even + 1], ropeInvFreq[(d - tail) / 2], pos, ropeStep.inverse, re,
-             im);
-    o[sh * D + d] = bf16FromFloat(((d - tail) & 1) ? im : re);
-  }
+  emit(acc, denomShared, D, sh, s, startPos, ropeStep, ropeInvFreq, o);
 }
 } // namespace dsc_sparse
 
@@ -224,4 +259,147 @@ DSC_KERNEL void dsc_sparse_attention_fast(
   dsc_sparse::attend<true>(p, ropeStep, q, S, H, D, rows, R, kvPool, values, tile, valueType,
                            scaleType, tokensPerPage, order, ratio, topk, k, sink, callState,
                            window, windowWidth, ropeInvFreq, o);
+}
+
+/// Entries per chunk and heads per block of dsc_sparse_attention_split_fast
+/// (the adapter sizes its grid and shared memory by these).
+#define DSC_SPARSE_CHUNK 16
+#define DSC_SPARSE_HEADS 8
+#define DSC_SPARSE_MAX_D 512
+
+DSC_KERNEL void dsc_sparse_attention_split_fast(
+    const __grid_constant__ dsc::abi::SparseAttentionParams p,
+    const __grid_constant__ dsc::abi::RopeParams ropeStep, const unsigned short *q, long long S,
+    long long H, long long D, const float *rows, long long R, const unsigned char *kvPool,
+    int values, int tile, int valueType, int scaleType, int tokensPerPage, int order,
+    long long ratio, const int *topk, long long k, const float *sink, const long long *callState,
+    long long window, long long windowWidth, long long splitLen, float *part, long long rowBase) {
+  const float scale = (float)p.scale;
+  const long long startPos = DSC_CALL_START(callState);
+  const bool chunk = DSC_CALL_CHUNK(callState);
+  const long long ringRows = DSC_CALL_RING_ROWS(callState);
+  const long long T = ratio > 0 ? DSC_CALL_COMPRESSED_LENGTH(callState, ratio) : 0;
+  const long long nKv = R + (kvPool ? T : 0);
+  const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
+  extern __shared__ float kv[]; // [DSC_SPARSE_CHUNK][D]: the chunk's entries, decoded once
+  __shared__ float logit[DSC_SPARSE_HEADS][DSC_SPARSE_CHUNK], prob[DSC_SPARSE_HEADS][DSC_SPARSE_CHUNK];
+  __shared__ long long jl[DSC_SPARSE_CHUNK];
+  __shared__ float mS[DSC_SPARSE_HEADS], cS[DSC_SPARSE_HEADS], denomS[DSC_SPARSE_HEADS];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  const long long groups = (H + DSC_SPARSE_HEADS - 1) / DSC_SPARSE_HEADS;
+  const long long local = blockIdx.x / groups, h0 = (blockIdx.x % groups) * DSC_SPARSE_HEADS;
+  const long long s = rowBase + local;
+  const int heads = (int)(H - h0 < DSC_SPARSE_HEADS ? H - h0 : DSC_SPARSE_HEADS);
+  const long long K = windowWidth + (topk ? k : 0);
+  const long long e0 = (long long)blockIdx.y * splitLen;
+  const long long e1 = e0 + splitLen < K ? e0 + splitLen : K;
+  constexpr int kPer = DSC_SPARSE_MAX_D / 128; // channels per thread (blockDim 128)
+  float acc[DSC_SPARSE_HEADS][kPer];
+  for (int hh = 0; hh < DSC_SPARSE_HEADS; ++hh)
+    for (int i = 0; i < kPer; ++i)
+      acc[hh][i] = 0.0f;
+  if (threadIdx.x < DSC_SPARSE_HEADS) {
+    mS[threadIdx.x] = -1e30f;
+    denomS[threadIdx.x] = 0.0f;
+  }
+  for (long long b0 = e0; b0 < e1; b0 += DSC_SPARSE_CHUNK) {
+    const long long n = e1 - b0 < DSC_SPARSE_CHUNK ? e1 - b0 : DSC_SPARSE_CHUNK;
+    if (threadIdx.x < n) {
+      long long j = sparseEntry(s, b0 + threadIdx.x, startPos, chunk, ringRows, window,
+                                windowWidth, topk, k);
+      jl[threadIdx.x] = j >= nKv ? -1 : j;
+    }
+    __syncthreads();
+    for (long long i = threadIdx.x; i < n * D; i += blockDim.x) { // decode once
+      const long long e = i / D, d = i - e * D, j = jl[e];
+      kv[i] = j < 0 ? 0.0f : (j < R ? rows[j * D + d] : readValue(l, kvPool, j - R, (int)d));
+    }
+    __syncthreads();
+    for (int t = warp; t < heads * n; t += warps) { // one warp per (head, entry)
+      const int hh = t / (int)n, e = t % (int)n;
+      const unsigned short *qh = q + (s * H + h0 + hh) * D;
+      float dot = 0.0f;
+      for (long long d = lane; d < D; d += 32)
+        dot = fmaf(bf16ToFloat(qh[d]), kv[e * D + d], dot);
+      dot = warpSum(dot);
+      if (lane == 0)
+        logit[hh][e] = jl[e] < 0 ? negInf() : __fmul_rn(dot, scale);
+    }
+    __syncthreads();
+    if (threadIdx.x < heads) { // each head's online softmax, entries in order
+      const int hh = threadIdx.x;
+      const float m = mS[hh];
+      float blockMax = negInf();
+      for (long long e = 0; e < n; ++e)
+        blockMax = blockMax < logit[hh][e] ? logit[hh][e] : blockMax;
+      const float mNew = m < blockMax ? blockMax : m;
+      const float c = expf(__fsub_rn(m, mNew));
+      float psum = 0.0f;
+      for (long long e = 0; e < n; ++e) {
+        prob[hh][e] = expf(__fsub_rn(logit[hh][e], mNew));
+        psum = __fadd_rn(psum, prob[hh][e]);
+      }
+      denomS[hh] = __fadd_rn(__fmul_rn(denomS[hh], c), psum);
+      cS[hh] = c;
+      mS[hh] = mNew;
+    }
+    __syncthreads();
+    for (int hh = 0; hh < heads; ++hh)
+      for (int i = 0; i < kPer; ++i) {
+        const long long d = threadIdx.x + 128 * i;
+        if (d >= D)
+          break;
+        float pv = 0.0f;
+        for (long long e = 0; e < n; ++e)
+          if (jl[e] >= 0)
+            pv = __fadd_rn(pv, __fmul_rn(roundToBf16(prob[hh][e]), kv[e * D + d]));
+        acc[hh][i] = __fadd_rn(__fmul_rn(acc[hh][i], cS[hh]), pv);
+      }
+    __syncthreads();
+  }
+  for (int hh = 0; hh < heads; ++hh) { // the split's state: m, denom, acc[D]
+    float *dst = part + ((local * H + h0 + hh) * gridDim.y + blockIdx.y) * (D + 2);
+    if (threadIdx.x == 0) {
+      dst[0] = mS[hh];
+      dst[1] = denomS[hh];
+    }
+    for (int i = 0; i < kPer; ++i) {
+      const long long d = threadIdx.x + 128 * i;
+      if (d < D)
+        dst[2 + d] = acc[hh][i];
+    }
+  }
+}
+
+DSC_KERNEL void dsc_sparse_attention_combine_fast(
+    const __grid_constant__ dsc::abi::SparseAttentionParams p,
+    const __grid_constant__ dsc::abi::RopeParams ropeStep, const float *part, long long S,
+    long long H, long long D, long long splits, const float *sink, const long long *callState,
+    const float *ropeInvFreq, unsigned short *o, long long rowBase) {
+  extern __shared__ float acc[]; // D floats
+  __shared__ float weight[64];
+  __shared__ float denomShared;
+  const long long sh = rowBase * H + blockIdx.x, s = sh / H, h = sh % H;
+  const float *ps = part + (long long)blockIdx.x * splits * (D + 2);
+  if (threadIdx.x == 0) { // splits in order: the running max, then the weights
+    float m = -1e30f;
+    for (long long i = 0; i < splits; ++i)
+      m = m < ps[i * (D + 2)] ? ps[i * (D + 2)] : m;
+    float denom = 0.0f;
+    for (long long i = 0; i < splits; ++i) {
+      weight[i] = expf(__fsub_rn(ps[i * (D + 2)], m));
+      denom = __fadd_rn(denom, __fmul_rn(ps[i * (D + 2) + 1], weight[i]));
+    }
+    denomShared = __fadd_rn(denom, expf(__fsub_rn(sink[h], m)));
+  }
+  __syncthreads();
+  for (long long d = threadIdx.x; d < D; d += blockDim.x) {
+    float a = 0.0f;
+    for (long long i = 0; i < splits; ++i)
+      a = __fadd_rn(a, __fmul_rn(ps[i * (D + 2) + 2 + d], weight[i]));
+    acc[d] = a;
+  }
+  __syncthreads();
+  dsc_sparse::emit(acc, denomShared, D, sh, s, DSC_CALL_START(callState), ropeStep, ropeInvFreq,
+                   o);
 }

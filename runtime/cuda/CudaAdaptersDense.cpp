@@ -227,8 +227,10 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
   if (!hbuf || !obuf)
     return !hbuf ? hbuf.status() : obuf.status();
   CUdeviceptr op = *obuf;
-  const bool upShared = quantBytes(tile, D) + kCombineBytes <= kSharedLimit;
-  const bool downShared = quantBytes(tile * (k + 1), I) + kCombineBytes <= kSharedLimit;
+  const bool upShared =
+      quantizeInBlocks(tileGrid(tile * (k + 1) * ceilDiv(I, 16)).x, tile, D);
+  const bool downShared =
+      quantizeInBlocks(tileGrid(tile * (k + 1) * ceilDiv(D, 16)).x, tile * (k + 1), I);
   ActQuant qx, qh;
   if (!upShared) {
     auto q = actQuantScratch(c, tile, D);

@@ -77,6 +77,12 @@ inline long long gemvSplits(long long N, long long K) {
     splits *= 2;
   return splits;
 }
+/// Whether `blocks` blocks should each act_quant all of [M, K] in shared
+/// memory (no extra launch) rather than read one global act_quant: only
+/// while the redundant work stays small (the bytes are the same either way).
+inline bool quantizeInBlocks(long long blocks, long long M, long long K) {
+  return quantBytes(M, K) + kCombineBytes <= kSharedLimit && blocks * M * (K / 32) <= 16384;
+}
 /// Rows of x per launch of a split GEMV (bounds its partial scratch).
 constexpr long long kSplitRowChunk = 512;
 
@@ -98,7 +104,8 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, con
       return p.status();
     partial = *p;
   }
-  const bool shared = quantBytes(chunk, K) + kCombineBytes <= kSharedLimit;
+  const bool shared =
+      quantizeInBlocks(tileGrid(ceilDiv(N, 16) * ceilDiv(chunk, 8) * splits).x, chunk, K);
   ActQuant q;
   if (!shared) {
     auto qs = actQuantScratch(c, chunk, K);
