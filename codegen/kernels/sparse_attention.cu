@@ -24,12 +24,10 @@
 // and the epilogue as above. Deterministic; not the CPU's d order.
 // dsc_sparse_attention_split_fast + dsc_sparse_attention_combine_fast (the
 // default when the list is longer than one block of entries): grid (rows x
-// head groups of DSC_SPARSE_HEADS, splits), 128 threads; a block decodes
-// its split's entries once per DSC_SPARSE_CHUNK into shared memory (the
-// heads share one KV: MQA), one warp per (head, entry) logit, each head's
-// online softmax in entry order, PV by threads over d (D <= 512), and
-// writes each head's state (m, denom, acc[D]) to scratch (rows rowBase.. of
-// the call, a bounded number per launch); the combine (one block per row) merges the splits in order
+// H, splits) blocks each run the fast walk over a contiguous range of
+// splitLen entries (one 64-entry block) and write their online-softmax
+// state (m, denom, acc[D]) to scratch (rows rowBase.. of the call, a
+// bounded number per launch); the combine (one block per row) merges the splits in order
 // (max, then weights expf(m_i - m), sums in split order), adds the sink and
 // runs the same epilogue. splits is fixed by the list length (a plan
 // constant), so a captured graph replays at any position.
@@ -261,12 +259,6 @@ DSC_KERNEL void dsc_sparse_attention_fast(
                            window, windowWidth, ropeInvFreq, o);
 }
 
-/// Entries per chunk and heads per block of dsc_sparse_attention_split_fast
-/// (the adapter sizes its grid and shared memory by these).
-#define DSC_SPARSE_CHUNK 16
-#define DSC_SPARSE_HEADS 8
-#define DSC_SPARSE_MAX_D 512
-
 DSC_KERNEL void dsc_sparse_attention_split_fast(
     const __grid_constant__ dsc::abi::SparseAttentionParams p,
     const __grid_constant__ dsc::abi::RopeParams ropeStep, const unsigned short *q, long long S,
@@ -274,101 +266,9 @@ DSC_KERNEL void dsc_sparse_attention_split_fast(
     int values, int tile, int valueType, int scaleType, int tokensPerPage, int order,
     long long ratio, const int *topk, long long k, const float *sink, const long long *callState,
     long long window, long long windowWidth, long long splitLen, float *part, long long rowBase) {
-  const float scale = (float)p.scale;
-  const long long startPos = DSC_CALL_START(callState);
-  const bool chunk = DSC_CALL_CHUNK(callState);
-  const long long ringRows = DSC_CALL_RING_ROWS(callState);
-  const long long T = ratio > 0 ? DSC_CALL_COMPRESSED_LENGTH(callState, ratio) : 0;
-  const long long nKv = R + (kvPool ? T : 0);
-  const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
-  extern __shared__ float kv[]; // [DSC_SPARSE_CHUNK][D]: the chunk's entries, decoded once
-  __shared__ float logit[DSC_SPARSE_HEADS][DSC_SPARSE_CHUNK], prob[DSC_SPARSE_HEADS][DSC_SPARSE_CHUNK];
-  __shared__ long long jl[DSC_SPARSE_CHUNK];
-  __shared__ float mS[DSC_SPARSE_HEADS], cS[DSC_SPARSE_HEADS], denomS[DSC_SPARSE_HEADS];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  const long long groups = (H + DSC_SPARSE_HEADS - 1) / DSC_SPARSE_HEADS;
-  const long long local = blockIdx.x / groups, h0 = (blockIdx.x % groups) * DSC_SPARSE_HEADS;
-  const long long s = rowBase + local;
-  const int heads = (int)(H - h0 < DSC_SPARSE_HEADS ? H - h0 : DSC_SPARSE_HEADS);
-  const long long K = windowWidth + (topk ? k : 0);
-  const long long e0 = (long long)blockIdx.y * splitLen;
-  const long long e1 = e0 + splitLen < K ? e0 + splitLen : K;
-  constexpr int kPer = DSC_SPARSE_MAX_D / 128; // channels per thread (blockDim 128)
-  float acc[DSC_SPARSE_HEADS][kPer];
-  for (int hh = 0; hh < DSC_SPARSE_HEADS; ++hh)
-    for (int i = 0; i < kPer; ++i)
-      acc[hh][i] = 0.0f;
-  if (threadIdx.x < DSC_SPARSE_HEADS) {
-    mS[threadIdx.x] = -1e30f;
-    denomS[threadIdx.x] = 0.0f;
-  }
-  for (long long b0 = e0; b0 < e1; b0 += DSC_SPARSE_CHUNK) {
-    const long long n = e1 - b0 < DSC_SPARSE_CHUNK ? e1 - b0 : DSC_SPARSE_CHUNK;
-    if (threadIdx.x < n) {
-      long long j = sparseEntry(s, b0 + threadIdx.x, startPos, chunk, ringRows, window,
-                                windowWidth, topk, k);
-      jl[threadIdx.x] = j >= nKv ? -1 : j;
-    }
-    __syncthreads();
-    for (long long i = threadIdx.x; i < n * D; i += blockDim.x) { // decode once
-      const long long e = i / D, d = i - e * D, j = jl[e];
-      kv[i] = j < 0 ? 0.0f : (j < R ? rows[j * D + d] : readValue(l, kvPool, j - R, (int)d));
-    }
-    __syncthreads();
-    for (int t = warp; t < heads * n; t += warps) { // one warp per (head, entry)
-      const int hh = t / (int)n, e = t % (int)n;
-      const unsigned short *qh = q + (s * H + h0 + hh) * D;
-      float dot = 0.0f;
-      for (long long d = lane; d < D; d += 32)
-        dot = fmaf(bf16ToFloat(qh[d]), kv[e * D + d], dot);
-      dot = warpSum(dot);
-      if (lane == 0)
-        logit[hh][e] = jl[e] < 0 ? negInf() : __fmul_rn(dot, scale);
-    }
-    __syncthreads();
-    if (threadIdx.x < heads) { // each head's online softmax, entries in order
-      const int hh = threadIdx.x;
-      const float m = mS[hh];
-      float blockMax = negInf();
-      for (long long e = 0; e < n; ++e)
-        blockMax = blockMax < logit[hh][e] ? logit[hh][e] : blockMax;
-      const float mNew = m < blockMax ? blockMax : m;
-      const float c = expf(__fsub_rn(m, mNew));
-      float psum = 0.0f;
-      for (long long e = 0; e < n; ++e) {
-        prob[hh][e] = expf(__fsub_rn(logit[hh][e], mNew));
-        psum = __fadd_rn(psum, prob[hh][e]);
-      }
-      denomS[hh] = __fadd_rn(__fmul_rn(denomS[hh], c), psum);
-      cS[hh] = c;
-      mS[hh] = mNew;
-    }
-    __syncthreads();
-    for (int hh = 0; hh < heads; ++hh)
-      for (int i = 0; i < kPer; ++i) {
-        const long long d = threadIdx.x + 128 * i;
-        if (d >= D)
-          break;
-        float pv = 0.0f;
-        for (long long e = 0; e < n; ++e)
-          if (jl[e] >= 0)
-            pv = __fadd_rn(pv, __fmul_rn(roundToBf16(prob[hh][e]), kv[e * D + d]));
-        acc[hh][i] = __fadd_rn(__fmul_rn(acc[hh][i], cS[hh]), pv);
-      }
-    __syncthreads();
-  }
-  for (int hh = 0; hh < heads; ++hh) { // the split's state: m, denom, acc[D]
-    float *dst = part + ((local * H + h0 + hh) * gridDim.y + blockIdx.y) * (D + 2);
-    if (threadIdx.x == 0) {
-      dst[0] = mS[hh];
-      dst[1] = denomS[hh];
-    }
-    for (int i = 0; i < kPer; ++i) {
-      const long long d = threadIdx.x + 128 * i;
-      if (d < D)
-        dst[2 + d] = acc[hh][i];
-    }
-  }
+  dsc_sparse::attend<true>(p, ropeStep, q, S, H, D, rows, R, kvPool, values, tile, valueType,
+                           scaleType, tokensPerPage, order, ratio, topk, k, sink, callState,
+                           window, windowWidth, nullptr, nullptr, splitLen, part, rowBase);
 }
 
 DSC_KERNEL void dsc_sparse_attention_combine_fast(

@@ -127,10 +127,8 @@ Status checkWidth(CudaLaunchContext &c, const char *kernel, int64_t width, int64
 /// The fast sparse attention splits its entry list into blocks of this many
 /// entries (one online-softmax block each) when the list is longer, and runs
 /// at most kSparseSplitRows query rows per split launch.
-constexpr int64_t kSparseSplitEntries = 16;
+constexpr int64_t kSparseSplitEntries = 64; // DSC_SPARSE_BLOCK
 constexpr int64_t kSparseSplitRows = 16;
-/// sparse_attention.cu's DSC_SPARSE_CHUNK, DSC_SPARSE_HEADS, DSC_SPARSE_MAX_D.
-constexpr int64_t kSparseChunk = 16, kSparseHeads = 8, kSparseMaxD = 512;
 
 Status launch1D(CudaLaunchContext &c, const char *entry, int64_t count,
                 std::vector<void *> args) {
@@ -597,13 +595,12 @@ Status sparseAttentionWith(CudaLaunchContext &c, const abi::SparseAttentionParam
   grid.x = static_cast<unsigned>(S * H);
   block.x = 128;
   const int64_t entries = windowWidth + (topk ? k : 0);
-  if (!c.cpuOrderKernels && entries > kSparseSplitEntries && D <= kSparseMaxD) {
+  if (!c.cpuOrderKernels && entries > kSparseSplitEntries) {
     // Split-KV: splits fixed by the list length (never by S or p), rows in
     // bounded launches so the partial states fit a fixed scratch.
     const int64_t splits = std::min<int64_t>(ceilDiv(entries, kSparseSplitEntries), 64);
     int64_t splitLen = ceilDiv(entries, splits);
     const int64_t rowsPer = std::min<int64_t>(S, kSparseSplitRows);
-    const int64_t groups = ceilDiv(H, kSparseHeads);
     auto part = c.scratch(size_t(rowsPer * H * splits * (D + 2)) * sizeof(float));
     if (!part)
       return part.status();
@@ -613,8 +610,8 @@ Status sparseAttentionWith(CudaLaunchContext &c, const abi::SparseAttentionParam
       std::vector<void *> split(args.begin(), args.end() - 2); // through windowWidth
       split.insert(split.end(), {&splitLen, &pp, &r0});
       DSC_TRY(c.launchEntry("dsc_sparse_attention_split_fast",
-                            Dim3{unsigned(rows * groups), unsigned(splits), 1}, block,
-                            size_t(kSparseChunk * D) * sizeof(float), std::move(split)));
+                            Dim3{unsigned(rows * H), unsigned(splits), 1}, block,
+                            size_t(2 * D) * sizeof(float), std::move(split)));
       DSC_TRY(c.launchEntry("dsc_sparse_attention_combine_fast", Dim3{unsigned(rows * H), 1, 1},
                             block, size_t(D) * sizeof(float),
                             cuda::args(params, ropeParams, pp, S, H, D, splits, sk, cs, invFreq,
