@@ -155,9 +155,9 @@ __device__ __forceinline__ long long rowStride() {
 }
 
 //===----------------------------------------------------------------------===//
-// Tensor-core tiles (mma.sync m16n8k32 E4M3, sm_89+): 16 weight rows x up to
-// 8 activation rows per warp instruction, one 32-K scale block per mma (a
-// fresh fp32 accumulator), the scales applied per block in fp32 as above.
+// Tensor-core tiles (blockMma: two f16 mma.sync m16n8k16 per 32-K block):
+// 16 weight rows x up to 8 activation rows, one 32-K scale block per fresh
+// fp32 accumulator, the scales applied per block in fp32 as above.
 // Lane (g = lane / 4, t = lane % 4) feeds weight rows g and g + 8 and
 // activation row g with the block's bytes [8t, 8t + 8): any assignment of a
 // block's k to the mma's k slots is the same dot, so each lane reads 8
@@ -165,13 +165,44 @@ __device__ __forceinline__ long long rowStride() {
 // mma's internal summation order is the hardware's (fixed: deterministic).
 //===----------------------------------------------------------------------===//
 
-/// d = A x B for one 16 x 8 x 32 E4M3 tile (C = 0).
-__device__ __forceinline__ void mmaE4m3(float *d, unsigned a0, unsigned a1, unsigned a2,
-                                        unsigned a3, unsigned b0, unsigned b1) {
-  asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, "
-               "{%4,%5,%6,%7}, {%8,%9}, {%10,%10,%10,%10};"
-               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-               : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(0.0f));
+/// Two E4M3 codes (a 16-bit pair) as an f16x2 (exact: every E4M3 value is
+/// an f16 value).
+__device__ __forceinline__ unsigned e4m3x2ToHalf2(unsigned pair) {
+  unsigned h2;
+  asm("{\n\t.reg .b16 t;\n\tcvt.u16.u32 t, %1;\n\tcvt.rn.f16x2.e4m3x2 %0, t;\n\t}"
+      : "=r"(h2)
+      : "r"(pair));
+  return h2;
+}
+
+/// d = A x B + c for one 16 x 8 x 16 f16 tile with fp32 accumulation.
+__device__ __forceinline__ void mmaF16(float *d, unsigned a0, unsigned a1, unsigned a2,
+                                       unsigned a3, unsigned b0, unsigned b1, const float *c) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%10,%11,%12,%13};"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]),
+        "f"(c[3]));
+}
+
+/// The exact products of one 32-K block, summed on the tensor cores: lane
+/// (g, t) holds the block's bytes [8t, 8t + 8) of weight rows g (wg) and
+/// g + 8 (wg8) and of activation row g (act), as E4M3 codes in two words
+/// each (bytes 0-3, 4-7). Word 0 feeds one m16n8k16 f16 mma, word 1 a second
+/// one chained on its fp32 result, so the 32 k are each used once (any
+/// assignment of a block's k to mma k slots is the same dot). FP8 MMA is not
+/// used: Hopper's E4M3 tensor-core accumulation keeps fewer bits than fp32,
+/// which moved near-tied indexer selections out of the golden gates.
+__device__ __forceinline__ void blockMma(float *d, const unsigned *wg, const unsigned *wg8,
+                                         const unsigned *act) {
+  const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  float d0[4];
+  mmaF16(d0, e4m3x2ToHalf2(wg[0] & 0xffffu), e4m3x2ToHalf2(wg8[0] & 0xffffu),
+         e4m3x2ToHalf2(wg[0] >> 16), e4m3x2ToHalf2(wg8[0] >> 16), e4m3x2ToHalf2(act[0] & 0xffffu),
+         e4m3x2ToHalf2(act[0] >> 16), zero);
+  mmaF16(d, e4m3x2ToHalf2(wg[1] & 0xffffu), e4m3x2ToHalf2(wg8[1] & 0xffffu),
+         e4m3x2ToHalf2(wg[1] >> 16), e4m3x2ToHalf2(wg8[1] >> 16), e4m3x2ToHalf2(act[1] & 0xffffu),
+         e4m3x2ToHalf2(act[1] >> 16), d0);
 }
 
 /// One warp's share of kMats tiles that share their activations: for each
@@ -197,34 +228,34 @@ __device__ __forceinline__ void tileDotsN(const unsigned char *const *wG,
   const float *as1 = scales + (m0 + (c1 ? 2 * t + 1 : 0)) * kb;
 #pragma unroll 4
   for (long long j = j0; j < j1; ++j) {
-    unsigned a[kMats][4];
+    unsigned wg[kMats][2], wg8[kMats][2]; // E4M3 bytes [8t, 8t + 8) of rows g, g + 8
 #pragma unroll
     for (int x = 0; x < kMats; ++x) {
       if (kFp4) {
         const unsigned w0 = __ldg(reinterpret_cast<const unsigned *>(wG[x] + j * 16 + 4 * t));
         const unsigned w1 = __ldg(reinterpret_cast<const unsigned *>(wG8[x] + j * 16 + 4 * t));
-        e2m1x8ToE4m3(w0, a[x][0], a[x][2]);
-        e2m1x8ToE4m3(w1, a[x][1], a[x][3]);
+        e2m1x8ToE4m3(w0, wg[x][0], wg[x][1]);
+        e2m1x8ToE4m3(w1, wg8[x][0], wg8[x][1]);
       } else {
         const uint2 w0 = __ldg(reinterpret_cast<const uint2 *>(wG[x] + j * 32 + 8 * t));
         const uint2 w1 = __ldg(reinterpret_cast<const uint2 *>(wG8[x] + j * 32 + 8 * t));
-        a[x][0] = w0.x;
-        a[x][2] = w0.y;
-        a[x][1] = w1.x;
-        a[x][3] = w1.y;
+        wg[x][0] = w0.x;
+        wg[x][1] = w0.y;
+        wg8[x][0] = w1.x;
+        wg8[x][1] = w1.y;
       }
     }
-    unsigned b0 = 0, b1 = 0;
+    unsigned act[2] = {0u, 0u};
     if (feeds) {
       const uint2 b = *reinterpret_cast<const uint2 *>(arow + j * 32);
-      b0 = b.x;
-      b1 = b.y;
+      act[0] = b.x;
+      act[1] = b.y;
     }
     const float a0s = c0 ? as0[j] : 0.0f, a1s = c1 ? as1[j] : 0.0f;
 #pragma unroll
     for (int x = 0; x < kMats; ++x) {
       float d[4];
-      mmaE4m3(d, a[x][0], a[x][1], a[x][2], a[x][3], b0, b1);
+      blockMma(d, wg[x], wg8[x], act);
       const float ws0 = ue8m0ToFloat(sG[x][j]), ws1 = ue8m0ToFloat(sG8[x][j]);
       if (c0) {
         acc[x][0] = __fadd_rn(acc[x][0], __fmul_rn(__fmul_rn(d[0], a0s), ws0));

@@ -22,25 +22,6 @@
 // kernel of CudaOptions::cpuOrderKernels): step 1 by one warp per entry,
 // lanes over d (coalesced record reads) and a fixed xor-tree sum; steps 2-3
 // and the epilogue as above. Deterministic; not the CPU's d order.
-// dsc_sparse_attention_split_fast + dsc_sparse_attention_combine_fast (the
-// default when the list is longer than one block of entries): grid (rows x
-// H, splits) blocks each run the fast walk over a contiguous range of
-// splitLen entries (one 64-entry block) and write their online-softmax
-// state (m, denom, acc[D]) to scratch (rows rowBase.. of the call, a
-// bounded number per launch); the combine (one block per row) merges the splits in order
-// (max, then weights expf(m_i - m), sums in split order), adds the sink and
-// runs the same epilogue. splits is fixed by the list length (a plan
-// constant), so a captured graph replays at any position.
-// Arguments: p (dsc::abi::SparseAttentionParams) then ropeStep
-// (dsc::abi::RopeParams): the fused kernel's two steps' structs, in step
-// order. With ropeInvFreq (the fused `attention` kernel: sparse attention +
-// inverse RoPE, ds-fuse-kernels), ropeStep is the RoPE step's parameters and
-// o is its output: the bf16 attention output is rotated in shared memory
-// exactly as dsc_rope rotates it (the tail's ropeStep.rope.dim channels,
-// pairs at position start·posStep + s·posStep, posStep =
-// ropeStep.position_stride, inverse if ropeStep.inverse) before it is
-// written; the bytes equal the two launches'. Without it (plain
-// sparse_attention) ropeStep is not read (the adapter passes the default).
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
@@ -106,8 +87,7 @@ __device__ void attend(const dsc::abi::SparseAttentionParams &p,
                        int scaleType, int tokensPerPage, int order, long long ratio,
                        const int *topk, long long k, const float *sink,
                        const long long *callState, long long window, long long windowWidth,
-                       const float *ropeInvFreq, unsigned short *o, long long splitLen = 0,
-                       float *part = nullptr, long long rowBase = 0) {
+                       const float *ropeInvFreq, unsigned short *o) {
   const float scale = (float)p.scale;
   // p and T = (p + S) / ratio (0 without a compressed source) from the call state.
   const long long startPos = DSC_CALL_START(callState);
@@ -121,7 +101,7 @@ __device__ void attend(const dsc::abi::SparseAttentionParams &p,
   __shared__ long long jl[DSC_SPARSE_BLOCK];
   __shared__ float mShared, cShared, denomShared;
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
-  const long long sh = rowBase * H + blockIdx.x; // rows [rowBase, ...) of a split launch
+  const long long sh = blockIdx.x;
   const long long s = sh / H, h = sh % H;
   const long long K = windowWidth + (topk ? k : 0);
   const long long nKv = R + (kvPool ? T : 0);
@@ -134,11 +114,8 @@ __device__ void attend(const dsc::abi::SparseAttentionParams &p,
     denomShared = 0.0f;
   }
   __syncthreads();
-  // Split-KV (part != null): this block's entries [e0, e1) of blockIdx.y.
-  const long long e0 = part ? (long long)blockIdx.y * splitLen : 0;
-  const long long e1 = part ? (e0 + splitLen < K ? e0 + splitLen : K) : K;
-  for (long long b0 = e0; b0 < e1; b0 += DSC_SPARSE_BLOCK) {
-    const long long n = e1 - b0 < DSC_SPARSE_BLOCK ? e1 - b0 : DSC_SPARSE_BLOCK;
+  for (long long b0 = 0; b0 < K; b0 += DSC_SPARSE_BLOCK) {
+    const long long n = K - b0 < DSC_SPARSE_BLOCK ? K - b0 : DSC_SPARSE_BLOCK;
     if (kFast) { // one warp per entry, lanes over d (coalesced), xor-tree sum
       const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
       for (long long e = threadIdx.x >> 5; e < n; e += warps) {
@@ -215,16 +192,6 @@ __device__ void attend(const dsc::abi::SparseAttentionParams &p,
     }
     __syncthreads();
   }
-  if (part) { // the split's online-softmax state: m, denom, acc[D]
-    float *dst = part + ((long long)blockIdx.x * gridDim.y + blockIdx.y) * (D + 2);
-    if (threadIdx.x == 0) {
-      dst[0] = mShared;
-      dst[1] = denomShared;
-    }
-    for (long long d = threadIdx.x; d < D; d += blockDim.x)
-      dst[2 + d] = acc[d];
-    return;
-  }
   if (threadIdx.x == 0)
     denomShared = __fadd_rn(denomShared, expf(__fsub_rn(sink[h], mShared)));
   __syncthreads();
@@ -257,49 +224,4 @@ DSC_KERNEL void dsc_sparse_attention_fast(
   dsc_sparse::attend<true>(p, ropeStep, q, S, H, D, rows, R, kvPool, values, tile, valueType,
                            scaleType, tokensPerPage, order, ratio, topk, k, sink, callState,
                            window, windowWidth, ropeInvFreq, o);
-}
-
-DSC_KERNEL void dsc_sparse_attention_split_fast(
-    const __grid_constant__ dsc::abi::SparseAttentionParams p,
-    const __grid_constant__ dsc::abi::RopeParams ropeStep, const unsigned short *q, long long S,
-    long long H, long long D, const float *rows, long long R, const unsigned char *kvPool,
-    int values, int tile, int valueType, int scaleType, int tokensPerPage, int order,
-    long long ratio, const int *topk, long long k, const float *sink, const long long *callState,
-    long long window, long long windowWidth, long long splitLen, float *part, long long rowBase) {
-  dsc_sparse::attend<true>(p, ropeStep, q, S, H, D, rows, R, kvPool, values, tile, valueType,
-                           scaleType, tokensPerPage, order, ratio, topk, k, sink, callState,
-                           window, windowWidth, nullptr, nullptr, splitLen, part, rowBase);
-}
-
-DSC_KERNEL void dsc_sparse_attention_combine_fast(
-    const __grid_constant__ dsc::abi::SparseAttentionParams p,
-    const __grid_constant__ dsc::abi::RopeParams ropeStep, const float *part, long long S,
-    long long H, long long D, long long splits, const float *sink, const long long *callState,
-    const float *ropeInvFreq, unsigned short *o, long long rowBase) {
-  extern __shared__ float acc[]; // D floats
-  __shared__ float weight[64];
-  __shared__ float denomShared;
-  const long long sh = rowBase * H + blockIdx.x, s = sh / H, h = sh % H;
-  const float *ps = part + (long long)blockIdx.x * splits * (D + 2);
-  if (threadIdx.x == 0) { // splits in order: the running max, then the weights
-    float m = -1e30f;
-    for (long long i = 0; i < splits; ++i)
-      m = m < ps[i * (D + 2)] ? ps[i * (D + 2)] : m;
-    float denom = 0.0f;
-    for (long long i = 0; i < splits; ++i) {
-      weight[i] = expf(__fsub_rn(ps[i * (D + 2)], m));
-      denom = __fadd_rn(denom, __fmul_rn(ps[i * (D + 2) + 1], weight[i]));
-    }
-    denomShared = __fadd_rn(denom, expf(__fsub_rn(sink[h], m)));
-  }
-  __syncthreads();
-  for (long long d = threadIdx.x; d < D; d += blockDim.x) {
-    float a = 0.0f;
-    for (long long i = 0; i < splits; ++i)
-      a = __fadd_rn(a, __fmul_rn(ps[i * (D + 2) + 2 + d], weight[i]));
-    acc[d] = a;
-  }
-  __syncthreads();
-  dsc_sparse::emit(acc, denomShared, D, sh, s, DSC_CALL_START(callState), ropeStep, ropeInvFreq,
-                   o);
 }

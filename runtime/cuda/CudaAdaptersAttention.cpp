@@ -124,12 +124,6 @@ Status checkWidth(CudaLaunchContext &c, const char *kernel, int64_t width, int64
 }
 
 /// One thread per item, 256 per block; nothing to do for count 0.
-/// The fast sparse attention splits its entry list into blocks of this many
-/// entries (one online-softmax block each) when the list is longer, and runs
-/// at most kSparseSplitRows query rows per split launch.
-constexpr int64_t kSparseSplitEntries = 64; // DSC_SPARSE_BLOCK
-constexpr int64_t kSparseSplitRows = 16;
-
 Status launch1D(CudaLaunchContext &c, const char *entry, int64_t count,
                 std::vector<void *> args) {
   if (count <= 0)
@@ -594,31 +588,6 @@ Status sparseAttentionWith(CudaLaunchContext &c, const abi::SparseAttentionParam
   Dim3 grid, block;
   grid.x = static_cast<unsigned>(S * H);
   block.x = 128;
-  const int64_t entries = windowWidth + (topk ? k : 0);
-  if (!c.cpuOrderKernels && entries > kSparseSplitEntries) {
-    // Split-KV: splits fixed by the list length (never by S or p), rows in
-    // bounded launches so the partial states fit a fixed scratch.
-    const int64_t splits = std::min<int64_t>(ceilDiv(entries, kSparseSplitEntries), 64);
-    int64_t splitLen = ceilDiv(entries, splits);
-    const int64_t rowsPer = std::min<int64_t>(S, kSparseSplitRows);
-    auto part = c.scratch(size_t(rowsPer * H * splits * (D + 2)) * sizeof(float));
-    if (!part)
-      return part.status();
-    CUdeviceptr pp = *part;
-    for (int64_t r0 = 0; r0 < S; r0 += rowsPer) {
-      int64_t rows = std::min<int64_t>(rowsPer, S - r0);
-      std::vector<void *> split(args.begin(), args.end() - 2); // through windowWidth
-      split.insert(split.end(), {&splitLen, &pp, &r0});
-      DSC_TRY(c.launchEntry("dsc_sparse_attention_split_fast",
-                            Dim3{unsigned(rows * H), unsigned(splits), 1}, block,
-                            size_t(2 * D) * sizeof(float), std::move(split)));
-      DSC_TRY(c.launchEntry("dsc_sparse_attention_combine_fast", Dim3{unsigned(rows * H), 1, 1},
-                            block, size_t(D) * sizeof(float),
-                            cuda::args(params, ropeParams, pp, S, H, D, splits, sk, cs, invFreq,
-                                       out, r0)));
-    }
-    return Status::ok();
-  }
   return c.launchEntry(c.cpuOrderKernels ? "dsc_sparse_attention" : "dsc_sparse_attention_fast",
                        grid, block, size_t(2 * D) * sizeof(float), std::move(args));
 }

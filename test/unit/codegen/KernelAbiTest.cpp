@@ -259,10 +259,6 @@ TEST_F(KernelAbi, TemplateEntriesTakeTheirStructFirst) {
        {layoutOf<dsc::abi::SparseAttentionParams>(), layoutOf<dsc::abi::RopeParams>()}},
       {"dsc_sparse_attention_fast",
        {layoutOf<dsc::abi::SparseAttentionParams>(), layoutOf<dsc::abi::RopeParams>()}},
-      {"dsc_sparse_attention_split_fast",
-       {layoutOf<dsc::abi::SparseAttentionParams>(), layoutOf<dsc::abi::RopeParams>()}},
-      {"dsc_sparse_attention_combine_fast",
-       {layoutOf<dsc::abi::SparseAttentionParams>(), layoutOf<dsc::abi::RopeParams>()}},
   };
   std::set<std::string> seen;
   for (const std::string &name : kernelSourceNames()) {
