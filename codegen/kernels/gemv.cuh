@@ -421,4 +421,27 @@ __device__ void bf16Gemv(const unsigned short *x, long long ldx, long long M, lo
 
 } // namespace dsc_gemv
 
+// The entry points every module that launches the quantised GEMV defines
+// (a module is compiled on its own, so each names its own copies; the
+// adapters' quantizedGemv launches <prefix>_act_quant_fast and
+// <prefix>_splitk_reduce_fast next to the GEMV entry):
+#define DSC_GEMV_ACT_QUANT_ENTRY(name)                                                         \
+  DSC_KERNEL void name(const unsigned short *x, long long M, long long K, unsigned char *codes, \
+                       float *scales) {                                                        \
+    dsc_gemv::quantizeBlocks(x, M * (K / 32), dsc_gemv::firstRow(), dsc_gemv::rowStride(),     \
+                             codes, scales);                                                   \
+  }
+#define DSC_GEMV_SPLITK_REDUCE_ENTRY(name)                                                     \
+  DSC_KERNEL void name(const float *partial, long long splits, long long MN, unsigned short *y) { \
+    dsc_gemv::splitKReduce(partial, splits, MN, y);                                            \
+  }
+/// `fn` is fp8Gemv or fp4Gemv.
+#define DSC_GEMV_QUANTIZED_ENTRY(name, fn)                                                     \
+  DSC_KERNEL void name(const unsigned short *x, const unsigned char *codes, const float *scales, \
+                       long long M, long long K, const unsigned char *w,                        \
+                       const unsigned char *wScale, long long N, unsigned short *y,             \
+                       long long splits, float *partial) {                                      \
+    dsc_gemv::fn(x, codes, scales, M, K, w, wScale, N, y, splits, partial);                     \
+  }
+
 #endif // DSC_CODEGEN_KERNELS_GEMV_CUH

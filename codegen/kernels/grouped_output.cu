@@ -78,27 +78,8 @@ DSC_KERNEL void dsc_grouped_output_woa_fast(
   }
 }
 
-DSC_KERNEL void dsc_grouped_output_act_quant_fast(const unsigned short *z,
-                                                  long long M, long long K,
-                                                  unsigned char *codes,
-                                                  float *scales) {
-  dsc_gemv::quantizeBlocks(z, M * (K / 32), dsc_gemv::firstRow(),
-                           dsc_gemv::rowStride(), codes, scales);
-}
+DSC_GEMV_ACT_QUANT_ENTRY(dsc_grouped_output_act_quant_fast)
 
-DSC_KERNEL void dsc_grouped_output_fp8_fast(const unsigned short *zq,
-                                            const unsigned char *codes,
-                                            const float *scales, long long M,
-                                            long long K, const unsigned char *w,
-                                            const unsigned char *wScale,
-                                            long long N, unsigned short *y,
-                                            long long splits, float *partial) {
-  dsc_gemv::fp8Gemv(zq, codes, scales, M, K, w, wScale, N, y, splits, partial);
-}
+DSC_GEMV_QUANTIZED_ENTRY(dsc_grouped_output_fp8_fast, fp8Gemv)
 
-DSC_KERNEL void dsc_grouped_output_splitk_reduce_fast(const float *partial,
-                                                      long long splits,
-                                                      long long MN,
-                                                      unsigned short *y) {
-  dsc_gemv::splitKReduce(partial, splits, MN, y);
-}
+DSC_GEMV_SPLITK_REDUCE_ENTRY(dsc_grouped_output_splitk_reduce_fast)

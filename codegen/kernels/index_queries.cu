@@ -92,27 +92,8 @@ DSC_KERNEL void dsc_index_queries_rope_qdq(
     q[base + k] = bf16FromFloat(out[k]);
 }
 
-DSC_KERNEL void dsc_index_queries_act_quant_fast(const unsigned short *x,
-                                                 long long M, long long K,
-                                                 unsigned char *codes,
-                                                 float *scales) {
-  dsc_gemv::quantizeBlocks(x, M * (K / 32), dsc_gemv::firstRow(),
-                           dsc_gemv::rowStride(), codes, scales);
-}
+DSC_GEMV_ACT_QUANT_ENTRY(dsc_index_queries_act_quant_fast)
 
-DSC_KERNEL void dsc_index_queries_gemm_fast(const unsigned short *x,
-                                            const unsigned char *codes,
-                                            const float *scales, long long M,
-                                            long long K, const unsigned char *w,
-                                            const unsigned char *wScale,
-                                            long long N, unsigned short *y,
-                                            long long splits, float *partial) {
-  dsc_gemv::fp8Gemv(x, codes, scales, M, K, w, wScale, N, y, splits, partial);
-}
+DSC_GEMV_QUANTIZED_ENTRY(dsc_index_queries_gemm_fast, fp8Gemv)
 
-DSC_KERNEL void dsc_index_queries_splitk_reduce_fast(const float *partial,
-                                                     long long splits,
-                                                     long long MN,
-                                                     unsigned short *y) {
-  dsc_gemv::splitKReduce(partial, splits, MN, y);
-}
+DSC_GEMV_SPLITK_REDUCE_ENTRY(dsc_index_queries_splitk_reduce_fast)

@@ -67,32 +67,11 @@ DSC_KERNEL void dsc_linear_bf16(const unsigned short *x, long long M,
 // Fast entries (gemv.cuh)
 //===----------------------------------------------------------------------===//
 
-DSC_KERNEL void dsc_linear_act_quant_fast(const unsigned short *x, long long M,
-                                          long long K, unsigned char *codes,
-                                          float *scales) {
-  dsc_gemv::quantizeBlocks(x, M * (K / 32), dsc_gemv::firstRow(),
-                           dsc_gemv::rowStride(), codes, scales);
-}
+DSC_GEMV_ACT_QUANT_ENTRY(dsc_linear_act_quant_fast)
 
-DSC_KERNEL void dsc_linear_fp8_fast(const unsigned short *x,
-                                    const unsigned char *codes,
-                                    const float *scales, long long M,
-                                    long long K, const unsigned char *w,
-                                    const unsigned char *wScale, long long N,
-                                    unsigned short *y, long long splits,
-                                    float *partial) {
-  dsc_gemv::fp8Gemv(x, codes, scales, M, K, w, wScale, N, y, splits, partial);
-}
+DSC_GEMV_QUANTIZED_ENTRY(dsc_linear_fp8_fast, fp8Gemv)
 
-DSC_KERNEL void dsc_linear_fp4_fast(const unsigned short *x,
-                                    const unsigned char *codes,
-                                    const float *scales, long long M,
-                                    long long K, const unsigned char *w,
-                                    const unsigned char *wScale, long long N,
-                                    unsigned short *y, long long splits,
-                                    float *partial) {
-  dsc_gemv::fp4Gemv(x, codes, scales, M, K, w, wScale, N, y, splits, partial);
-}
+DSC_GEMV_QUANTIZED_ENTRY(dsc_linear_fp4_fast, fp4Gemv)
 
 DSC_KERNEL void dsc_linear_bf16_fast(const unsigned short *x, long long M,
                                      long long K, const unsigned short *w,
@@ -100,8 +79,4 @@ DSC_KERNEL void dsc_linear_bf16_fast(const unsigned short *x, long long M,
   dsc_gemv::bf16Gemv(x, K, M, K, w, N, y);
 }
 
-DSC_KERNEL void dsc_linear_splitk_reduce_fast(const float *partial,
-                                              long long splits, long long MN,
-                                              unsigned short *y) {
-  dsc_gemv::splitKReduce(partial, splits, MN, y);
-}
+DSC_GEMV_SPLITK_REDUCE_ENTRY(dsc_linear_splitk_reduce_fast)

@@ -170,11 +170,7 @@ DSC_KERNEL void dsc_moe_experts_down_fp8(const unsigned char *codes, const float
 // Fast path (gemv.cuh)
 //===----------------------------------------------------------------------===//
 
-DSC_KERNEL void dsc_moe_experts_act_quant_fast(const unsigned short *x, long long M, long long K,
-                                               unsigned char *codes, float *scales) {
-  dsc_gemv::quantizeBlocks(x, M * (K / 32), dsc_gemv::firstRow(), dsc_gemv::rowStride(), codes,
-                           scales);
-}
+DSC_GEMV_ACT_QUANT_ENTRY(dsc_moe_experts_act_quant_fast)
 
 namespace dsc_moe_fast {
 /// Dynamic shared memory layout of the fast steps: act_quant codes + scales

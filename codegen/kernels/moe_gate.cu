@@ -23,6 +23,27 @@
 #include "codegen/kernels/select.cuh"
 #include "codegen/kernels/gemv.cuh"
 
+namespace dsc_moe_gate_tail {
+/// sqrt(softplus(v / temperature)) (threshold 20), as dsc_moe_gate.
+__device__ __forceinline__ float score(float dot, float temperature) {
+  float v = __fdiv_rn(dot, temperature);
+  v = v > 20.0f ? v : log1pf(expf(v));
+  return __fsqrt_rn(v);
+}
+/// Route weights of one token by lane 0: normalise, scale (dsc_moe_gate's tail).
+__device__ void finishWeights(float *wt, long long topk, bool normalize, float routeScale) {
+  if (normalize && topk > 1) {
+    float sum = 0.0f;
+    for (long long j = 0; j < topk; ++j)
+      sum = __fadd_rn(sum, wt[j]);
+    const float denom = __fadd_rn(sum, 1e-20f);
+    for (long long j = 0; j < topk; ++j)
+      wt[j] = __fdiv_rn(wt[j], denom);
+  }
+  for (long long j = 0; j < topk; ++j)
+    wt[j] = __fmul_rn(wt[j], routeScale);
+}
+} // namespace dsc_moe_gate_tail
 
 DSC_KERNEL void dsc_moe_gate(const __grid_constant__ dsc::abi::MoeGateParams p,
                              const unsigned short *x, long long T, long long D,
@@ -66,42 +87,12 @@ DSC_KERNEL void dsc_moe_gate(const __grid_constant__ dsc::abi::MoeGateParams p,
         it[j] = -1;
         wt[j] = 0.0f;
       }
-      if (normalize && topk > 1) {
-        float sum = 0.0f;
-        for (long long j = 0; j < topk; ++j)
-          sum = __fadd_rn(sum, wt[j]);
-        const float denom = __fadd_rn(sum, 1e-20f);
-        for (long long j = 0; j < topk; ++j)
-          wt[j] = __fdiv_rn(wt[j], denom);
-      }
-      for (long long j = 0; j < topk; ++j)
-        wt[j] = __fmul_rn(wt[j], routeScale);
+      dsc_moe_gate_tail::finishWeights(wt, topk, normalize, routeScale);
     }
     __syncthreads();
   }
 }
 
-namespace dsc_moe_gate_fast {
-/// sqrt(softplus(v / temperature)) (threshold 20), as dsc_moe_gate.
-__device__ __forceinline__ float score(float dot, float temperature) {
-  float v = __fdiv_rn(dot, temperature);
-  v = v > 20.0f ? v : log1pf(expf(v));
-  return __fsqrt_rn(v);
-}
-/// Route weights of one token by lane 0: normalise, scale (dsc_moe_gate's tail).
-__device__ void finishWeights(float *wt, long long topk, bool normalize, float routeScale) {
-  if (normalize && topk > 1) {
-    float sum = 0.0f;
-    for (long long j = 0; j < topk; ++j)
-      sum = __fadd_rn(sum, wt[j]);
-    const float denom = __fadd_rn(sum, 1e-20f);
-    for (long long j = 0; j < topk; ++j)
-      wt[j] = __fdiv_rn(wt[j], denom);
-  }
-  for (long long j = 0; j < topk; ++j)
-    wt[j] = __fmul_rn(wt[j], routeScale);
-}
-} // namespace dsc_moe_gate_fast
 
 DSC_KERNEL void dsc_moe_gate_scores_fast(const __grid_constant__ dsc::abi::MoeGateParams p,
                                          const unsigned short *x, long long T, long long D,
@@ -116,7 +107,7 @@ DSC_KERNEL void dsc_moe_gate_scores_fast(const __grid_constant__ dsc::abi::MoeGa
       dsc_gemv::bf16RowDots(w + e * D, x, D, D, t0, rows, acc);
       if (lane == 0)
         for (int r = 0; r < rows; ++r) {
-          const float v = dsc_moe_gate_fast::score(acc[r], temperature);
+          const float v = dsc_moe_gate_tail::score(acc[r], temperature);
           scores[(t0 + r) * E + e] = v;
           choice[(t0 + r) * E + e] = bias ? __fadd_rn(v, bias[e]) : v;
         }
@@ -160,7 +151,7 @@ DSC_KERNEL void dsc_moe_gate_select_fast(const __grid_constant__ dsc::abi::MoeGa
         ids[t * topk + j] = -1;
         weights[t * topk + j] = 0.0f;
       }
-      dsc_moe_gate_fast::finishWeights(weights + t * topk, topk, p.normalize, (float)p.route_scale);
+      dsc_moe_gate_tail::finishWeights(weights + t * topk, topk, p.normalize, (float)p.route_scale);
     }
   }
 }

@@ -220,7 +220,6 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
               r3s = c.inputs[6]->ptr, r2 = c.inputs[7]->ptr, r2s = c.inputs[8]->ptr;
   CUdeviceptr s1 = c.inputs[9]->ptr, s1s = c.inputs[10]->ptr, s3 = c.inputs[11]->ptr,
               s3s = c.inputs[12]->ptr, s2 = c.inputs[13]->ptr, s2s = c.inputs[14]->ptr;
-  CUdeviceptr none = 0;
   const long long tile = T < kFastMoeTile ? T : kFastMoeTile;
   auto hbuf = c.scratch(size_t(tile * (k + 1) * I) * 2);
   auto obuf = c.scratch(size_t(tile * (k + 1) * D) * sizeof(float));
@@ -251,40 +250,38 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
                 wp = c.inputs[1]->ptr + CUdeviceptr(t0 * k * 4),
                 ip = c.inputs[2]->ptr + CUdeviceptr(t0 * k * 4),
                 yp = c.outputs[0]->ptr + CUdeviceptr(t0 * D * 2);
-    CUdeviceptr xq = xp, xc = none, xs = none;
-    size_t upSmem = quantBytes(Tt, D) + kCombineBytes;
-    if (!upShared) {
-      if (Status s = c.launchEntry("dsc_moe_experts_act_quant_fast", gemvGrid(Tt * (D / 32)),
-                                   gemvBlock(), 0, args(xp, Tt, D, qx.codes, qx.scales));
+    // The activation operands of a step: x (quantised in the blocks) or the
+    // codes of a global act_quant, and the dynamic shared memory that goes with it.
+    struct Operand {
+      CUdeviceptr x = 0, codes = 0, scales = 0;
+      size_t smem = 0;
+    };
+    auto operand = [&](bool shared, CUdeviceptr x, long long rows, long long K,
+                       const ActQuant &q) -> Expected<Operand> {
+      if (shared)
+        return Operand{x, 0, 0, quantBytes(rows, K) + kCombineBytes};
+      if (Status s = c.launchEntry("dsc_moe_experts_act_quant_fast", gemvGrid(rows * (K / 32)),
+                                   gemvBlock(), 0, args(x, rows, K, q.codes, q.scales));
           !s)
         return s;
-      xq = none;
-      xc = qx.codes;
-      xs = qx.scales;
-      upSmem = kCombineBytes;
-    }
+      return Operand{0, q.codes, q.scales, kCombineBytes};
+    };
+    auto up = operand(upShared, xp, Tt, D, qx);
+    if (!up)
+      return up.status();
     if (Status s = c.launchEntry("dsc_moe_experts_up_fast", tileGrid(slots * ceilDiv(I, 16)),
-                                 gemvBlock(),
-                                 upSmem,
-                                 args(p, xq, xc, xs, Tt, D, I, r1, r1s, r3, r3s, s1, s1s, s3, s3s,
-                                      ip, wp, k, E, hp));
+                                 gemvBlock(), up->smem,
+                                 args(p, up->x, up->codes, up->scales, Tt, D, I, r1, r1s, r3, r3s,
+                                      s1, s1s, s3, s3s, ip, wp, k, E, hp));
         !s)
       return s;
-    CUdeviceptr hq = hp, hc = none, hs = none;
-    size_t downSmem = quantBytes(slots, I) + kCombineBytes;
-    if (!downShared) {
-      if (Status s = c.launchEntry("dsc_moe_experts_act_quant_fast", gemvGrid(slots * (I / 32)),
-                                   gemvBlock(), 0, args(hp, slots, I, qh.codes, qh.scales));
-          !s)
-        return s;
-      hq = none;
-      hc = qh.codes;
-      hs = qh.scales;
-      downSmem = kCombineBytes;
-    }
+    auto down = operand(downShared, hp, slots, I, qh);
+    if (!down)
+      return down.status();
     if (Status s = c.launchEntry("dsc_moe_experts_down_fast", tileGrid(slots * ceilDiv(D, 16)),
-                                 gemvBlock(), downSmem,
-                                 args(hq, hc, hs, Tt, I, D, r2, r2s, s2, s2s, ip, k, E, op));
+                                 gemvBlock(), down->smem,
+                                 args(down->x, down->codes, down->scales, Tt, I, D, r2, r2s, s2,
+                                      s2s, ip, k, E, op));
         !s)
       return s;
     if (Status s = c.launchEntry("dsc_moe_experts_combine_fast", gridFor(Tt * D), block1(), 0,
