@@ -79,6 +79,48 @@ __device__ void emit(float *acc, float denomIn, long long D, long long sh, long 
   }
 }
 
+/// The fast logit of entry j for the query qf (shared memory, D floats): one
+/// warp, lanes over d, a fixed xor-tree sum; every lane gets it. -1 entries
+/// give -inf. Used by attend<true> and the split-KV kernels alike, so both
+/// produce the same bits.
+__device__ __forceinline__ float warpLogit(const float *qf, long long j, const float *rows,
+                                           long long R, const KvPageLayout &l,
+                                           const unsigned char *kvPool, long long D, float scale) {
+  const int lane = threadIdx.x & 31;
+  float dot = 0.0f;
+  if (j >= 0 && j < R) {
+    const float *row = rows + j * D;
+    for (long long d = lane; d < D; d += 32)
+      dot = fmaf(qf[d], row[d], dot);
+  } else if (j >= R) {
+    for (long long d = lane; d < D; d += 32)
+      dot = fmaf(qf[d], readValue(l, kvPool, j - R, (int)d), dot);
+  }
+  dot = warpSum(dot);
+  return j < 0 ? negInf() : __fmul_rn(dot, scale);
+}
+
+/// sum over the block's n entries (order) of bf16(prob[e]) * v[e][d], -1 skipped.
+__device__ __forceinline__ float pvAt(long long d, long long n, const long long *jl,
+                                      const float *prob, const float *rows, long long R,
+                                      const KvPageLayout &l, const unsigned char *kvPool,
+                                      long long D) {
+  float pv = 0.0f;
+  for (long long e = 0; e < n; ++e) {
+    const long long j = jl[e];
+    if (j < 0)
+      continue;
+    const float v = j < R ? rows[j * D + d] : readValue(l, kvPool, j - R, (int)d);
+    pv = __fadd_rn(pv, __fmul_rn(roundToBf16(prob[e]), v));
+  }
+  return pv;
+}
+
+/// The running max after folding a block's maximum in (attend's mNew).
+__device__ __forceinline__ float foldMax(float m, float blockMax) {
+  return m < blockMax ? blockMax : m;
+}
+
 template <bool kFast>
 __device__ void attend(const dsc::abi::SparseAttentionParams &p,
                        const dsc::abi::RopeParams &ropeStep, const unsigned short *q, long long S,
@@ -123,19 +165,10 @@ __device__ void attend(const dsc::abi::SparseAttentionParams &p,
             sparseEntry(s, b0 + e, startPos, chunk, ringRows, window, windowWidth, topk, k);
         if (j >= nKv)
           j = -1;
-        float dot = 0.0f;
-        if (j >= 0 && j < R) {
-          const float *row = rows + j * D;
-          for (long long d = lane; d < D; d += 32)
-            dot = fmaf(qf[d], row[d], dot);
-        } else if (j >= R) {
-          for (long long d = lane; d < D; d += 32)
-            dot = fmaf(qf[d], readValue(l, kvPool, j - R, (int)d), dot);
-        }
-        dot = warpSum(dot);
+        const float v = warpLogit(qf, j, rows, R, l, kvPool, D, scale);
         if (lane == 0) {
           jl[e] = j;
-          logit[e] = j < 0 ? negInf() : __fmul_rn(dot, scale);
+          logit[e] = v;
         }
       }
     } else
@@ -166,7 +199,7 @@ __device__ void attend(const dsc::abi::SparseAttentionParams &p,
       float blockMax = negInf();
       for (long long e = 0; e < n; ++e)
         blockMax = blockMax < logit[e] ? logit[e] : blockMax; // std::max
-      const float mNew = m < blockMax ? blockMax : m;
+      const float mNew = foldMax(m, blockMax);
       const float c = expf(__fsub_rn(m, mNew));
       float psum = 0.0f;
       for (long long e = 0; e < n; ++e) {
@@ -179,17 +212,8 @@ __device__ void attend(const dsc::abi::SparseAttentionParams &p,
     }
     __syncthreads();
     const float c = cShared;
-    for (long long d = threadIdx.x; d < D; d += blockDim.x) {
-      float pv = 0.0f;
-      for (long long e = 0; e < n; ++e) {
-        const long long j = jl[e];
-        if (j < 0)
-          continue;
-        const float v = j < R ? rows[j * D + d] : readValue(l, kvPool, j - R, (int)d);
-        pv = __fadd_rn(pv, __fmul_rn(roundToBf16(prob[e]), v));
-      }
-      acc[d] = __fadd_rn(__fmul_rn(acc[d], c), pv);
-    }
+    for (long long d = threadIdx.x; d < D; d += blockDim.x)
+      acc[d] = __fadd_rn(__fmul_rn(acc[d], c), pvAt(d, n, jl, prob, rows, R, l, kvPool, D));
     __syncthreads();
   }
   if (threadIdx.x == 0)
@@ -224,4 +248,146 @@ DSC_KERNEL void dsc_sparse_attention_fast(
   dsc_sparse::attend<true>(p, ropeStep, q, S, H, D, rows, R, kvPool, values, tile, valueType,
                            scaleType, tokensPerPage, order, ratio, topk, k, sink, callState,
                            window, windowWidth, ropeInvFreq, o);
+}
+
+//===----------------------------------------------------------------------===//
+// Split-KV (CudaOptions::splitAttention): the fast walk's 64-entry blocks run
+// in parallel, byte-identical to dsc_sparse_attention_fast. The walk's state
+// after block b depends on the blocks before it only through the running max
+// m_b = fold(m_{b-1}, max of block b) (attend's mNew) and the rescaling c_b =
+// exp(m_{b-1} - m_b); so
+//   _logits: grid (rows x H, blocks): each block's logits (warpLogit), its
+//     entry ids and its maximum (the entry-order fold) -> scratch;
+//   _pv: grid (rows x H, blocks): m_b from the maxima of blocks 0..b (the
+//     same fold), prob = exp(logit - m_b), psum in entry order, and each
+//     channel's pv (pvAt) -> scratch;
+//   _merge: grid rows x H: the walk's recursion over the blocks in order
+//     (denom = denom * c_b + psum_b, acc = acc * c_b + pv_b, the same fp32
+//     operations), the sink and the epilogue (emit).
+// Scratch per (local row, head): logits and ids [K], then per block: max,
+// psum, pv[D]. rows rowBase.. of the call (a bounded number per launch).
+//===----------------------------------------------------------------------===//
+
+namespace dsc_sparse {
+struct SplitScratch {
+  float *logits;     ///< [rows * H, K]
+  long long *ids;    ///< [rows * H, K]
+  float *blockMax;   ///< [rows * H, nb]
+  float *psum;       ///< [rows * H, nb]
+  float *pv;         ///< [rows * H, nb, D]
+};
+__device__ __forceinline__ SplitScratch splitScratch(float *base, long long rowsH, long long K,
+                                                     long long nb, long long D) {
+  SplitScratch sc;
+  sc.logits = base;
+  sc.ids = reinterpret_cast<long long *>(base + rowsH * K + (rowsH * K) % 2);
+  sc.blockMax = reinterpret_cast<float *>(sc.ids + rowsH * K);
+  sc.psum = sc.blockMax + rowsH * nb;
+  sc.pv = sc.psum + rowsH * nb;
+  return sc;
+}
+} // namespace dsc_sparse
+
+DSC_KERNEL void dsc_sparse_attention_logits_fast(
+    const __grid_constant__ dsc::abi::SparseAttentionParams p, const unsigned short *q,
+    long long S, long long H, long long D, const float *rows, long long R,
+    const unsigned char *kvPool, int values, int tile, int valueType, int scaleType,
+    int tokensPerPage, int order, long long ratio, const int *topk, long long k,
+    const long long *callState, long long window, long long windowWidth, long long rowsH,
+    float *scratch, long long rowBase) {
+  const float scale = (float)p.scale;
+  const long long startPos = DSC_CALL_START(callState);
+  const bool chunk = DSC_CALL_CHUNK(callState);
+  const long long ringRows = DSC_CALL_RING_ROWS(callState);
+  const long long T = ratio > 0 ? DSC_CALL_COMPRESSED_LENGTH(callState, ratio) : 0;
+  const long long nKv = R + (kvPool ? T : 0);
+  const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
+  const long long K = windowWidth + (topk ? k : 0), nb = (K + DSC_SPARSE_BLOCK - 1) / DSC_SPARSE_BLOCK;
+  const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
+  extern __shared__ float qf[]; // D floats
+  __shared__ float logit[DSC_SPARSE_BLOCK];
+  const long long local = blockIdx.x, sh = rowBase * H + local, s = sh / H;
+  const long long b0 = (long long)blockIdx.y * DSC_SPARSE_BLOCK;
+  const long long n = K - b0 < DSC_SPARSE_BLOCK ? K - b0 : DSC_SPARSE_BLOCK;
+  for (long long d = threadIdx.x; d < D; d += blockDim.x)
+    qf[d] = bf16ToFloat(q[sh * D + d]);
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+  for (long long e = threadIdx.x >> 5; e < n; e += warps) {
+    long long j = sparseEntry(s, b0 + e, startPos, chunk, ringRows, window, windowWidth, topk, k);
+    if (j >= nKv)
+      j = -1;
+    const float v = dsc_sparse::warpLogit(qf, j, rows, R, l, kvPool, D, scale);
+    if (lane == 0) {
+      logit[e] = v;
+      sc.logits[local * K + b0 + e] = v;
+      sc.ids[local * K + b0 + e] = j;
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float blockMax = negInf();
+    for (long long e = 0; e < n; ++e)
+      blockMax = blockMax < logit[e] ? logit[e] : blockMax; // std::max, entry order
+    sc.blockMax[local * nb + blockIdx.y] = blockMax;
+  }
+}
+
+DSC_KERNEL void dsc_sparse_attention_pv_fast(long long D, const float *rows, long long R,
+                                             const unsigned char *kvPool, int values, int tile,
+                                             int valueType, int scaleType, int tokensPerPage,
+                                             int order, long long K, long long rowsH,
+                                             float *scratch) {
+  const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
+  const long long nb = (K + DSC_SPARSE_BLOCK - 1) / DSC_SPARSE_BLOCK;
+  const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
+  __shared__ float prob[DSC_SPARSE_BLOCK];
+  __shared__ long long jl[DSC_SPARSE_BLOCK];
+  const long long local = blockIdx.x, b = blockIdx.y, b0 = b * DSC_SPARSE_BLOCK;
+  const long long n = K - b0 < DSC_SPARSE_BLOCK ? K - b0 : DSC_SPARSE_BLOCK;
+  if (threadIdx.x < n)
+    jl[threadIdx.x] = sc.ids[local * K + b0 + threadIdx.x];
+  if (threadIdx.x == 0) {
+    float m = -1e30f; // the walk's running max after block b
+    for (long long i = 0; i <= b; ++i)
+      m = dsc_sparse::foldMax(m, sc.blockMax[local * nb + i]);
+    float psum = 0.0f;
+    for (long long e = 0; e < n; ++e) {
+      prob[e] = expf(__fsub_rn(sc.logits[local * K + b0 + e], m));
+      psum = __fadd_rn(psum, prob[e]);
+    }
+    sc.psum[local * nb + b] = psum;
+  }
+  __syncthreads();
+  float *pv = sc.pv + (local * nb + b) * D;
+  for (long long d = threadIdx.x; d < D; d += blockDim.x)
+    pv[d] = dsc_sparse::pvAt(d, n, jl, prob, rows, R, l, kvPool, D);
+}
+
+DSC_KERNEL void dsc_sparse_attention_merge_fast(
+    const __grid_constant__ dsc::abi::SparseAttentionParams p,
+    const __grid_constant__ dsc::abi::RopeParams ropeStep, long long H, long long D, long long K,
+    long long rowsH, float *scratch, const float *sink, const long long *callState,
+    const float *ropeInvFreq, unsigned short *o, long long rowBase) {
+  const long long nb = (K + DSC_SPARSE_BLOCK - 1) / DSC_SPARSE_BLOCK;
+  const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
+  extern __shared__ float acc[]; // D floats
+  const long long local = blockIdx.x, sh = rowBase * H + local, s = sh / H, h = sh % H;
+  // Every thread runs the walk's scalar recursion (the same operations, so
+  // the same values); thread d's channels follow it.
+  float m = -1e30f, denom = 0.0f;
+  for (long long d = threadIdx.x; d < D; d += blockDim.x)
+    acc[d] = 0.0f;
+  for (long long b = 0; b < nb; ++b) {
+    const float mNew = dsc_sparse::foldMax(m, sc.blockMax[local * nb + b]);
+    const float c = expf(__fsub_rn(m, mNew));
+    denom = __fadd_rn(__fmul_rn(denom, c), sc.psum[local * nb + b]);
+    const float *pv = sc.pv + (local * nb + b) * D;
+    for (long long d = threadIdx.x; d < D; d += blockDim.x)
+      acc[d] = __fadd_rn(__fmul_rn(acc[d], c), pv[d]);
+    m = mNew;
+  }
+  denom = __fadd_rn(denom, expf(__fsub_rn(sink[h], m)));
+  __syncthreads();
+  dsc_sparse::emit(acc, denom, D, sh, s, DSC_CALL_START(callState), ropeStep, ropeInvFreq, o);
 }

@@ -85,6 +85,8 @@ public:
   /// CudaOptions::cpuOrderKernels: launch the CPU-order entries instead of
   /// the fast (`_fast`, gemv.cuh) ones.
   bool cpuOrderKernels = false;
+  /// CudaOptions::splitAttention: the split-KV sparse attention.
+  bool splitAttention = false;
 
   CudaLaunchContext(const runtime::Plan &plan, const runtime::Program &program,
                     const runtime::Launch &launch, const runtime::KernelSpec &kernel,

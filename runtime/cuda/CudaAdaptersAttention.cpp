@@ -514,6 +514,47 @@ struct RopeEpilogue {
   CudaTensor *out = nullptr;
 };
 
+/// sparse_attention.cu's DSC_SPARSE_BLOCK (entries per online-softmax block)
+/// and the query rows one split-KV launch set covers (bounds its scratch).
+constexpr int64_t kSparseBlock = 64, kSplitKvRows = 16;
+
+/// CudaOptions::splitAttention: the fast walk's 64-entry blocks in parallel
+/// (dsc_sparse_attention_logits_fast, _pv_fast, _merge_fast), byte-identical
+/// to dsc_sparse_attention_fast (sparse_attention.cu says why).
+Status splitKvAttention(CudaLaunchContext &c, abi::SparseAttentionParams &params,
+                        abi::RopeParams &ropeParams, CUdeviceptr qp, int64_t S, int64_t H,
+                        int64_t D, CUdeviceptr rp, int64_t R, CUdeviceptr kvp, PoolArgs &pool,
+                        int64_t ratio, CUdeviceptr topk, int64_t k, CUdeviceptr sk, CUdeviceptr cs,
+                        int64_t window, int64_t windowWidth, CUdeviceptr invFreq, CUdeviceptr out) {
+  int64_t K = windowWidth + (topk ? k : 0), nb = ceilDiv(K, kSparseBlock);
+  int64_t rowsPer = std::min<int64_t>(S, kSplitKvRows), rowsH = rowsPer * H;
+  // Scratch (floats): logits [rowsH, K], ids int64 [rowsH, K] (8-byte
+  // aligned), block maxima and sums [rowsH, nb], pv [rowsH, nb, D].
+  size_t floats = size_t(rowsH * K + (rowsH * K) % 2 + 2 * rowsH * K + 2 * rowsH * nb + rowsH * nb * D);
+  auto scratch = c.scratch(floats * sizeof(float));
+  if (!scratch)
+    return scratch.status();
+  CUdeviceptr sp = *scratch;
+  Dim3 block{128, 1, 1};
+  for (int64_t r0 = 0; r0 < S; r0 += rowsPer) {
+    int64_t rows = std::min<int64_t>(rowsPer, S - r0);
+    Dim3 grid{unsigned(rows * H), unsigned(nb), 1};
+    std::vector<void *> a{&params, &qp, &S, &H, &D, &rp, &R, &kvp};
+    pool.push(a);
+    a.insert(a.end(), {&ratio, &topk, &k, &cs, &window, &windowWidth, &rowsH, &sp, &r0});
+    DSC_TRY(c.launchEntry("dsc_sparse_attention_logits_fast", grid, block,
+                          size_t(D) * sizeof(float), std::move(a)));
+    std::vector<void *> b{&D, &rp, &R, &kvp};
+    pool.push(b);
+    b.insert(b.end(), {&K, &rowsH, &sp});
+    DSC_TRY(c.launchEntry("dsc_sparse_attention_pv_fast", grid, block, 0, std::move(b)));
+    DSC_TRY(c.launchEntry("dsc_sparse_attention_merge_fast", Dim3{unsigned(rows * H), 1, 1},
+                          block, size_t(D) * sizeof(float),
+                          args(params, ropeParams, H, D, K, rowsH, sp, sk, cs, invFreq, out, r0)));
+  }
+  return Status::ok();
+}
+
 Status sparseAttentionWith(CudaLaunchContext &c, const abi::SparseAttentionParams &p,
                            const RopeEpilogue &epilogue);
 
@@ -588,6 +629,10 @@ Status sparseAttentionWith(CudaLaunchContext &c, const abi::SparseAttentionParam
   Dim3 grid, block;
   grid.x = static_cast<unsigned>(S * H);
   block.x = 128;
+  const int64_t entries = windowWidth + (topk ? k : 0);
+  if (!c.cpuOrderKernels && c.splitAttention && entries > kSparseBlock)
+    return splitKvAttention(c, params, ropeParams, qp, S, H, D, rp, R, kvp, pool, ratio, topk, k,
+                            sk, cs, window, windowWidth, invFreq, out);
   return c.launchEntry(c.cpuOrderKernels ? "dsc_sparse_attention" : "dsc_sparse_attention_fast",
                        grid, block, size_t(2 * D) * sizeof(float), std::move(args));
 }

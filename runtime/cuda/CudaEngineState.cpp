@@ -13,6 +13,7 @@ CudaEngineState::CudaEngineState(hal::Device device, const runtime::CudaOptions 
   logGraphs = graphs && options.logGraphs; // say when a graph is captured
   quadraticTopk = options.quadraticTopk;
   cpuOrderKernels = options.cpuOrderKernels;
+  splitAttention = options.splitAttention;
 }
 
 runtime::Expected<CUfunction> CudaEngineState::function(const runtime::Plan &plan, int64_t module,

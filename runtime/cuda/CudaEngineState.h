@@ -70,6 +70,7 @@ public:
   bool logGraphs = false;      ///< CudaOptions::logGraphs
   bool quadraticTopk = false;  ///< CudaOptions::quadraticTopk (CudaLaunchContext)
   bool cpuOrderKernels = false; ///< CudaOptions::cpuOrderKernels (CudaLaunchContext)
+  bool splitAttention = false;  ///< CudaOptions::splitAttention (CudaLaunchContext)
   /// The session whose capture is open on the stream, or null.
   CudaSession *capturing = nullptr;
   mutable std::mutex mutex;

@@ -15,6 +15,7 @@ BoundLaunch::BoundLaunch(CudaSession &session, runtime::LaunchContext &c)
   outputSlots = c.outputSlots;
   quadraticTopk = engine_.quadraticTopk;
   cpuOrderKernels = engine_.cpuOrderKernels;
+  splitAttention = engine_.splitAttention;
 }
 
 Status BoundLaunch::bind(const runtime::HostTensor &host, const runtime::ValueSlot *slot,

@@ -7,6 +7,8 @@
 //   --cuda-topk radix|quadratic  the top-k / candidate selection kernels
 //   --cuda-kernels fast|cpu-order  the GEMV/reduction kernels (cpu-order: the
 //                              first-cut kernels in the CPU's summation order)
+//   --cuda-attention single|split  the fast sparse attention as one walk per
+//                              (row, head) or split-KV (CudaOptions::splitAttention)
 // and, where a flag is not given, from the environment variables the
 // runtime read before: DSC_CUDA_GRAPHS=0 (off) / =2 (log), DSC_CUDA_SYNC
 // (anything but empty or 0), DSC_CUDA_TOPK_QUADRATIC=1; and
@@ -30,12 +32,14 @@ namespace dsc::tools {
 
 /// The valued options and the flags to add to parseCommandLine's lists.
 inline const std::vector<std::string> kCudaValuedOptions = {"--cuda-graphs", "--cuda-topk",
-                                                            "--cuda-kernels", "--cpu-threads"};
+                                                            "--cuda-kernels", "--cuda-attention",
+                                                            "--cpu-threads"};
 inline const std::vector<std::string> kCudaFlags = {"--cuda-sync"};
 /// One line for a usage text.
 inline constexpr const char *kCudaUsage =
     "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]\n"
-    "                 [--cuda-kernels fast|cpu-order] [--cpu-threads N]";
+    "                 [--cuda-kernels fast|cpu-order] [--cuda-attention single|split]\n"
+    "                 [--cpu-threads N]";
 
 /// The DSC_CUDA_* variables, as the runtime used to read them.
 inline void applyCudaEnvironment(runtime::CudaOptions &options) {
@@ -83,6 +87,14 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
       options.cpuOrderKernels = true;
     else
       return "--cuda-kernels takes fast or cpu-order, got '" + it->second + "'";
+  }
+  if (auto it = cl.options.find("--cuda-attention"); it != cl.options.end()) {
+    if (it->second == "single")
+      options.splitAttention = false;
+    else if (it->second == "split")
+      options.splitAttention = true;
+    else
+      return "--cuda-attention takes single or split, got '" + it->second + "'";
   }
   return "";
 }

@@ -259,6 +259,9 @@ TEST_F(KernelAbi, TemplateEntriesTakeTheirStructFirst) {
        {layoutOf<dsc::abi::SparseAttentionParams>(), layoutOf<dsc::abi::RopeParams>()}},
       {"dsc_sparse_attention_fast",
        {layoutOf<dsc::abi::SparseAttentionParams>(), layoutOf<dsc::abi::RopeParams>()}},
+      {"dsc_sparse_attention_logits_fast", {layoutOf<dsc::abi::SparseAttentionParams>()}},
+      {"dsc_sparse_attention_merge_fast",
+       {layoutOf<dsc::abi::SparseAttentionParams>(), layoutOf<dsc::abi::RopeParams>()}},
   };
   std::set<std::string> seen;
   for (const std::string &name : kernelSourceNames()) {

@@ -106,6 +106,18 @@ TEST_F(CudaFlags, KernelsFlagSelectsTheCpuOrderKernels) {
   EXPECT_FALSE(apply(cl).cpuOrderKernels);
 }
 
+/// --cuda-attention picks CudaOptions::splitAttention; single is the default.
+TEST_F(CudaFlags, AttentionFlagSelectsSplitKv) {
+  CommandLine cl;
+  EXPECT_FALSE(apply(cl).splitAttention);
+  cl.options["--cuda-attention"] = "split";
+  EXPECT_TRUE(apply(cl).splitAttention);
+  cl.options["--cuda-attention"] = "wide";
+  std::string error;
+  apply(cl, &error);
+  EXPECT_EQ(error, "--cuda-attention takes single or split, got 'wide'");
+}
+
 } // namespace
 
 namespace {

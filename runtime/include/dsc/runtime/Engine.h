@@ -98,6 +98,11 @@ struct CudaOptions {
   /// Both are deterministic and inside the GPU gates; the CPU-order kernels
   /// are for CUDA-vs-CPU comparisons (docs/cuda-kernels-dense.md).
   bool cpuOrderKernels = false;
+  /// The fast sparse attention's 64-entry blocks run in parallel (split-KV:
+  /// logits, per-block PV, an in-order merge) instead of one walk per (row,
+  /// head). Designed byte-identical to the single walk; off until that is
+  /// shown on the device (docs/cuda-kernels-attention.md).
+  bool splitAttention = false;
 };
 
 struct EngineOptions {

@@ -37,7 +37,9 @@ const std::vector<Template> &templates() {
       {"indexer_score", {"dsc_indexer_score", "dsc_indexer_score_fast"}},
       {"candidate_blocks", {"dsc_candidate_blocks"}},
       {"indexer_topk", {"dsc_indexer_topk_select", "dsc_indexer_topk_emit"}},
-      {"sparse_attention", {"dsc_sparse_attention", "dsc_sparse_attention_fast"}},
+      {"sparse_attention",
+       {"dsc_sparse_attention", "dsc_sparse_attention_fast", "dsc_sparse_attention_logits_fast",
+        "dsc_sparse_attention_pv_fast", "dsc_sparse_attention_merge_fast"}},
   };
   return t;
 }
