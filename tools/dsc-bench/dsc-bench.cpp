@@ -2,7 +2,7 @@
 //
 //   dsc-bench PLAN (--weights CKPT | --synthetic-weights SEED) [--backend cpu|cuda]
 //             [--prefill-len N] [--decode-steps M] [--warmup K] [--json OUT.json]
-//             [--list-bytes] [--bytes-only]
+//             [--logits-out OUT.npy] [--list-bytes] [--bytes-only]
 //             [--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]
 //
 // Loads the plan with a checkpoint or deterministic synthetic weights
@@ -14,6 +14,9 @@
 // step must move (docs/bench.md) over that bandwidth. Progress and a table go
 // to stderr, one JSON object to stdout (and to --json). --list-bytes prints
 // the per-tensor byte accounting; --bytes-only stops after it (no weights).
+// --logits-out writes the timed sequence's logits, float32 [1 + M, vocab]
+// (the prefill's last row, then each decode step's), so that two kernel
+// variants can be compared byte for byte at released widths (cmp).
 // The JSON's device_arena_bytes gives each program's device activation arena
 // (Session::deviceArenaBytes, after the timed run; 0 on the CPU backend).
 // The --cuda-* flags (and, below them, the DSC_CUDA_* variables) set the CUDA
@@ -26,6 +29,7 @@
 #include "tools/common/CommandLine.h"
 #include "tools/common/CudaFlags.h"
 #include "dsc/runtime/PlanFile.h"
+#include "dsc/runtime/Npy.h"
 
 #include <algorithm>
 #include <chrono>
@@ -52,7 +56,7 @@ int usage(const std::string &message) {
                "usage: dsc-bench PLAN (--weights CKPT | --synthetic-weights SEED) "
                "[--backend cpu|cuda]\n"
                "                 [--prefill-len N] [--decode-steps M] [--warmup K] "
-               "[--json OUT.json] [--list-bytes] [--bytes-only]\n"
+               "[--json OUT.json] [--logits-out OUT.npy] [--list-bytes] [--bytes-only]\n"
                "                 %s\n",
                message.c_str(), dsc::tools::kCudaUsage);
   return 2;
@@ -242,7 +246,7 @@ static int runMain(int argc, char **argv) {
   dsc::tools::CommandLine cl = dsc::tools::parseCommandLine(
       argc, argv,
       dsc::tools::withOptions({"--weights", "--synthetic-weights", "--backend", "--prefill-len",
-                               "--decode-steps", "--warmup", "--json"},
+                               "--decode-steps", "--warmup", "--json", "--logits-out"},
                               dsc::tools::kCudaValuedOptions),
       dsc::tools::withOptions({"--list-bytes", "--bytes-only", "--help", "-h"},
                               dsc::tools::kCudaFlags));
@@ -369,6 +373,15 @@ static int runMain(int argc, char **argv) {
 
   std::unique_ptr<Session> session = (*engine)->newSession();
   int64_t nonFinite = 0, checked = 0;
+  const bool keepLogits = options.count("--logits-out") > 0;
+  std::vector<float> kept; // --logits-out: the last row of each timed call
+  auto keep = [&](const HostTensor &logits) {
+    if (!keepLogits || logits.dtype() != DType::F32 || logits.shape().empty())
+      return;
+    const int64_t vocab = logits.dim(logits.shape().size() - 1);
+    const float *last = logits.data<float>() + (logits.numElements() - vocab);
+    kept.insert(kept.end(), last, last + vocab);
+  };
   auto checkLogits = [&](const HostTensor &logits) {
     if (logits.dtype() != DType::F32)
       return;
@@ -404,6 +417,7 @@ static int runMain(int argc, char **argv) {
     return fail(s.message());
   double prefillSeconds = seconds(t0, Clock::now());
   checkLogits(*logits);
+  keep(*logits);
   std::fprintf(stderr, "dsc-bench: decode %lld steps\n", (long long)decodeSteps);
   std::vector<double> stepMs;
   for (int64_t s = 0; s < decodeSteps; ++s) {
@@ -415,6 +429,7 @@ static int runMain(int argc, char **argv) {
       return fail(st.message());
     stepMs.push_back(1e3 * seconds(a, Clock::now()));
     checkLogits(*logits);
+    keep(*logits);
   }
   bool logitsFinite = nonFinite == 0 && checked > 0;
 
@@ -514,6 +529,13 @@ static int runMain(int argc, char **argv) {
       ", \"logits_finite\": " + (logitsFinite ? "true" : "false") + "}";
   std::printf("%s\n", json.c_str());
   std::fflush(stdout);
+  if (keepLogits && !kept.empty()) {
+    const int64_t vocab = plan.model.vocabSize, rows = int64_t(kept.size()) / vocab;
+    HostTensor all(DType::F32, {rows, vocab});
+    std::copy(kept.begin(), kept.end(), all.data<float>());
+    if (Status s = writeNpy(options["--logits-out"], all); !s)
+      return fail(s.message());
+  }
   if (options.count("--json")) {
     std::ofstream out(options["--json"]);
     out << json << "\n";

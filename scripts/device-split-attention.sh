@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The split-KV sparse attention (CudaOptions::splitAttention) must give the
+# same logits bytes as the single walk (docs/cuda-kernels-attention.md): runs
+# dsc-bench on a plan with synthetic weights both ways, compares the logits
+# of the timed sequence (prefill's last row and every decode step) with cmp
+# and prints both timings. Needs a GPU (the device tool; docs/device.md).
+# usage: scripts/device-split-attention.sh CARRY PLAN OUTDIR [PREFILL_LEN]
+# CARRY holds bin/dsc-bench; PLAN a plan path (e.g. CARRY/rw6.dscp).
+set -u
+C=$1; PLAN=$2; OUT=$3; P=${4:-512}
+run() { # MODE
+  $C/bin/dsc-bench $PLAN --backend cuda --synthetic-weights 1 --prefill-len $P --decode-steps 16 \
+    --warmup 1 --cuda-attention $1 --logits-out /tmp/split-$1.npy --json $OUT/split-attention-$1.json \
+    > $OUT/split-attention-$1.txt 2>&1 || { echo "dsc-bench --cuda-attention $1 failed"; tail -3 $OUT/split-attention-$1.txt; exit 1; }
+  python3 -c "import json; d = json.load(open('$OUT/split-attention-$1.json')); print('$1: decode', d['decode']['mean_ms'], 'ms/step')"
+}
+run single
+run split
+cmp /tmp/split-single.npy /tmp/split-split.npy && echo "split == single (logits bytes): PASS" || { echo "split != single: FAIL"; exit 1; }
