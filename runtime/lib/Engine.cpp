@@ -313,6 +313,30 @@ Expected<HostTensor> Session::decode(int32_t id) {
   return run("decode", std::span<const int32_t>(one, 1), std::move(call));
 }
 
+Expected<HostTensor> Session::extend(std::span<const int32_t> ids) {
+  if (!failure_.empty())
+    return failedPrecondition(failure_);
+  if (position_ == 0)
+    return failedPrecondition("extend continues a prefilled sequence: call prefill() first");
+  if (ids.empty())
+    return invalidArgument("extend: no tokens");
+  const PlanFacts &model = engine_.plan().model;
+  if (model.cedReplayTokens > 0)
+    return failedPrecondition("extend: the plan replays the last " +
+                              std::to_string(model.cedReplayTokens) +
+                              " prompt rows (CED); compile it with --ced=full to extend a sequence");
+  if (!engine_.backend().runsPrefillChunks())
+    return failedPrecondition(std::string("extend: the ") + engine_.backend().name() +
+                              " backend runs no continuation chunks");
+  CallInfo call;
+  call.phase = "extend";
+  call.program = "prefill";
+  call.startPos = position_;
+  call.tokens = int64_t(ids.size());
+  call.prefillLike = true; // ring rows and window rows: the call's plan
+  return run("prefill", ids, std::move(call));
+}
+
 const CallPlan *Session::lastCallPlan(const std::string &program) const {
   const Plan &plan = engine_.plan();
   for (size_t p = 0; p < plan.programs.size(); ++p)

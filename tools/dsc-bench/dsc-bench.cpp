@@ -2,7 +2,7 @@
 //
 //   dsc-bench PLAN (--weights CKPT | --synthetic-weights SEED) [--backend cpu|cuda]
 //             [--prefill-len N] [--decode-steps M] [--warmup K] [--json OUT.json]
-//             [--logits-out OUT.npy] [--list-bytes] [--bytes-only]
+//             [--logits-out OUT.npy] [--decode-rows R] [--list-bytes] [--bytes-only]
 //             [--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]
 //
 // Loads the plan with a checkpoint or deterministic synthetic weights
@@ -14,6 +14,10 @@
 // step must move (docs/bench.md) over that bandwidth. Progress and a table go
 // to stderr, one JSON object to stdout (and to --json). --list-bytes prints
 // the per-tensor byte accounting; --bytes-only stops after it (no weights).
+// --decode-rows R (R >= 2) makes each timed step advance R tokens in one call
+// (Session::extend: the M-row step of DSpark verification and batched decode;
+// needs a --ced=full plan); the step's bytes are the weights once plus the R
+// rows' KV reads.
 // --logits-out writes the timed sequence's logits, float32 [1 + M, vocab]
 // (the prefill's last row, then each decode step's), so that two kernel
 // variants can be compared byte for byte at released widths (cmp).
@@ -56,7 +60,8 @@ int usage(const std::string &message) {
                "usage: dsc-bench PLAN (--weights CKPT | --synthetic-weights SEED) "
                "[--backend cpu|cuda]\n"
                "                 [--prefill-len N] [--decode-steps M] [--warmup K] "
-               "[--json OUT.json] [--logits-out OUT.npy] [--list-bytes] [--bytes-only]\n"
+               "[--json OUT.json] [--logits-out OUT.npy] [--decode-rows R]\n"
+               "                 [--list-bytes] [--bytes-only]\n"
                "                 %s\n",
                message.c_str(), dsc::tools::kCudaUsage);
   return 2;
@@ -246,7 +251,8 @@ static int runMain(int argc, char **argv) {
   dsc::tools::CommandLine cl = dsc::tools::parseCommandLine(
       argc, argv,
       dsc::tools::withOptions({"--weights", "--synthetic-weights", "--backend", "--prefill-len",
-                               "--decode-steps", "--warmup", "--json", "--logits-out"},
+                               "--decode-steps", "--warmup", "--json", "--logits-out",
+                               "--decode-rows"},
                               dsc::tools::kCudaValuedOptions),
       dsc::tools::withOptions({"--list-bytes", "--bytes-only", "--help", "-h"},
                               dsc::tools::kCudaFlags));
@@ -278,9 +284,12 @@ static int runMain(int argc, char **argv) {
   int64_t decodeSteps = count("--decode-steps", 32);
   int64_t warmup = count("--warmup", 2);
   uint64_t seed = uint64_t(count("--synthetic-weights", 1));
+  int64_t rowsPerStep = count("--decode-rows", 1);
   if (!ok)
-    return usage("--prefill-len, --decode-steps, --warmup and --synthetic-weights take "
-                 "non-negative integers");
+    return usage("--prefill-len, --decode-steps, --decode-rows, --warmup and --synthetic-weights "
+                 "take non-negative integers");
+  if (rowsPerStep < 1)
+    return usage("--decode-rows must be at least 1");
   if (prefillLen < 1)
     return usage("--prefill-len must be at least 1");
   EngineOptions engineOptions;
@@ -294,9 +303,9 @@ static int runMain(int argc, char **argv) {
   Expected<Plan> planModel = readPlanFile(planPath);
   if (!planModel)
     return fail(planModel.status().message());
-  if (prefillLen + decodeSteps > planModel->model.maxSeqLen)
-    return fail(std::to_string(prefillLen + decodeSteps) +
-                " tokens (prefill + decode steps) exceed the plan's max_seq_len " +
+  if (prefillLen + decodeSteps * rowsPerStep > planModel->model.maxSeqLen)
+    return fail(std::to_string(prefillLen + decodeSteps * rowsPerStep) +
+                " tokens (prefill + decode steps x rows) exceed the plan's max_seq_len " +
                 std::to_string(planModel->model.maxSeqLen));
   if (!planModel->program("decode") && decodeSteps > 0)
     return fail(planPath + ": the plan has no decode program");
@@ -367,7 +376,7 @@ static int runMain(int argc, char **argv) {
   std::string deviceName = backend.deviceName();
   std::fprintf(stderr, "dsc-bench: weights ready in %.2f s on %s\n", loadSeconds, deviceName.c_str());
 
-  std::vector<int32_t> ids(size_t(prefillLen + decodeSteps));
+  std::vector<int32_t> ids(size_t(prefillLen + decodeSteps * rowsPerStep));
   for (size_t i = 0; i < ids.size(); ++i)
     ids[i] = syntheticId(i, plan.model.vocabSize);
 
@@ -390,6 +399,14 @@ static int runMain(int argc, char **argv) {
     checked += logits.numElements();
   };
 
+  // One timed step: a decode of one token, or an extend of rowsPerStep.
+  auto step = [&](int64_t s) -> Expected<HostTensor> {
+    const int64_t at = prefillLen + s * rowsPerStep;
+    if (rowsPerStep == 1)
+      return session->decode(ids[size_t(at)]);
+    return session->extend(std::span<const int32_t>(ids.data() + at, size_t(rowsPerStep)));
+  };
+
   // Warm-up: module loads, allocations, first-touch.
   for (int64_t w = 0; w < warmup; ++w) {
     std::fprintf(stderr, "dsc-bench: warm-up %lld/%lld\n", (long long)(w + 1), (long long)warmup);
@@ -398,7 +415,7 @@ static int runMain(int argc, char **argv) {
     if (!logits)
       return fail("warm-up prefill: " + logits.status().message());
     for (int64_t s = 0; s < std::min<int64_t>(decodeSteps, 2); ++s) {
-      logits = session->decode(ids[prefillLen + s]);
+      logits = step(s);
       if (!logits)
         return fail("warm-up decode: " + logits.status().message());
     }
@@ -422,7 +439,7 @@ static int runMain(int argc, char **argv) {
   std::vector<double> stepMs;
   for (int64_t s = 0; s < decodeSteps; ++s) {
     auto a = Clock::now();
-    logits = session->decode(ids[prefillLen + s]);
+    logits = step(s);
     if (!logits)
       return fail("decode step " + std::to_string(s) + ": " + logits.status().message());
     if (Status st = backend.synchronize(); !st)
@@ -450,8 +467,8 @@ static int runMain(int argc, char **argv) {
   }
 
   // Roofline.
-  double kvBytes = 0;
-  for (int64_t s = 0; s < decodeSteps; ++s)
+  double kvBytes = 0; // each row of a step reads its position's KV
+  for (int64_t s = 0; s < decodeSteps * rowsPerStep; ++s)
     kvBytes += bytes.kv(plan, prefillLen + s);
   kvBytes = decodeSteps ? kvBytes / double(decodeSteps) : 0;
   double stepBytes = bytes.weights + kvBytes;
@@ -495,7 +512,8 @@ static int runMain(int argc, char **argv) {
                          : options["--weights"].c_str(),
                loadSeconds, (long long)prefillLen, 1e3 * prefillSeconds,
                prefillSeconds > 0 ? double(prefillLen) / prefillSeconds : 0.0,
-               (long long)decodeSteps, meanMs, p50Ms, minMs, meanMs > 0 ? 1e3 / meanMs : 0.0,
+               (long long)decodeSteps, meanMs, p50Ms, minMs,
+               meanMs > 0 ? 1e3 * double(rowsPerStep) / meanMs : 0.0,
                (long long)launches, (long long)steps, humanBytes(stepBytes).c_str(), humanBytes(bytes.weights).c_str(),
                humanBytes(kvBytes).c_str(), bandwidth, bandwidthSource.c_str(), rooflineMs,
                overRoofline, logitsFinite ? "yes" : "NO", (long long)nonFinite, (long long)checked);
@@ -516,7 +534,8 @@ static int runMain(int argc, char **argv) {
       ", \"load_seconds\": " + num(loadSeconds) + ", \"prefill\": {\"tokens\": " +
       std::to_string(prefillLen) + ", \"seconds\": " + num(prefillSeconds) +
       ", \"tokens_per_s\": " + num(prefillSeconds > 0 ? double(prefillLen) / prefillSeconds : NAN) +
-      "}, \"decode\": {\"steps\": " + std::to_string(decodeSteps) + ", \"mean_ms\": " + num(meanMs) +
+      "}, \"decode\": {\"steps\": " + std::to_string(decodeSteps) + ", \"rows_per_step\": " +
+      std::to_string(rowsPerStep) + ", \"mean_ms\": " + num(meanMs) +
       ", \"p50_ms\": " + num(p50Ms) + ", \"min_ms\": " + num(minMs) +
       ", \"launches_per_step\": " + std::to_string(launches) +
       ", \"steps_per_step\": " + std::to_string(steps) + ", \"bytes_per_step\": " +

@@ -209,6 +209,13 @@ public:
   Expected<HostTensor> prefill(std::span<const int32_t> ids);
   /// Runs `decode` on one token at the next position.
   Expected<HostTensor> decode(int32_t id);
+  /// Runs `prefill` on `ids` at the next positions, continuing the sequence
+  /// as a continuation chunk of a chunked prefill does: several rows in one
+  /// step (DSpark verification, the M-row decode benchmark). The result
+  /// equals prefilling the whole sequence at once (bit for bit on the CPU
+  /// backend). Needs a prefilled sequence, a backend that runs continuation
+  /// chunks and a plan without CED replay (compile with --ced=full).
+  Expected<HostTensor> extend(std::span<const int32_t> ids);
   /// Forgets the sequence (states zeroed, position 0) and clears a failure.
   void reset();
 
