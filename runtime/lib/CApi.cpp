@@ -154,6 +154,16 @@ dsc_status dsc_session_decode(dsc_session *session, int32_t id, float *logits,
   });
 }
 
+dsc_status dsc_session_extend(dsc_session *session, const int32_t *ids, size_t count,
+                              float *logits, size_t logits_capacity, size_t *rows) {
+  if (!session || !ids || !logits || !rows)
+    return invalid("dsc_session_extend: null argument");
+  return guarded([&] {
+    return copyLogits(session->session->extend(std::span<const int32_t>(ids, count)), logits,
+                      logits_capacity, rows);
+  });
+}
+
 int64_t dsc_session_position(const dsc_session *session) {
   return session ? session->session->position() : 0;
 }

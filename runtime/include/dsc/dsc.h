@@ -19,6 +19,7 @@
  *   dsc_session_create(engine, &session);
  *   dsc_session_prefill(session, ids, n, logits, vocab, &rows);
  *   dsc_session_decode(session, next_id, logits, vocab, &rows);
+ *   dsc_session_extend(session, more_ids, m, logits, vocab, &rows); // m rows in one call
  *   dsc_session_destroy(session); dsc_engine_destroy(engine);
  *===----------------------------------------------------------------------===*/
 #ifndef DSC_DSC_H
@@ -71,6 +72,11 @@ dsc_status dsc_session_prefill(dsc_session *session, const int32_t *ids, size_t 
 /** Decodes one id at the next position; writes one logits row. */
 dsc_status dsc_session_decode(dsc_session *session, int32_t id, float *logits,
                               size_t logits_capacity, size_t *rows);
+/** Runs `count` ids at the next positions in one call (Session::extend: a
+ *  continuation of the prefilled sequence; needs a plan without CED replay).
+ *  Writes the logits rows the plan returns, as dsc_session_prefill. */
+dsc_status dsc_session_extend(dsc_session *session, const int32_t *ids, size_t count,
+                              float *logits, size_t logits_capacity, size_t *rows);
 /** The session's next position (tokens seen so far). */
 int64_t dsc_session_position(const dsc_session *session);
 

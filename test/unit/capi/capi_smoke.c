@@ -23,6 +23,14 @@ int main(void) {
   }
   if (dsc_session_create(NULL, NULL) != DSC_INVALID_ARGUMENT)
     return 1;
+  size_t rows = 0;
+  float logits[4];
+  int32_t ids[2] = {1, 2};
+  if (dsc_session_extend(NULL, ids, 2, logits, 4, &rows) != DSC_INVALID_ARGUMENT ||
+      strstr(dsc_last_error(), "dsc_session_extend") == NULL) {
+    fprintf(stderr, "extend without a session was not rejected: %s\n", dsc_last_error());
+    return 1;
+  }
   printf("C API ok: %s\n", dsc_last_error());
   return 0;
 }

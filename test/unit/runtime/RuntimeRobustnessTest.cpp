@@ -20,6 +20,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <unistd.h>
@@ -426,6 +427,40 @@ TEST(CApi, SessionCreateClearsTheLastError) {
   EXPECT_STREQ(dsc_last_error(), "");
   dsc_session_reset(session);
   dsc_session_destroy(session);
+  dsc_engine_destroy(engine);
+}
+
+// dsc_session_extend continues a prefilled sequence: prefill(20) + extend(3)
+// gives the logits bytes of prefill(23) (the tiny6 fixture is --ced=full),
+// and an unprefilled session's extend is an error with a message.
+TEST(CApi, ExtendEqualsOnePrefill) {
+  DSC_SKIP_WITHOUT_TINY6_PLAN();
+  dsc_engine *engine = nullptr;
+  ASSERT_EQ(dsc_engine_load(fixturePlan().c_str(), tiny6Weights().c_str(), "cpu", &engine), DSC_OK)
+      << dsc_last_error();
+  const int64_t vocab = dsc_engine_vocab_size(engine);
+  std::vector<int32_t> ids(23);
+  for (size_t i = 0; i < ids.size(); ++i)
+    ids[i] = int32_t((i * 37 + 11) % size_t(vocab));
+  std::vector<float> a(static_cast<size_t>(vocab)), b(static_cast<size_t>(vocab));
+  size_t rows = 0;
+  dsc_session *whole = nullptr, *stepwise = nullptr;
+  ASSERT_EQ(dsc_session_create(engine, &whole), DSC_OK);
+  ASSERT_EQ(dsc_session_create(engine, &stepwise), DSC_OK);
+  EXPECT_EQ(dsc_session_extend(stepwise, ids.data(), 3, b.data(), b.size(), &rows),
+            DSC_FAILED_PRECONDITION);
+  EXPECT_THAT(dsc_last_error(), HasSubstr("call prefill() first"));
+  ASSERT_EQ(dsc_session_prefill(whole, ids.data(), 23, a.data(), a.size(), &rows), DSC_OK)
+      << dsc_last_error();
+  ASSERT_EQ(dsc_session_prefill(stepwise, ids.data(), 20, b.data(), b.size(), &rows), DSC_OK)
+      << dsc_last_error();
+  ASSERT_EQ(dsc_session_extend(stepwise, ids.data() + 20, 3, b.data(), b.size(), &rows), DSC_OK)
+      << dsc_last_error();
+  EXPECT_EQ(rows, 1u);
+  EXPECT_EQ(dsc_session_position(stepwise), 23);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+  dsc_session_destroy(whole);
+  dsc_session_destroy(stepwise);
   dsc_engine_destroy(engine);
 }
 
