@@ -9,17 +9,19 @@
 //     (decode) or global scratch (large M);
 //   - tcGemv / tileDots: block-scaled FP8 (W [N, K] E4M3, UE8M0 scales
 //     [ceil(N/32), K/32]) and FP4 (W [N, K/2] E2M1, even k in the low
-//     nibble, scales [N, K/32]) on the tensor cores: mma.sync m16n8k32 E4M3
-//     (sm_89+) over 16 weight rows x up to 8 activation rows, ONE 32-K scale
-//     block per mma (fresh fp32 accumulator), acc += (partial * a_s) * w_s
-//     in fp32 as the reference; E2M1 nibbles become E4M3 bytes in registers
+//     nibble, scales [N, K/32]) on the tensor cores: per 32-K scale block the
+//     E4M3 codes are widened exactly to f16 (cvt.rn.f16x2.e4m3x2, sm_89+)
+//     and summed by two chained mma.sync m16n8k16 f16 (fp32 accumulation)
+//     over 16 weight rows x up to 8 activation rows, then acc += (partial *
+//     a_s) * w_s in fp32 as the reference; E2M1 nibbles become E4M3 bytes in registers
 //     by a byte permute (every E2M1 value is an E4M3 value). The 8 warps of
 //     a block split K and are combined in warp order;
 //   - bf16RowDots / bf16Gemv: bf16 W [N, K] with bf16 x, one warp per output
 //     row, 16-byte loads, fp32 FMA and a fixed xor-tree lane sum.
 // Numerics: the CPU reference's rounding points are kept (per-block fp32
 // partials of exact products, the scales, one bf16 rounding of the output),
-// the summation ORDER differs (the mma's internal order, warp and lane
+// the summation ORDER differs (the mma's internal order, which aligns and
+// truncates rather than rounding each add, warp and lane
 // trees); every order is fixed, so results are deterministic (same input,
 // same bytes) and a row's result never depends on the other rows of the
 // call (CED exact == full, chunked == one call). They stay inside the GPU
@@ -314,7 +316,7 @@ constexpr int kCombineBytes = kWarps * 32 * 4 * 4;
 /// and W [N, K] (FP8, scales [ceil(N/32), K/32]) or [N, K/2] (kFp4, scales
 /// [N, K/32]). One block per tile of 16 weight rows x 8 activation rows,
 /// grid-strided; its warps split K and are combined in warp order (splits >
-// 1: `splits` blocks share a tile's K and write fp32 partials). x !=
+/// 1: `splits` blocks share a tile's K and write fp32 partials). x !=
 /// null: the block act_quants x into dynamic shared memory first
 /// (quantBytes(M, K) + kCombineBytes); else codes/scales are global and the
 /// dynamic shared memory is kCombineBytes. All threads must call it.

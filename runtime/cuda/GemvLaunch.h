@@ -22,8 +22,9 @@ namespace dsc::cuda {
 
 using runtime::Expected;
 
-/// The fast GEMV entries' launch shape: kGemvWarps warps per block, one
-/// output row per warp (grid-strided beyond kMaxGemvBlocks blocks).
+/// The fast GEMV entries' launch shape: kGemvWarps warps per block; the bf16
+/// GEMVs take one output row per warp (gemvGrid), the tensor-core tiles one
+/// block per 16 x 8 tile (tileGrid), grid-strided beyond kMaxGemvBlocks.
 constexpr unsigned kGemvWarps = 8; // dsc_gemv::kWarps
 constexpr long long kMaxGemvBlocks = 132 * 16;
 /// Dynamic shared memory a kernel gets without opting in.
