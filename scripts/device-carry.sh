@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Builds one git-ignored carry folder for a device call (docs/device.md):
+# each kind fits the 64 MiB a call carries together with the tracked tree.
+# usage: scripts/device-carry.sh KIND DIR   (DIR under the repo root, e.g. .dev-gold6;
+#        /.dev*/ is ignored by git; the build must be current: cmake --build build)
+#   golden-tiny6   bin/dsc-run, tiny6.dscp (--layer-boundaries), golden/tiny6/{model,expected,expected_short,config}
+#                  -> scripts/device-golden.sh DIR tiny6 expected 150 OUT (and expected_short 9)
+#   golden-tiny40  the same for tiny40 (expected 61, expected_short 5)
+#   bench          bin/dsc-bench, rw6.dscp, odd-4.dscp, odd-4-full.dscp, tiny6-bench.dscp, golden/tiny6/model,
+#                  refbench/ -> dsc-bench, scripts/device-split-attention.sh, scripts/device-fast-vs-cpu.sh,
+#                  python3 DIR/refbench/bench_ref.py (docs/perf.md has the commands)
+#   prefill        bin/dsc-run, plans/{exact,full,exact-c96,full-c32,full-unfused}.dscp, shared/golden/tiny6/
+#                  {model, expected (input_ids only)} -> DSC_CED_PLANS=DIR/plans scripts/prefill-cuda-test.sh DIR/bin DIR/shared
+set -eu
+KIND=$1; DIR=$2
+ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
+SHARED=${DSC_SHARED_DIR:-$ROOT/../shared}
+B=build/bin; G6=$SHARED/golden/tiny6; G40=$SHARED/golden/tiny40
+rm -rf "$DIR"; mkdir -p "$DIR/bin"
+golden() { # CASE
+  local g=$SHARED/golden/$1
+  cp $B/dsc-run "$DIR/bin/"; mkdir -p "$DIR/golden/$1"
+  $B/dsc-compile $g/config.json --engram-map $g/engram_token_map.json --layer-boundaries -o "$DIR/$1.dscp"
+  cp $g/model.safetensors $g/expected.safetensors $g/expected_short.safetensors $g/config.json "$DIR/golden/$1/"
+}
+case "$KIND" in
+  golden-tiny6) golden tiny6 ;;
+  golden-tiny40) golden tiny40 ;;
+  bench)
+    cp $B/dsc-bench "$DIR/bin/"; mkdir -p "$DIR/golden/tiny6"
+    $B/dsc-compile models/synthetic/released-widths-6.json -o "$DIR/rw6.dscp"
+    $B/dsc-compile models/synthetic/odd-4.json -o "$DIR/odd-4.dscp"
+    $B/dsc-compile models/synthetic/odd-4.json --ced=full -o "$DIR/odd-4-full.dscp"
+    $B/dsc-compile $G6/config.json --engram-map $G6/engram_token_map.json -o "$DIR/tiny6-bench.dscp"
+    cp $G6/model.safetensors "$DIR/golden/tiny6/"
+    cp -r $SHARED/refbench "$DIR/refbench" ;;
+  prefill)
+    cp $B/dsc-run "$DIR/bin/"; mkdir -p "$DIR/plans" "$DIR/shared/golden/tiny6"
+    C="$B/dsc-compile $G6/config.json --engram-map $G6/engram_token_map.json --max-seq-len 256"
+    $C --ced=exact --prefill-chunk 0 -o "$DIR/plans/exact.dscp"
+    $C --ced=full --prefill-chunk 0 -o "$DIR/plans/full.dscp"
+    $C --ced=exact --prefill-chunk 96 -o "$DIR/plans/exact-c96.dscp"
+    $C --ced=full --prefill-chunk 32 -o "$DIR/plans/full-c32.dscp"
+    $C --ced=full --prefill-chunk 0 --fuse=none -o "$DIR/plans/full-unfused.dscp"
+    cp $G6/model.safetensors "$DIR/shared/golden/tiny6/"
+    # expected.safetensors with input_ids only (the script reads nothing else; saves 3.9 MB)
+    python3 - "$G6/expected.safetensors" "$DIR/shared/golden/tiny6/expected.safetensors" <<'PY'
+import json, struct, sys
+with open(sys.argv[1], 'rb') as f:
+    n = struct.unpack('<Q', f.read(8))[0]; h = json.loads(f.read(n)); t = h['input_ids']
+    f.seek(8 + n + t['data_offsets'][0]); raw = f.read(t['data_offsets'][1] - t['data_offsets'][0])
+head = json.dumps({'input_ids': {'dtype': t['dtype'], 'shape': t['shape'], 'data_offsets': [0, len(raw)]}}).encode()
+head += b' ' * ((8 - len(head) % 8) % 8)
+open(sys.argv[2], 'wb').write(struct.pack('<Q', len(head)) + head + raw)
+PY
+    ;;
+  *) echo "unknown kind '$KIND' (golden-tiny6, golden-tiny40, bench, prefill)" >&2; exit 2 ;;
+esac
+TREE=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
+SIZE=$(du -sb "$DIR" | cut -f1)
+echo "$DIR: $SIZE bytes + tracked tree $TREE = $((SIZE + TREE)) of 67108864"
+[ $((SIZE + TREE)) -le 67108864 ] || { echo "too large for one device call" >&2; exit 1; }
