@@ -44,6 +44,7 @@
 #define DSC_CODEGEN_KERNELS_COMMON_CUH
 
 #include "dsc/abi/KernelParams.h"
+#include "dsc/abi/LaunchShapes.h"
 #include "dsc/numerics/Portability.h"
 #include "dsc/numerics/ScalarCodecs.h"
 #include "dsc/numerics/Quantize.h"

@@ -43,10 +43,11 @@
 
 namespace dsc_gemv {
 
-/// Warps per block of the GEMV entries (the adapters launch 32 * kWarps).
-constexpr int kWarps = 8;
+/// Warps per block of the GEMV entries (dsc/abi/LaunchShapes.h; the adapters
+/// launch 32 * kWarps threads).
+constexpr int kWarps = dsc::abi::kGemvWarps;
 /// Activation rows one pass over a weight row serves (registers per lane).
-constexpr int kRowsPerPass = 4;
+constexpr int kRowsPerPass = dsc::abi::kGemvRowsPerPass;
 
 /// Eight E2M1 nibbles (nibble i = element i) as eight E4M3 bytes: `lo`
 /// holds elements 0-3, `hi` 4-7. |code| 0..7 = 0, .5, 1, 1.5, 2, 3, 4, 6.
@@ -310,7 +311,7 @@ __device__ __forceinline__ void combineWarps(float *acc, float *comb) {
 }
 
 /// Bytes of combineWarps' buffer for kWarps warps.
-constexpr int kCombineBytes = kWarps * 32 * 4 * 4;
+constexpr int kCombineBytes = dsc::abi::kGemvCombineBytes;
 
 /// The tensor-core block-scaled GEMV/GEMM: y[m, n] = bf16(sum) for x [M, K]
 /// and W [N, K] (FP8, scales [ceil(N/32), K/32]) or [N, K/2] (kFp4, scales

@@ -11,9 +11,9 @@
 // hc <= 8 ((2+hc)*hc <= 80 mixes). That is the CPU-order kernel
 // (CudaOptions::cpuOrderKernels). The default, fast path:
 //   dsc_hc_mixes_dot_fast: one warp per (token s, mix k, split c) of the
-//     (nmix + 1) x DSC_HC_SPLITS items: the fp32 dot of fn[k] with the token's
+//     (nmix + 1) x dsc::abi::kHcSplits items: the fp32 dot of fn[k] with the token's
 //     stream over split c (k == nmix: the sum of squares), lane-strided fp32
-//     FMA and a warp xor tree -> partial [S, nmix + 1, DSC_HC_SPLITS];
+//     FMA and a warp xor tree -> partial [S, nmix + 1, dsc::abi::kHcSplits];
 //   dsc_hc_mixes_finish_fast: one warp per token: each mix sums its splits
 //     in order, r = 1/sqrt(sumsq/width + eps), then splitSinkhorn as above
 //     (splitSinkhornWarp: the same operations spread over the lanes).
@@ -23,8 +23,6 @@
 #include "codegen/kernels/reduce.cuh"
 #include "codegen/kernels/gemv.cuh"
 
-/// Splits of one mix row in dsc_hc_mixes_dot_fast (the partial buffer's last dim).
-#define DSC_HC_SPLITS 64
 
 namespace dsc_dense_hc {
 __device__ float sigmoid(float x) { return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-x))); }
@@ -151,26 +149,24 @@ DSC_KERNEL void dsc_hc_mixes(const __grid_constant__ dsc::abi::HcMixesParams p,
 DSC_KERNEL void dsc_hc_mixes_dot_fast(const unsigned short *h, long long S, long long width,
                                       const float *fn, long long nmix, float *partial) {
   const int lane = threadIdx.x & 31;
-  const long long perToken = (nmix + 1) * DSC_HC_SPLITS, items = S * perToken;
-  const long long chunk = (width + DSC_HC_SPLITS - 1) / DSC_HC_SPLITS;
+  const long long perToken = (nmix + 1) * dsc::abi::kHcSplits, items = S * perToken;
+  const long long chunk = (width + dsc::abi::kHcSplits - 1) / dsc::abi::kHcSplits;
   for (long long q = dsc_gemv::firstRow(); q < items; q += dsc_gemv::rowStride()) {
-    const long long s = q / perToken, rem = q - s * perToken, k = rem / DSC_HC_SPLITS,
-                    c = rem - k * DSC_HC_SPLITS;
+    const long long s = q / perToken, rem = q - s * perToken, k = rem / dsc::abi::kHcSplits,
+                    c = rem - k * dsc::abi::kHcSplits;
     const unsigned short *xs = h + s * width;
     const long long begin = c * chunk, end = begin + chunk < width ? begin + chunk : width;
-    float acc = 0.0f;
-    if (k < nmix) {
-      const float *f = fn + k * width;
+    // sum over the split of left(i) * x[i], lanes strided (k == nmix: x * x).
+    auto sum = [&](auto left) {
+      float acc = 0.0f;
 #pragma unroll 8
       for (long long i = begin + lane; i < end; i += 32)
-        acc = fmaf(__ldg(f + i), bf16ToFloat(xs[i]), acc);
-    } else {
-#pragma unroll 8
-      for (long long i = begin + lane; i < end; i += 32) {
-        const float v = bf16ToFloat(xs[i]);
-        acc = fmaf(v, v, acc);
-      }
-    }
+        acc = fmaf(left(i), bf16ToFloat(xs[i]), acc);
+      return acc;
+    };
+    const float *f = fn + k * width;
+    float acc = k < nmix ? sum([&](long long i) { return __ldg(f + i); })
+                         : sum([&](long long i) { return bf16ToFloat(xs[i]); });
     acc = warpSum(acc);
     if (lane == 0)
       partial[q] = acc;
@@ -187,11 +183,11 @@ DSC_KERNEL void dsc_hc_mixes_finish_fast(const __grid_constant__ dsc::abi::HcMix
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const long long nmix = (2 + hc) * hc, width = hc * D;
   for (long long s = dsc_gemv::firstRow(); s < S; s += dsc_gemv::rowStride()) {
-    const float *ps = partial + s * (nmix + 1) * DSC_HC_SPLITS;
+    const float *ps = partial + s * (nmix + 1) * dsc::abi::kHcSplits;
     for (long long k = lane; k <= nmix; k += 32) {
       float v = 0.0f;
-      for (int c = 0; c < DSC_HC_SPLITS; ++c)
-        v = __fadd_rn(v, ps[k * DSC_HC_SPLITS + c]);
+      for (int c = 0; c < dsc::abi::kHcSplits; ++c)
+        v = __fadd_rn(v, ps[k * dsc::abi::kHcSplits + c]);
       mixes[warp][k] = v;
     }
     __syncwarp();

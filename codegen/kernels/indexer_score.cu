@@ -26,6 +26,17 @@
 #define DSC_INDEXER_MAX_DK 256
 #endif
 
+namespace dsc_indexer {
+/// One head's term of a key's score: bf16(relu(bf16(dot)) * w_h), w_h =
+/// bf16(bf16(headWeight) * weightScale) (both entries, so one rule).
+__device__ __forceinline__ float headTerm(float dot, unsigned short headWeight, float weightScale) {
+  float e = roundToBf16(dot);
+  e = e > 0.0f ? e : 0.0f;
+  const float wh = roundToBf16(__fmul_rn(bf16ToFloat(headWeight), weightScale));
+  return roundToBf16(__fmul_rn(e, wh));
+}
+} // namespace dsc_indexer
+
 DSC_KERNEL void dsc_indexer_score(const __grid_constant__ dsc::abi::IndexerScoreParams p,
                                   const unsigned short *q, const unsigned short *headWeights,
                                   const unsigned char *keys, int values, int tile,
@@ -54,10 +65,7 @@ DSC_KERNEL void dsc_indexer_score(const __grid_constant__ dsc::abi::IndexerScore
     float dot = 0.0f;
     for (long long d = 0; d < dk; ++d)
       dot = __fadd_rn(dot, __fmul_rn(bf16ToFloat(qh[d]), k[d]));
-    float e = roundToBf16(dot);
-    e = e > 0.0f ? e : 0.0f;
-    const float wh = roundToBf16(__fmul_rn(bf16ToFloat(headWeights[s * H + h]), weightScale));
-    acc = __fadd_rn(acc, roundToBf16(__fmul_rn(e, wh)));
+    acc = __fadd_rn(acc, dsc_indexer::headTerm(dot, headWeights[s * H + h], weightScale));
   }
   scores[i] = bf16FromFloat(acc);
 }
@@ -103,10 +111,7 @@ DSC_KERNEL void dsc_indexer_score_fast(const __grid_constant__ dsc::abi::Indexer
         float dot = 0.0f;
         for (long long d = 0; d < dk; ++d)
           dot = __fadd_rn(dot, __fmul_rn(qh[d], kbuf[d]));
-        float e = roundToBf16(dot);
-        e = e > 0.0f ? e : 0.0f;
-        const float wh = roundToBf16(__fmul_rn(bf16ToFloat(headWeights[s * H + h]), weightScale));
-        v = roundToBf16(__fmul_rn(e, wh));
+        v = dsc_indexer::headTerm(dot, headWeights[s * H + h], weightScale);
       }
       for (int src = 0; src < 32 && h0 + src < H; ++src) // head order
         acc = __fadd_rn(acc, __shfl_sync(0xffffffffu, v, src));

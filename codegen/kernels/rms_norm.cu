@@ -12,23 +12,31 @@
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/reduce.cuh"
 
-DSC_KERNEL void dsc_rms_norm(const __grid_constant__ dsc::abi::RmsNormParams p,
-                             const unsigned short *x, long long rows, long long n,
-                             const unsigned short *w, unsigned short *y) {
+namespace dsc_norm_rows {
+/// Every row of x, one block per row: rmsNormRow (CPU order) or rmsNormRowFast.
+template <bool kFast>
+__device__ void rows(const dsc::abi::RmsNormParams &p, const unsigned short *x, long long rows,
+                     long long n, const unsigned short *w, unsigned short *y) {
   const float eps = (float)p.eps;
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const unsigned short *xr = x + r * n;
-    dsc_dense_ts::rmsNormRow(n, eps, [&](long long i) { return bf16ToFloat(xr[i]); }, w, y + r * n);
+    auto load = [&](long long i) { return bf16ToFloat(xr[i]); };
+    if (kFast)
+      dsc_dense_ts::rmsNormRowFast(n, eps, load, w, y + r * n);
+    else
+      dsc_dense_ts::rmsNormRow(n, eps, load, w, y + r * n);
   }
+}
+} // namespace dsc_norm_rows
+
+DSC_KERNEL void dsc_rms_norm(const __grid_constant__ dsc::abi::RmsNormParams p,
+                             const unsigned short *x, long long rows, long long n,
+                             const unsigned short *w, unsigned short *y) {
+  dsc_norm_rows::rows<false>(p, x, rows, n, w, y);
 }
 
 DSC_KERNEL void dsc_rms_norm_fast(const __grid_constant__ dsc::abi::RmsNormParams p,
                                   const unsigned short *x, long long rows, long long n,
                                   const unsigned short *w, unsigned short *y) {
-  const float eps = (float)p.eps;
-  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
-    const unsigned short *xr = x + r * n;
-    dsc_dense_ts::rmsNormRowFast(n, eps, [&](long long i) { return bf16ToFloat(xr[i]); }, w,
-                                 y + r * n);
-  }
+  dsc_norm_rows::rows<true>(p, x, rows, n, w, y);
 }

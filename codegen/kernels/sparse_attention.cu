@@ -26,7 +26,6 @@
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
 
-#define DSC_SPARSE_BLOCK 64
 
 __device__ __forceinline__ long long sparseEntry(long long s, long long e, long long startPos,
                                                  bool chunk, long long ringRows, long long window,
@@ -139,8 +138,8 @@ __device__ void attend(const dsc::abi::SparseAttentionParams &p,
   extern __shared__ float shm[];
   float *qf = shm;
   float *acc = shm + D;
-  __shared__ float logit[DSC_SPARSE_BLOCK], prob[DSC_SPARSE_BLOCK];
-  __shared__ long long jl[DSC_SPARSE_BLOCK];
+  __shared__ float logit[dsc::abi::kSparseBlock], prob[dsc::abi::kSparseBlock];
+  __shared__ long long jl[dsc::abi::kSparseBlock];
   __shared__ float mShared, cShared, denomShared;
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
   const long long sh = blockIdx.x;
@@ -156,8 +155,8 @@ __device__ void attend(const dsc::abi::SparseAttentionParams &p,
     denomShared = 0.0f;
   }
   __syncthreads();
-  for (long long b0 = 0; b0 < K; b0 += DSC_SPARSE_BLOCK) {
-    const long long n = K - b0 < DSC_SPARSE_BLOCK ? K - b0 : DSC_SPARSE_BLOCK;
+  for (long long b0 = 0; b0 < K; b0 += dsc::abi::kSparseBlock) {
+    const long long n = K - b0 < dsc::abi::kSparseBlock ? K - b0 : dsc::abi::kSparseBlock;
     if (kFast) { // one warp per entry, lanes over d (coalesced), xor-tree sum
       const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
       for (long long e = threadIdx.x >> 5; e < n; e += warps) {
@@ -302,13 +301,13 @@ DSC_KERNEL void dsc_sparse_attention_logits_fast(
   const long long T = ratio > 0 ? DSC_CALL_COMPRESSED_LENGTH(callState, ratio) : 0;
   const long long nKv = R + (kvPool ? T : 0);
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
-  const long long K = windowWidth + (topk ? k : 0), nb = (K + DSC_SPARSE_BLOCK - 1) / DSC_SPARSE_BLOCK;
+  const long long K = windowWidth + (topk ? k : 0), nb = (K + dsc::abi::kSparseBlock - 1) / dsc::abi::kSparseBlock;
   const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
   extern __shared__ float qf[]; // D floats
-  __shared__ float logit[DSC_SPARSE_BLOCK];
+  __shared__ float logit[dsc::abi::kSparseBlock];
   const long long local = blockIdx.x, sh = rowBase * H + local, s = sh / H;
-  const long long b0 = (long long)blockIdx.y * DSC_SPARSE_BLOCK;
-  const long long n = K - b0 < DSC_SPARSE_BLOCK ? K - b0 : DSC_SPARSE_BLOCK;
+  const long long b0 = (long long)blockIdx.y * dsc::abi::kSparseBlock;
+  const long long n = K - b0 < dsc::abi::kSparseBlock ? K - b0 : dsc::abi::kSparseBlock;
   for (long long d = threadIdx.x; d < D; d += blockDim.x)
     qf[d] = bf16ToFloat(q[sh * D + d]);
   __syncthreads();
@@ -339,12 +338,12 @@ DSC_KERNEL void dsc_sparse_attention_pv_fast(long long D, const float *rows, lon
                                              int order, long long K, long long rowsH,
                                              float *scratch) {
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
-  const long long nb = (K + DSC_SPARSE_BLOCK - 1) / DSC_SPARSE_BLOCK;
+  const long long nb = (K + dsc::abi::kSparseBlock - 1) / dsc::abi::kSparseBlock;
   const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
-  __shared__ float prob[DSC_SPARSE_BLOCK];
-  __shared__ long long jl[DSC_SPARSE_BLOCK];
-  const long long local = blockIdx.x, b = blockIdx.y, b0 = b * DSC_SPARSE_BLOCK;
-  const long long n = K - b0 < DSC_SPARSE_BLOCK ? K - b0 : DSC_SPARSE_BLOCK;
+  __shared__ float prob[dsc::abi::kSparseBlock];
+  __shared__ long long jl[dsc::abi::kSparseBlock];
+  const long long local = blockIdx.x, b = blockIdx.y, b0 = b * dsc::abi::kSparseBlock;
+  const long long n = K - b0 < dsc::abi::kSparseBlock ? K - b0 : dsc::abi::kSparseBlock;
   if (threadIdx.x < n)
     jl[threadIdx.x] = sc.ids[local * K + b0 + threadIdx.x];
   if (threadIdx.x == 0) {
@@ -369,7 +368,7 @@ DSC_KERNEL void dsc_sparse_attention_merge_fast(
     const __grid_constant__ dsc::abi::RopeParams ropeStep, long long H, long long D, long long K,
     long long rowsH, float *scratch, const float *sink, const long long *callState,
     const float *ropeInvFreq, unsigned short *o, long long rowBase) {
-  const long long nb = (K + DSC_SPARSE_BLOCK - 1) / DSC_SPARSE_BLOCK;
+  const long long nb = (K + dsc::abi::kSparseBlock - 1) / dsc::abi::kSparseBlock;
   const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
   extern __shared__ float acc[]; // D floats
   const long long local = blockIdx.x, sh = rowBase * H + local, s = sh / H, h = sh % H;

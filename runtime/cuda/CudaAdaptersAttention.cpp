@@ -514,9 +514,9 @@ struct RopeEpilogue {
   CudaTensor *out = nullptr;
 };
 
-/// sparse_attention.cu's DSC_SPARSE_BLOCK (entries per online-softmax block)
-/// and the query rows one split-KV launch set covers (bounds its scratch).
-constexpr int64_t kSparseBlock = 64, kSplitKvRows = 16;
+/// Entries per online-softmax block (dsc/abi/LaunchShapes.h) and the query
+/// rows one split-KV launch set covers (bounds its scratch).
+constexpr int64_t kSparseBlock = abi::kSparseBlock, kSplitKvRows = 16;
 
 /// CudaOptions::splitAttention: the fast walk's 64-entry blocks in parallel
 /// (dsc_sparse_attention_logits_fast, _pv_fast, _merge_fast), byte-identical

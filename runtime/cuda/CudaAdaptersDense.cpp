@@ -90,7 +90,7 @@ Status hcMixes(CudaLaunchContext &c, const abi::HcMixesParams &p) {
   CUdeviceptr hp = h.ptr, fn = c.inputs[1]->ptr, sc = c.inputs[2]->ptr, base = c.inputs[3]->ptr,
               pre = c.outputs[0]->ptr, post = c.outputs[1]->ptr, comb = c.outputs[2]->ptr;
   if (!c.cpuOrderKernels) {
-    constexpr long long kSplits = 64; // DSC_HC_SPLITS of hc_mixes.cu
+    constexpr long long kSplits = abi::kHcSplits;
     long long nmix = (2 + hc) * hc, width = hc * D, items = S * (nmix + 1) * kSplits;
     auto partial = c.scratch(size_t(items) * sizeof(float));
     if (!partial)

@@ -13,6 +13,7 @@
 #ifndef DSC_RUNTIME_CUDA_GEMVLAUNCH_H
 #define DSC_RUNTIME_CUDA_GEMVLAUNCH_H
 
+#include "dsc/abi/LaunchShapes.h"
 #include "runtime/cuda/CudaAdapter.h"
 
 #include <initializer_list>
@@ -25,7 +26,7 @@ using runtime::Expected;
 /// The fast GEMV entries' launch shape: kGemvWarps warps per block; the bf16
 /// GEMVs take one output row per warp (gemvGrid), the tensor-core tiles one
 /// block per 16 x 8 tile (tileGrid), grid-strided beyond kMaxGemvBlocks.
-constexpr unsigned kGemvWarps = 8; // dsc_gemv::kWarps
+constexpr unsigned kGemvWarps = abi::kGemvWarps;
 constexpr long long kMaxGemvBlocks = 132 * 16;
 /// Dynamic shared memory a kernel gets without opting in.
 constexpr size_t kSharedLimit = 48 * 1024;
@@ -40,8 +41,8 @@ inline Dim3 tileGrid(long long tiles) {
   return Dim3{unsigned(tiles < 1 ? 1 : tiles > kMaxGemvBlocks ? kMaxGemvBlocks : tiles), 1, 1};
 }
 inline long long ceilDiv(long long a, long long b) { return (a + b - 1) / b; }
-/// dsc_gemv::kCombineBytes: the warp-combine buffer of the tensor-core tiles.
-constexpr size_t kCombineBytes = kGemvWarps * 32 * 4 * 4;
+/// The warp-combine buffer of the tensor-core tiles.
+constexpr size_t kCombineBytes = abi::kGemvCombineBytes;
 /// dsc_gemv::quantBytes: act_quant codes + scales of [M, K] in shared memory.
 inline size_t quantBytes(long long M, long long K) { return size_t(M * K + M * (K / 32) * 4); }
 inline bool aligned16(std::initializer_list<CUdeviceptr> ptrs) {
@@ -149,7 +150,9 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, con
 /// Threads per row of dsc_rms_norm(_fast) and dsc_mhc_pre_norm(_fast): the
 /// fast block reduction's result depends on the block size, so the norm and
 /// the fused mhc_entry kernel must use the same (fused == unfused bytes).
-inline unsigned normBlock(const CudaLaunchContext &c) { return c.cpuOrderKernels ? kBlock : 1024; }
+inline unsigned normBlock(const CudaLaunchContext &c) {
+  return c.cpuOrderKernels ? kBlock : unsigned(abi::kNormThreads);
+}
 
 } // namespace dsc::cuda
 

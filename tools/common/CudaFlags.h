@@ -72,29 +72,21 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
       return "--cuda-graphs takes on, off or log, got '" + it->second + "'";
     }
   }
-  if (auto it = cl.options.find("--cuda-topk"); it != cl.options.end()) {
-    if (it->second == "radix")
-      options.quadraticTopk = false;
-    else if (it->second == "quadratic")
-      options.quadraticTopk = true;
-    else
-      return "--cuda-topk takes radix or quadratic, got '" + it->second + "'";
-  }
-  if (auto it = cl.options.find("--cuda-kernels"); it != cl.options.end()) {
-    if (it->second == "fast")
-      options.cpuOrderKernels = false;
-    else if (it->second == "cpu-order")
-      options.cpuOrderKernels = true;
-    else
-      return "--cuda-kernels takes fast or cpu-order, got '" + it->second + "'";
-  }
-  if (auto it = cl.options.find("--cuda-attention"); it != cl.options.end()) {
-    if (it->second == "single")
-      options.splitAttention = false;
-    else if (it->second == "split")
-      options.splitAttention = true;
-    else
-      return "--cuda-attention takes single or split, got '" + it->second + "'";
+  // The two-valued switches: `flag` takes `off` (false) or `on` (true).
+  struct Switch {
+    const char *flag, *off, *on;
+    bool &value;
+  };
+  for (const Switch &sw : {Switch{"--cuda-topk", "radix", "quadratic", options.quadraticTopk},
+                           Switch{"--cuda-kernels", "fast", "cpu-order", options.cpuOrderKernels},
+                           Switch{"--cuda-attention", "single", "split", options.splitAttention}}) {
+    auto it = cl.options.find(sw.flag);
+    if (it == cl.options.end())
+      continue;
+    if (it->second != sw.off && it->second != sw.on)
+      return std::string(sw.flag) + " takes " + sw.off + " or " + sw.on + ", got '" + it->second +
+             "'";
+    sw.value = it->second == sw.on;
   }
   return "";
 }

@@ -1,0 +1,38 @@
+//===- LaunchShapes.h - Launch-shape constants shared by kernels and hosts --===//
+//
+// What: the numbers a fast kernel template (codegen/kernels/) and its host
+// adapter (runtime/cuda/) must agree on: threads per block, shared-memory
+// layouts and the block and split sizes that fix a kernel's summation order.
+// Why here: like KernelParams.h, this folder is embedded for NVRTC and
+// included by the runtime, so each constant has one definition; an adapter
+// that sized a grid or a scratch buffer from its own copy could silently
+// disagree with the kernel.
+// Invariants: constexpr integers only, no standard headers (NVRTC has none).
+// Changing a value changes results bit for bit where it fixes an order
+// (kSparseBlock, kHcSplits, kNormThreads), never their correctness.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_ABI_LAUNCHSHAPES_H
+#define DSC_ABI_LAUNCHSHAPES_H
+
+namespace dsc::abi {
+
+/// Warps per block of the fast GEMV entries (codegen/kernels/gemv.cuh).
+inline constexpr int kGemvWarps = 8;
+/// Activation rows one pass of a bf16 row dot serves (registers per lane).
+inline constexpr int kGemvRowsPerPass = 4;
+/// Bytes of the warp-combine buffer of the tensor-core tiles: per warp, per
+/// lane, four fp32 accumulators.
+inline constexpr int kGemvCombineBytes = kGemvWarps * 32 * 4 * 4;
+/// Entries per online-softmax block of the sparse attention walk (the
+/// reference's block: probabilities are rounded against its running max).
+inline constexpr int kSparseBlock = 64;
+/// Splits of one mHC mix row in dsc_hc_mixes_dot_fast.
+inline constexpr int kHcSplits = 64;
+/// Threads per row of dsc_rms_norm_fast and dsc_mhc_pre_norm_fast: the
+/// block reduction's order depends on it, so both use this one value
+/// (fused == unfused bytes).
+inline constexpr int kNormThreads = 1024;
+
+} // namespace dsc::abi
+
+#endif // DSC_ABI_LAUNCHSHAPES_H
