@@ -6,6 +6,7 @@
 #   golden-tiny6   bin/dsc-run, tiny6.dscp (--layer-boundaries), golden/tiny6/{model,expected,expected_short,config}
 #                  -> scripts/device-golden.sh DIR tiny6 expected 150 OUT (and expected_short 9)
 #   golden-tiny40  the same for tiny40 (expected 61, expected_short 5)
+#   golden         both cases in one folder (62 MB with the tree) -> scripts/device-gates.sh DIR OUT
 #   bench          bin/dsc-bench, rw6.dscp, odd-4.dscp, odd-4-full.dscp, tiny6-bench.dscp, golden/tiny6/model,
 #                  refbench/ -> dsc-bench, scripts/device-split-attention.sh, scripts/device-fast-vs-cpu.sh,
 #                  python3 DIR/refbench/bench_ref.py (docs/perf.md has the commands)
@@ -26,6 +27,7 @@ golden() { # CASE
 case "$KIND" in
   golden-tiny6) golden tiny6 ;;
   golden-tiny40) golden tiny40 ;;
+  golden) golden tiny6; golden tiny40 ;;
   bench)
     cp $B/dsc-bench "$DIR/bin/"; mkdir -p "$DIR/golden/tiny6"
     $B/dsc-compile models/synthetic/released-widths-6.json -o "$DIR/rw6.dscp"
@@ -54,7 +56,7 @@ head += b' ' * ((8 - len(head) % 8) % 8)
 open(sys.argv[2], 'wb').write(struct.pack('<Q', len(head)) + head + raw)
 PY
     ;;
-  *) echo "unknown kind '$KIND' (golden-tiny6, golden-tiny40, bench, prefill)" >&2; exit 2 ;;
+  *) echo "unknown kind '$KIND' (golden-tiny6, golden-tiny40, golden, bench, prefill)" >&2; exit 2 ;;
 esac
 TREE=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
 SIZE=$(du -sb "$DIR" | cut -f1)

@@ -9,14 +9,22 @@
 // hc_split_sinkhorn of numerics/lib/HyperConnection.cpp in the same fp32
 // operation order, with the device expf (<= 2 ulp from the host libm).
 // hc <= 8 ((2+hc)*hc <= 80 mixes). That is the CPU-order kernel
-// (CudaOptions::cpuOrderKernels). The default, fast path:
+// (the Mhc kernel family on CudaOptions::cpuOrderFamilies). The default,
+// fast path, `splits` = hcSplits(S) (runtime/cuda/GemvLaunch.h):
 //   dsc_hc_mixes_dot_fast: one warp per (token s, mix k, split c) of the
-//     (nmix + 1) x dsc::abi::kHcSplits items: the fp32 dot of fn[k] with the token's
-//     stream over split c (k == nmix: the sum of squares), lane-strided fp32
-//     FMA and a warp xor tree -> partial [S, nmix + 1, dsc::abi::kHcSplits];
+//     (nmix + 1) x splits items: the dot of fn[k] with the token's stream
+//     over split c as exact fp32 products summed in double (lane-strided,
+//     a warp xor tree) -> partial [S, nmix + 1, splits] (double); item
+//     k == nmix is the sum of squares, in torch's fp32 order by the warp of
+//     split 0 (torchSumWarp: bit for bit the CPU's);
 //   dsc_hc_mixes_finish_fast: one warp per token: each mix sums its splits
-//     in order, r = 1/sqrt(sumsq/width + eps), then splitSinkhorn as above
-//     (splitSinkhornWarp: the same operations spread over the lanes).
+//     in double, rounds to fp32 and multiplies by r = rmsRsqrt (the CPU's
+//     bits), then splitSinkhorn as above (splitSinkhornWarp: the same
+//     operations spread over the lanes).
+// The mixes equal the CPU-order kernel's unless the two double sums (same
+// exact products, different order) round to different floats: they differ
+// by a few double ulps, so that takes a double-sum within ~2^-29 relative of
+// a float rounding boundary (not seen in the goldens).
 // Bound: the 4*(2+hc)*hc*hc*D bytes of fn at memory bandwidth.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
@@ -147,54 +155,62 @@ DSC_KERNEL void dsc_hc_mixes(const __grid_constant__ dsc::abi::HcMixesParams p,
 }
 
 DSC_KERNEL void dsc_hc_mixes_dot_fast(const unsigned short *h, long long S, long long width,
-                                      const float *fn, long long nmix, float *partial) {
+                                      const float *fn, long long nmix, long long splits,
+                                      double *partial) {
   const int lane = threadIdx.x & 31;
-  const long long perToken = (nmix + 1) * dsc::abi::kHcSplits, items = S * perToken;
-  const long long chunk = (width + dsc::abi::kHcSplits - 1) / dsc::abi::kHcSplits;
+  const long long perToken = (nmix + 1) * splits, items = S * perToken;
+  const long long chunk = (width + splits - 1) / splits;
   for (long long q = dsc_gemv::firstRow(); q < items; q += dsc_gemv::rowStride()) {
-    const long long s = q / perToken, rem = q - s * perToken, k = rem / dsc::abi::kHcSplits,
-                    c = rem - k * dsc::abi::kHcSplits;
+    const long long s = q / perToken, rem = q - s * perToken, k = rem / splits,
+                    c = rem - k * splits;
     const unsigned short *xs = h + s * width;
+    if (k == nmix) { // the sum of squares in torch's order, by split 0's warp
+      if (c == 0) {
+        const float sumsq = dsc_dense_ts::torchSumWarp(width, [&](long long i) {
+          const float v = bf16ToFloat(xs[i]);
+          return __fmul_rn(v, v);
+        });
+        if (lane == 0)
+          partial[q] = (double)sumsq;
+      }
+      continue;
+    }
+    // Exact fp32 products summed in double over the split, lanes strided.
     const long long begin = c * chunk, end = begin + chunk < width ? begin + chunk : width;
-    // sum over the split of left(i) * x[i], lanes strided (k == nmix: x * x).
-    auto sum = [&](auto left) {
-      float acc = 0.0f;
-#pragma unroll 8
-      for (long long i = begin + lane; i < end; i += 32)
-        acc = fmaf(left(i), bf16ToFloat(xs[i]), acc);
-      return acc;
-    };
     const float *f = fn + k * width;
-    float acc = k < nmix ? sum([&](long long i) { return __ldg(f + i); })
-                         : sum([&](long long i) { return bf16ToFloat(xs[i]); });
-    acc = warpSum(acc);
+    double acc = 0.0;
+#pragma unroll 8
+    for (long long i = begin + lane; i < end; i += 32)
+      acc = __fma_rn((double)__ldg(f + i), (double)bf16ToFloat(xs[i]), acc);
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1)
+      acc = __dadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, offset));
     if (lane == 0)
       partial[q] = acc;
   }
 }
 
 DSC_KERNEL void dsc_hc_mixes_finish_fast(const __grid_constant__ dsc::abi::HcMixesParams p,
-                                         const float *partial, long long S, long long hc,
-                                         long long D, const float *scale, const float *base,
-                                         float *pre, float *post, float *comb) {
+                                         const double *partial, long long S, long long splits,
+                                         long long hc, long long D, const float *scale,
+                                         const float *base, float *pre, float *post,
+                                         float *comb) {
   const int iters = (int)p.sinkhorn_iters;
   const float normEps = (float)p.norm_eps, eps = (float)p.eps;
   __shared__ float mixes[dsc_gemv::kWarps][81];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const long long nmix = (2 + hc) * hc, width = hc * D;
   for (long long s = dsc_gemv::firstRow(); s < S; s += dsc_gemv::rowStride()) {
-    const float *ps = partial + s * (nmix + 1) * dsc::abi::kHcSplits;
-    for (long long k = lane; k <= nmix; k += 32) {
-      float v = 0.0f;
-      for (int c = 0; c < dsc::abi::kHcSplits; ++c)
-        v = __fadd_rn(v, ps[k * dsc::abi::kHcSplits + c]);
-      mixes[warp][k] = v;
+    const double *ps = partial + s * (nmix + 1) * splits;
+    // rmsRsqrt of the torch-order sum of squares (split 0 of item nmix).
+    const float sumsq = (float)ps[nmix * splits];
+    const float rs = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(sumsq, (float)width), normEps)));
+    for (long long k = lane; k < nmix; k += 32) {
+      double v = 0.0;
+      for (long long c = 0; c < splits; ++c)
+        v = __dadd_rn(v, ps[k * splits + c]);
+      mixes[warp][k] = __fmul_rn((float)v, rs);
     }
-    __syncwarp();
-    const float rs =
-        __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(mixes[warp][nmix], (float)width), normEps)));
-    for (long long k = lane; k < nmix; k += 32)
-      mixes[warp][k] = __fmul_rn(mixes[warp][k], rs);
     __syncwarp();
     if (hc * hc <= 32)
       dsc_dense_hc::splitSinkhornWarp(mixes[warp], hc, scale, base, eps, iters, pre + s * hc,

@@ -82,9 +82,12 @@ public:
   /// CudaOptions::quadraticTopk: the first-cut O(T^2) top-k and serial
   /// candidate kernels instead of the radix selects.
   bool quadraticTopk = false;
-  /// CudaOptions::cpuOrderKernels: launch the CPU-order entries instead of
-  /// the fast (`_fast`, gemv.cuh) ones.
-  bool cpuOrderKernels = false;
+  /// CudaOptions::cpuOrderFamilies: the families that launch the CPU-order
+  /// entries instead of the fast (`_fast`, gemv.cuh) ones.
+  uint32_t cpuOrderFamilies = 0;
+  bool cpuOrder(runtime::KernelFamily family) const {
+    return cpuOrderFamilies & uint32_t(family);
+  }
   /// CudaOptions::splitAttention: the split-KV sparse attention.
   bool splitAttention = false;
 

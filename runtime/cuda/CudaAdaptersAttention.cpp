@@ -236,8 +236,8 @@ Status compressor(CudaLaunchContext &c, const abi::CompressorParams &p) {
   const int64_t nCap = CudaLaunchContext::compressedTokensCapacity(S, ratio);
   CUdeviceptr none = 0;
   // The compressor's bf16 projections: the fast warp-per-row entry unless
-  // CudaOptions::cpuOrderKernels (or unaligned rows).
-  const bool fastLinear = !c.cpuOrderKernels && dim % 8 == 0 && aligned16({xp, wp});
+  // CudaOptions::cpuOrderFamilies has Compressor (or unaligned rows).
+  const bool fastLinear = !c.cpuOrder(runtime::KernelFamily::Compressor) && dim % 8 == 0 && aligned16({xp, wp});
   auto linear = [&](CUdeviceptr weight, CUdeviceptr outF32, CUdeviceptr outBf16) -> Status {
     if (fastLinear && aligned16({weight}))
       return c.launchEntry("dsc_compressor_linear_fast", gemvGrid(d), gemvBlock(), 0,
@@ -383,7 +383,7 @@ Status indexQueries(CudaLaunchContext &c, const abi::IndexQueriesParams &p) {
                                   "multiples of 32");
   if (S <= 0)
     return Status::ok();
-  if (!c.cpuOrderKernels && aligned16({qr.ptr, w.ptr})) {
+  if (!c.cpuOrder(runtime::KernelFamily::IndexQueries) && aligned16({qr.ptr, w.ptr})) {
     auto qbuf = c.scratch(size_t(S * N) * 2);
     auto fc = ropeConstant(c, freqs);
     if (!qbuf || !fc)
@@ -430,7 +430,7 @@ Status indexerScore(CudaLaunchContext &c, const abi::IndexerScoreParams &p) {
   args.insert(args.end(), {&S, &H, &dk, &cs, &ratio, &out});
   const int64_t capacity = c.compressedLengthCapacity(ratio);
   const size_t fastSmem = size_t(H * (dk + 1) + kGemvWarps * dk) * sizeof(float);
-  if (!c.cpuOrderKernels && fastSmem <= kSharedLimit && S <= 65535) {
+  if (!c.cpuOrder(runtime::KernelFamily::IndexerScore) && fastSmem <= kSharedLimit && S <= 65535) {
     // Grid (key blocks, S), sized by capacity (graph replays at any p); one
     // warp per key, grid-strided beyond the cap.
     long long blocks = std::max<long long>(1, std::min<long long>(ceilDiv(capacity, kGemvWarps), 1024));
@@ -630,10 +630,11 @@ Status sparseAttentionWith(CudaLaunchContext &c, const abi::SparseAttentionParam
   grid.x = static_cast<unsigned>(S * H);
   block.x = 128;
   const int64_t entries = windowWidth + (topk ? k : 0);
-  if (!c.cpuOrderKernels && c.splitAttention && entries > kSparseBlock)
+  const bool cpuOrder = c.cpuOrder(runtime::KernelFamily::Attention);
+  if (!cpuOrder && c.splitAttention && entries > kSparseBlock)
     return splitKvAttention(c, params, ropeParams, qp, S, H, D, rp, R, kvp, pool, ratio, topk, k,
                             sk, cs, window, windowWidth, invFreq, out);
-  return c.launchEntry(c.cpuOrderKernels ? "dsc_sparse_attention" : "dsc_sparse_attention_fast",
+  return c.launchEntry(cpuOrder ? "dsc_sparse_attention" : "dsc_sparse_attention_fast",
                        grid, block, size_t(2 * D) * sizeof(float), std::move(args));
 }
 

@@ -6,7 +6,7 @@
 // (runtime/cpu/CpuAdaptersDense.cpp) and launches the entries of
 // codegen/kernels/<name>.cu (docs/cuda-kernels-dense.md). Intermediate
 // buffers (quantised activations, MoE accumulators) are launch scratch.
-// Unless CudaOptions::cpuOrderKernels, the GEMMs, norms and mHC mixes launch
+// Unless CudaOptions::cpuOrderFamilies names their family, the GEMMs, norms and mHC mixes launch
 // the fast `_fast` entries (codegen/kernels/gemv.cuh: one warp per output
 // row, 16-byte loads, block reductions) where their shape rules hold (K a
 // multiple of 32, 16-byte aligned tensors, shared-memory budget); otherwise,
@@ -44,7 +44,7 @@ Status linear(CudaLaunchContext &c, const abi::LinearParams &p) {
   CudaTensor &y = *c.outputs[0];
   long long M = rowsOf(x), K = x.shape.back(), N = w.dim(0);
   CUdeviceptr xp = x.ptr, wp = w.ptr, yp = y.ptr;
-  const bool fast = !c.cpuOrderKernels && K % 32 == 0 && aligned16({xp, wp});
+  const bool fast = !c.cpuOrder(runtime::KernelFamily::Linear) && K % 32 == 0 && aligned16({xp, wp});
   if (p.quant == Q::bf16 && fast)
     return c.launchEntry("dsc_linear_bf16_fast", gemvGrid(N), gemvBlock(), 0,
                          args(xp, M, K, wp, N, yp));
@@ -77,7 +77,7 @@ Status rmsNorm(CudaLaunchContext &c, const abi::RmsNormParams &p) {
   const CudaTensor &x = *c.inputs[0];
   long long rows = rowsOf(x), n = x.shape.back();
   CUdeviceptr xp = x.ptr, wp = c.inputs[1]->ptr, yp = c.outputs[0]->ptr;
-  return c.launchEntry(c.cpuOrderKernels ? "dsc_rms_norm" : "dsc_rms_norm_fast", gridRows(rows),
+  return c.launchEntry(c.cpuOrder(runtime::KernelFamily::Norm) ? "dsc_rms_norm" : "dsc_rms_norm_fast", gridRows(rows),
                        block1(normBlock(c)), 0, args(p, xp, rows, n, wp, yp));
 }
 
@@ -89,19 +89,19 @@ Status hcMixes(CudaLaunchContext &c, const abi::HcMixesParams &p) {
                                     std::to_string(hc));
   CUdeviceptr hp = h.ptr, fn = c.inputs[1]->ptr, sc = c.inputs[2]->ptr, base = c.inputs[3]->ptr,
               pre = c.outputs[0]->ptr, post = c.outputs[1]->ptr, comb = c.outputs[2]->ptr;
-  if (!c.cpuOrderKernels) {
-    constexpr long long kSplits = abi::kHcSplits;
-    long long nmix = (2 + hc) * hc, width = hc * D, items = S * (nmix + 1) * kSplits;
-    auto partial = c.scratch(size_t(items) * sizeof(float));
+  if (!c.cpuOrder(runtime::KernelFamily::Mhc)) {
+    const long long splits = hcSplits(S);
+    long long nmix = (2 + hc) * hc, width = hc * D, items = S * (nmix + 1) * splits;
+    auto partial = c.scratch(size_t(items) * sizeof(double));
     if (!partial)
       return partial.status();
     CUdeviceptr pp = *partial;
     if (Status s = c.launchEntry("dsc_hc_mixes_dot_fast", gemvGrid(items), gemvBlock(), 0,
-                                 args(hp, S, width, fn, nmix, pp));
+                                 args(hp, S, width, fn, nmix, splits, pp));
         !s)
       return s;
     return c.launchEntry("dsc_hc_mixes_finish_fast", gemvGrid(S), gemvBlock(), 0,
-                         args(p, pp, S, hc, D, sc, base, pre, post, comb));
+                         args(p, pp, S, splits, hc, D, sc, base, pre, post, comb));
   }
   return c.launchEntry("dsc_hc_mixes", gridRows(S), block1(64), 0,
                        args(p, hp, S, hc, D, fn, sc, base, pre, post, comb));
@@ -139,7 +139,7 @@ Status head(CudaLaunchContext &c) {
   // last_only: the head runs on the last `rows` positions (rows = 1).
   CUdeviceptr first = x.ptr + CUdeviceptr((rowsOf(x) - rows) * D * 2), wp = w.ptr,
               lp = logits.ptr;
-  if (!c.cpuOrderKernels && D % 8 == 0 && aligned16({first, wp}))
+  if (!c.cpuOrder(runtime::KernelFamily::Head) && D % 8 == 0 && aligned16({first, wp}))
     return c.launchEntry("dsc_head_fast", gemvGrid(V), gemvBlock(), 0,
                          args(first, rows, D, wp, V, lp));
   return c.launchEntry("dsc_head", gridFor(rows * V), block1(), 0, args(first, rows, D, wp, V, lp));
@@ -159,7 +159,7 @@ Status groupedOutput(CudaLaunchContext &c, const abi::GroupedOutputParams &p) {
     return z.status();
   CUdeviceptr op = o.ptr, ap = woA.ptr, zp = *z, bp = woB.ptr, bs = c.inputs[3]->ptr,
               yp = c.outputs[0]->ptr;
-  if (!c.cpuOrderKernels && Din % 8 == 0 && aligned16({op, ap, zp, bp})) {
+  if (!c.cpuOrder(runtime::KernelFamily::GroupedOutput) && Din % 8 == 0 && aligned16({op, ap, zp, bp})) {
     if (Status s = c.launchEntry("dsc_grouped_output_woa_fast", gemvGrid(K), gemvBlock(), 0,
                                  args(p, op, S, Din, ap, R, zp));
         !s)
@@ -189,7 +189,7 @@ Status moeGate(CudaLaunchContext &c, const abi::MoeGateParams &p) {
   CUdeviceptr xp = x.ptr, wp = w.ptr, bias = c.inputs.size() > 2 ? c.inputs[2]->ptr : 0,
               weights = c.outputs[0]->ptr, ids = c.outputs[1]->ptr;
   // The fast select keeps one taken bit per lane entry: E <= 32 * 64.
-  if (!c.cpuOrderKernels && D % 8 == 0 && E <= 2048 && aligned16({xp, wp})) {
+  if (!c.cpuOrder(runtime::KernelFamily::MoeGate) && D % 8 == 0 && E <= 2048 && aligned16({xp, wp})) {
     auto scores = c.scratch(size_t(T * E) * sizeof(float));
     auto choice = c.scratch(size_t(T * E) * sizeof(float));
     if (!scores || !choice)
@@ -300,7 +300,7 @@ Status moeExperts(CudaLaunchContext &c, const abi::MoeExpertsParams &p) {
   long long T = x.dim(0), D = x.dim(1), I = w1.dim(1), E = w1.dim(0), k = ids.dim(1);
   if (D % 32 != 0 || I % 32 != 0)
     return runtime::invalidArgument("moe_experts: dim and inter must be multiples of 32");
-  if (!c.cpuOrderKernels && T > 0) {
+  if (!c.cpuOrder(runtime::KernelFamily::MoeExperts) && T > 0) {
     bool ok = true;
     for (size_t i = 0; i < 15; ++i) // x and every weight: 16-byte rows
       ok = ok && (i == 1 || i == 2 || aligned16({c.inputs[i]->ptr}));

@@ -12,7 +12,7 @@ CudaEngineState::CudaEngineState(hal::Device device, const runtime::CudaOptions 
   graphs = options.graphs && !syncEachLaunch;
   logGraphs = graphs && options.logGraphs; // say when a graph is captured
   quadraticTopk = options.quadraticTopk;
-  cpuOrderKernels = options.cpuOrderKernels;
+  cpuOrderFamilies = options.cpuOrderFamilies;
   splitAttention = options.splitAttention;
 }
 

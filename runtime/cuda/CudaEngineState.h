@@ -69,7 +69,7 @@ public:
   bool graphs = true;          ///< CudaOptions::graphs (off with syncEachLaunch)
   bool logGraphs = false;      ///< CudaOptions::logGraphs
   bool quadraticTopk = false;  ///< CudaOptions::quadraticTopk (CudaLaunchContext)
-  bool cpuOrderKernels = false; ///< CudaOptions::cpuOrderKernels (CudaLaunchContext)
+  uint32_t cpuOrderFamilies = 0; ///< CudaOptions::cpuOrderFamilies (CudaLaunchContext)
   bool splitAttention = false;  ///< CudaOptions::splitAttention (CudaLaunchContext)
   /// The session whose capture is open on the stream, or null.
   CudaSession *capturing = nullptr;

@@ -14,7 +14,7 @@ BoundLaunch::BoundLaunch(CudaSession &session, runtime::LaunchContext &c)
   inputSlots = c.inputSlots;
   outputSlots = c.outputSlots;
   quadraticTopk = engine_.quadraticTopk;
-  cpuOrderKernels = engine_.cpuOrderKernels;
+  cpuOrderFamilies = engine_.cpuOrderFamilies;
   splitAttention = engine_.splitAttention;
 }
 

@@ -147,11 +147,16 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, con
   return Status::ok();
 }
 
-/// Threads per row of dsc_rms_norm(_fast) and dsc_mhc_pre_norm(_fast): the
-/// fast block reduction's result depends on the block size, so the norm and
-/// the fused mhc_entry kernel must use the same (fused == unfused bytes).
+/// Splits per mHC mix row of dsc_hc_mixes_dot_fast for S tokens: enough
+/// warps at decode, one split (S-way parallel, bounded scratch) from 64 on.
+inline long long hcSplits(long long S) {
+  return S >= abi::kHcSplits ? 1 : abi::kHcSplits / (S < 1 ? 1 : S);
+}
+
+/// Threads per row of dsc_rms_norm(_fast) and dsc_mhc_pre_norm(_fast): one
+/// value for the norm and the fused mhc_entry kernel (both launch shapes).
 inline unsigned normBlock(const CudaLaunchContext &c) {
-  return c.cpuOrderKernels ? kBlock : unsigned(abi::kNormThreads);
+  return c.cpuOrder(runtime::KernelFamily::Norm) ? kBlock : unsigned(abi::kNormThreads);
 }
 
 } // namespace dsc::cuda

@@ -5,8 +5,10 @@
 //                              captured and how often it was replayed
 //   --cuda-sync                synchronise after every launch (no graphs)
 //   --cuda-topk radix|quadratic  the top-k / candidate selection kernels
-//   --cuda-kernels fast|cpu-order  the GEMV/reduction kernels (cpu-order: the
-//                              first-cut kernels in the CPU's summation order)
+//   --cuda-kernels fast|cpu-order|cpu-order=FAMILY,...  the GEMV/reduction
+//                              kernels (cpu-order: the first-cut kernels in the
+//                              CPU's summation order, for every family or for
+//                              the named ones: runtime::kKernelFamilyNames)
 //   --cuda-attention single|split  the fast sparse attention as one walk per
 //                              (row, head) or split-KV (CudaOptions::splitAttention)
 // and, where a flag is not given, from the environment variables the
@@ -38,7 +40,7 @@ inline const std::vector<std::string> kCudaFlags = {"--cuda-sync"};
 /// One line for a usage text.
 inline constexpr const char *kCudaUsage =
     "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]\n"
-    "                 [--cuda-kernels fast|cpu-order] [--cuda-attention single|split]\n"
+    "                 [--cuda-kernels fast|cpu-order[=FAMILY,...]] [--cuda-attention single|split]\n"
     "                 [--cpu-threads N]";
 
 /// The DSC_CUDA_* variables, as the runtime used to read them.
@@ -51,6 +53,43 @@ inline void applyCudaEnvironment(runtime::CudaOptions &options) {
     options.logGraphs = true;
   if (const char *topk = std::getenv("DSC_CUDA_TOPK_QUADRATIC"); topk && std::string(topk) == "1")
     options.quadraticTopk = true;
+}
+
+/// --cuda-kernels' value as CudaOptions::cpuOrderFamilies: fast (none),
+/// cpu-order (all) or cpu-order=NAME,NAME (kKernelFamilyNames); sets `error`.
+inline uint32_t parseKernelFamilies(const std::string &value, std::string &error) {
+  if (value == "fast")
+    return 0;
+  if (value == "cpu-order")
+    return runtime::kAllKernelFamilies;
+  const std::string prefix = "cpu-order=";
+  std::string names;
+  for (const runtime::KernelFamilyName &f : runtime::kKernelFamilyNames)
+    names += std::string(names.empty() ? "" : ", ") + f.name;
+  if (value.rfind(prefix, 0) != 0) {
+    error = "--cuda-kernels takes fast, cpu-order or cpu-order=FAMILY,... (" + names + "), got '" +
+            value + "'";
+    return 0;
+  }
+  uint32_t mask = 0;
+  size_t at = prefix.size();
+  while (true) {
+    const size_t comma = value.find(',', at);
+    const std::string name = value.substr(at, comma == std::string::npos ? comma : comma - at);
+    bool known = false;
+    for (const runtime::KernelFamilyName &f : runtime::kKernelFamilyNames)
+      if (name == f.name) {
+        mask |= uint32_t(f.family);
+        known = true;
+      }
+    if (!known) {
+      error = "--cuda-kernels: unknown kernel family '" + name + "' (families: " + names + ")";
+      return 0;
+    }
+    if (comma == std::string::npos)
+      return mask;
+    at = comma + 1;
+  }
 }
 
 /// The environment, then the flags of `cl`; returns a usage error ("" if none).
@@ -72,13 +111,18 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
       return "--cuda-graphs takes on, off or log, got '" + it->second + "'";
     }
   }
+  if (auto it = cl.options.find("--cuda-kernels"); it != cl.options.end()) {
+    std::string error;
+    options.cpuOrderFamilies = parseKernelFamilies(it->second, error);
+    if (!error.empty())
+      return error;
+  }
   // The two-valued switches: `flag` takes `off` (false) or `on` (true).
   struct Switch {
     const char *flag, *off, *on;
     bool &value;
   };
   for (const Switch &sw : {Switch{"--cuda-topk", "radix", "quadratic", options.quadraticTopk},
-                           Switch{"--cuda-kernels", "fast", "cpu-order", options.cpuOrderKernels},
                            Switch{"--cuda-attention", "single", "split", options.splitAttention}}) {
     auto it = cl.options.find(sw.flag);
     if (it == cl.options.end())

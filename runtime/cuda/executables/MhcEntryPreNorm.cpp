@@ -10,7 +10,7 @@
 // group is one launch shorter.
 // Invariants: byte-identical to the steps (same fp32 order, same bf16
 // rounding points as dsc_hc_pre and dsc_rms_norm, or dsc_rms_norm_fast:
-// CudaOptions::cpuOrderKernels picks the pair); rows wider than the
+// CudaOptions::cpuOrderFamilies' Norm picks the pair); rows wider than the
 // shared-memory budget run the two steps as they are.
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaAdapter.h"
@@ -46,7 +46,7 @@ Status mhcEntryPreNorm(NativeLaunch &launch) {
       abi::RmsNormParams params = *n.kernel.as<abi::RmsNormParams>();
       CUdeviceptr hp = h.ptr, mix = p.inputs[1]->ptr, w = n.inputs[1]->ptr,
                   y = n.outputs[0]->ptr;
-      const char *entry = n.cpuOrderKernels ? "dsc_mhc_pre_norm" : "dsc_mhc_pre_norm_fast";
+      const char *entry = n.cpuOrder(runtime::KernelFamily::Norm) ? "dsc_mhc_pre_norm" : "dsc_mhc_pre_norm_fast";
       if (Status s = p.launchEntryIn(launch.fusion.module, entry, gridRows(S),
                                      block1(normBlock(n)), size_t(2 * D),
                                      args(params, hp, S, hc, D, mix, w, y));

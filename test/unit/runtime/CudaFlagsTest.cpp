@@ -14,6 +14,7 @@
 
 using dsc::runtime::CudaOptions;
 using dsc::tools::CommandLine;
+namespace runtime = dsc::runtime;
 
 namespace {
 
@@ -93,17 +94,51 @@ TEST_F(CudaFlags, BadValuesNameTheFlag) {
   cl.options.clear();
   cl.options["--cuda-kernels"] = "slow";
   apply(cl, &error);
-  EXPECT_EQ(error, "--cuda-kernels takes fast or cpu-order, got 'slow'");
+  EXPECT_EQ(error.rfind("--cuda-kernels takes fast, cpu-order or cpu-order=FAMILY,... (linear, ", 0), 0u)
+      << error;
 }
 
-/// --cuda-kernels picks CudaOptions::cpuOrderKernels; fast is the default.
+/// --cuda-kernels picks CudaOptions::cpuOrderFamilies; fast is the default.
 TEST_F(CudaFlags, KernelsFlagSelectsTheCpuOrderKernels) {
   CommandLine cl;
-  EXPECT_FALSE(apply(cl).cpuOrderKernels);
+  EXPECT_EQ(apply(cl).cpuOrderFamilies, 0u);
   cl.options["--cuda-kernels"] = "cpu-order";
-  EXPECT_TRUE(apply(cl).cpuOrderKernels);
+  EXPECT_EQ(apply(cl).cpuOrderFamilies, runtime::kAllKernelFamilies);
+  EXPECT_TRUE(apply(cl).cpuOrder(runtime::KernelFamily::MoeExperts));
   cl.options["--cuda-kernels"] = "fast";
-  EXPECT_FALSE(apply(cl).cpuOrderKernels);
+  EXPECT_EQ(apply(cl).cpuOrderFamilies, 0u);
+}
+
+/// cpu-order=NAME,... selects exactly the named families.
+TEST_F(CudaFlags, KernelsFlagNamesFamilies) {
+  CommandLine cl;
+  cl.options["--cuda-kernels"] = "cpu-order=norm,moe-experts";
+  runtime::CudaOptions o = apply(cl);
+  EXPECT_EQ(o.cpuOrderFamilies,
+            uint32_t(runtime::KernelFamily::Norm) | uint32_t(runtime::KernelFamily::MoeExperts));
+  EXPECT_TRUE(o.cpuOrder(runtime::KernelFamily::Norm));
+  EXPECT_FALSE(o.cpuOrder(runtime::KernelFamily::Linear));
+  // Every family has a name, and the names cover kAllKernelFamilies exactly.
+  uint32_t all = 0;
+  for (const runtime::KernelFamilyName &f : runtime::kKernelFamilyNames) {
+    cl.options["--cuda-kernels"] = std::string("cpu-order=") + f.name;
+    EXPECT_EQ(apply(cl).cpuOrderFamilies, uint32_t(f.family)) << f.name;
+    all |= uint32_t(f.family);
+  }
+  EXPECT_EQ(all, runtime::kAllKernelFamilies);
+}
+
+/// An unknown family is a usage error naming it and listing the families.
+TEST_F(CudaFlags, KernelsFlagRejectsUnknownFamily) {
+  CommandLine cl;
+  cl.options["--cuda-kernels"] = "cpu-order=norm,gemm";
+  std::string error;
+  apply(cl, &error);
+  EXPECT_NE(error.find("unknown kernel family 'gemm'"), std::string::npos) << error;
+  EXPECT_NE(error.find("moe-experts"), std::string::npos) << error;
+  cl.options["--cuda-kernels"] = "cpu-order=";
+  apply(cl, &error);
+  EXPECT_NE(error.find("unknown kernel family ''"), std::string::npos) << error;
 }
 
 /// --cuda-attention picks CudaOptions::splitAttention; single is the default.

@@ -26,11 +26,12 @@ inline constexpr int kGemvCombineBytes = kGemvWarps * 32 * 4 * 4;
 /// Entries per online-softmax block of the sparse attention walk (the
 /// reference's block: probabilities are rounded against its running max).
 inline constexpr int kSparseBlock = 64;
-/// Splits of one mHC mix row in dsc_hc_mixes_dot_fast.
+/// Splits of one mHC mix row in dsc_hc_mixes_dot_fast at one token (fewer
+/// at more tokens: cuda::hcSplits); the split sums are double, so the
+/// count only moves a mix where a double sum sits at a float boundary.
 inline constexpr int kHcSplits = 64;
-/// Threads per row of dsc_rms_norm_fast and dsc_mhc_pre_norm_fast: the
-/// block reduction's order depends on it, so both use this one value
-/// (fused == unfused bytes).
+/// Threads per row of dsc_rms_norm_fast and dsc_mhc_pre_norm_fast (the
+/// result does not depend on it: warp 0 sums in torch's order).
 inline constexpr int kNormThreads = 1024;
 
 } // namespace dsc::abi

@@ -76,6 +76,35 @@ public:
   }
 };
 
+/// The CUDA kernel families that have a fast and a CPU-order set
+/// (CudaOptions::cpuOrderFamilies). One definition: kKernelFamilyNames.
+enum class KernelFamily : uint32_t {
+  Linear = 1u << 0,        ///< linear (FP8, FP4, bf16 weights)
+  Head = 1u << 1,          ///< the LM head
+  GroupedOutput = 1u << 2, ///< grouped_output (wo_a, wo_b)
+  Compressor = 1u << 3,    ///< compressor_linear's bf16 projections
+  IndexQueries = 1u << 4,  ///< index_queries' projection
+  IndexerScore = 1u << 5,  ///< indexer_score
+  Attention = 1u << 6,     ///< sparse_attention
+  Norm = 1u << 7,          ///< rms_norm and the fused mHC-pre + norm
+  Mhc = 1u << 8,           ///< hc_mixes
+  MoeGate = 1u << 9,       ///< moe_gate
+  MoeExperts = 1u << 10,   ///< moe_experts
+};
+inline constexpr uint32_t kAllKernelFamilies = (1u << 11) - 1;
+struct KernelFamilyName {
+  const char *name;
+  KernelFamily family;
+};
+/// The names --cuda-kernels cpu-order=NAME,... takes.
+inline constexpr KernelFamilyName kKernelFamilyNames[] = {
+    {"linear", KernelFamily::Linear},         {"head", KernelFamily::Head},
+    {"grouped-output", KernelFamily::GroupedOutput}, {"compressor", KernelFamily::Compressor},
+    {"index-queries", KernelFamily::IndexQueries},   {"indexer-score", KernelFamily::IndexerScore},
+    {"attention", KernelFamily::Attention},   {"norm", KernelFamily::Norm},
+    {"mhc", KernelFamily::Mhc},               {"moe-gate", KernelFamily::MoeGate},
+    {"moe-experts", KernelFamily::MoeExperts}};
+
 /// Switches of the CUDA backend (createCudaBackend). The runtime reads no
 /// environment variable: the tools map DSC_CUDA_GRAPHS, DSC_CUDA_SYNC and
 /// DSC_CUDA_TOPK_QUADRATIC onto these (docs/runtime.md).
@@ -92,12 +121,15 @@ struct CudaOptions {
   /// The first-cut O(T^2) indexer top-k and serial candidate-block kernels
   /// instead of the O(T) radix selects (for comparisons; same sets).
   bool quadraticTopk = false;
-  /// The first-cut kernels that sum in the CPU reference's order (one thread
-  /// per output, double dots, torch's serial fp32 sums) instead of the fast
-  /// ones (warp-per-row GEMVs, block reductions: codegen/kernels/gemv.cuh).
-  /// Both are deterministic and inside the GPU gates; the CPU-order kernels
-  /// are for CUDA-vs-CPU comparisons (docs/cuda-kernels-dense.md).
-  bool cpuOrderKernels = false;
+  /// The kernel families (bits of KernelFamily) that launch the first-cut
+  /// kernels summing in the CPU reference's order (one thread per output,
+  /// double dots, torch's serial fp32 sums) instead of the fast ones
+  /// (warp-per-row GEMVs, tensor-core tiles, block reductions:
+  /// codegen/kernels/gemv.cuh). Both are deterministic; the CPU-order kernels
+  /// are for CUDA-vs-CPU comparisons and, one family at a time, for finding
+  /// which fast kernel moves a result (docs/cuda-kernels-dense.md).
+  uint32_t cpuOrderFamilies = 0;
+  bool cpuOrder(KernelFamily family) const { return cpuOrderFamilies & uint32_t(family); }
   /// The fast sparse attention's 64-entry blocks run in parallel (split-KV:
   /// logits, per-block PV, an in-order merge) instead of one walk per (row,
   /// head). Designed byte-identical to the single walk; off until that is
