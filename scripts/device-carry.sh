@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
 # Builds one git-ignored carry folder for a device call (docs/device.md):
 # each kind fits the 64 MiB a call carries together with the tracked tree.
+# The plans in DIR are gzipped: scripts/device-unpack.sh DIR on the device first.
 # usage: scripts/device-carry.sh KIND DIR   (DIR under the repo root, e.g. .dev-gold6;
 #        /.dev*/ is ignored by git; the build must be current: cmake --build build)
 #   golden-tiny6   bin/dsc-run, tiny6.dscp (--layer-boundaries), golden/tiny6/{model,expected,expected_short,config}
 #                  -> scripts/device-golden.sh DIR tiny6 expected 150 OUT (and expected_short 9)
 #   golden-tiny40  the same for tiny40 (expected 61, expected_short 5)
-#   golden         both cases in one folder (62 MB with the tree) -> scripts/device-gates.sh DIR OUT
-#   bench          bin/dsc-bench, rw6.dscp, odd-4.dscp, odd-4-full.dscp, tiny6-bench.dscp, golden/tiny6/model,
-#                  refbench/ -> dsc-bench, scripts/device-split-attention.sh, scripts/device-fast-vs-cpu.sh,
-#                  python3 DIR/refbench/bench_ref.py (docs/perf.md has the commands)
+#   golden         both cases and the prefill plans in one folder -> scripts/device-gates.sh DIR OUT
+#                  (every gate, and scripts/prefill-cuda-test.sh on DIR/plans with DIR as the shared dir),
+#                  bin/dsc-bench and rw6.dscp for one decode timing in the same call
+#   bench          bin/dsc-bench, rw6.dscp, rw6-full.dscp (--ced=full: M-row steps), tiny6-bench.dscp, tiny40-bench.dscp, golden/{tiny6,tiny40}/model,
+#                  refbench/ -> scripts/device-perf.sh DIR OUT (dsc-bench, the split attention, the peer)
+#   odd            bin/dsc-bench, odd-4.dscp, odd-4-full.dscp -> scripts/device-fast-vs-cpu.sh DIR OUT
 #   prefill        bin/dsc-run, plans/{exact,full,exact-c96,full-c32,full-unfused}.dscp, shared/golden/tiny6/
 #                  {model, expected (input_ids only)} -> DSC_CED_PLANS=DIR/plans scripts/prefill-cuda-test.sh DIR/bin DIR/shared
 set -eu
@@ -18,6 +21,15 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd); cd "$ROOT"
 SHARED=${DSC_SHARED_DIR:-$ROOT/../shared}
 B=build/bin; G6=$SHARED/golden/tiny6; G40=$SHARED/golden/tiny40
 rm -rf "$DIR"; mkdir -p "$DIR/bin"
+prefillPlans() { # OUT: the five tiny6 plans of scripts/prefill-cuda-test.sh
+  mkdir -p "$1"
+  local C="$B/dsc-compile $G6/config.json --engram-map $G6/engram_token_map.json --max-seq-len 256"
+  $C --ced=exact --prefill-chunk 0 -o "$1/exact.dscp"
+  $C --ced=full --prefill-chunk 0 -o "$1/full.dscp"
+  $C --ced=exact --prefill-chunk 96 -o "$1/exact-c96.dscp"
+  $C --ced=full --prefill-chunk 32 -o "$1/full-c32.dscp"
+  $C --ced=full --prefill-chunk 0 --fuse=none -o "$1/full-unfused.dscp"
+}
 golden() { # CASE
   local g=$SHARED/golden/$1
   cp $B/dsc-run "$DIR/bin/"; mkdir -p "$DIR/golden/$1"
@@ -27,23 +39,25 @@ golden() { # CASE
 case "$KIND" in
   golden-tiny6) golden tiny6 ;;
   golden-tiny40) golden tiny40 ;;
-  golden) golden tiny6; golden tiny40 ;;
+  golden) golden tiny6; golden tiny40; prefillPlans "$DIR/plans"
+    # and the rw6 decode benchmark (one call can check and time a build)
+    cp $B/dsc-bench "$DIR/bin/"
+    $B/dsc-compile models/synthetic/released-widths-6.json -o "$DIR/rw6.dscp" ;;
   bench)
-    cp $B/dsc-bench "$DIR/bin/"; mkdir -p "$DIR/golden/tiny6"
+    cp $B/dsc-bench "$DIR/bin/"; mkdir -p "$DIR/golden/tiny6" "$DIR/golden/tiny40"
     $B/dsc-compile models/synthetic/released-widths-6.json -o "$DIR/rw6.dscp"
-    $B/dsc-compile models/synthetic/odd-4.json -o "$DIR/odd-4.dscp"
-    $B/dsc-compile models/synthetic/odd-4.json --ced=full -o "$DIR/odd-4-full.dscp"
+    $B/dsc-compile models/synthetic/released-widths-6.json --ced=full -o "$DIR/rw6-full.dscp"
     $B/dsc-compile $G6/config.json --engram-map $G6/engram_token_map.json -o "$DIR/tiny6-bench.dscp"
-    cp $G6/model.safetensors "$DIR/golden/tiny6/"
+    $B/dsc-compile $G40/config.json --engram-map $G40/engram_token_map.json -o "$DIR/tiny40-bench.dscp"
+    cp $G6/model.safetensors "$DIR/golden/tiny6/"; cp $G40/model.safetensors "$DIR/golden/tiny40/"
     cp -r $SHARED/refbench "$DIR/refbench" ;;
+  odd)
+    cp $B/dsc-bench "$DIR/bin/"
+    $B/dsc-compile models/synthetic/odd-4.json -o "$DIR/odd-4.dscp"
+    $B/dsc-compile models/synthetic/odd-4.json --ced=full -o "$DIR/odd-4-full.dscp" ;;
   prefill)
-    cp $B/dsc-run "$DIR/bin/"; mkdir -p "$DIR/plans" "$DIR/shared/golden/tiny6"
-    C="$B/dsc-compile $G6/config.json --engram-map $G6/engram_token_map.json --max-seq-len 256"
-    $C --ced=exact --prefill-chunk 0 -o "$DIR/plans/exact.dscp"
-    $C --ced=full --prefill-chunk 0 -o "$DIR/plans/full.dscp"
-    $C --ced=exact --prefill-chunk 96 -o "$DIR/plans/exact-c96.dscp"
-    $C --ced=full --prefill-chunk 32 -o "$DIR/plans/full-c32.dscp"
-    $C --ced=full --prefill-chunk 0 --fuse=none -o "$DIR/plans/full-unfused.dscp"
+    cp $B/dsc-run "$DIR/bin/"; mkdir -p "$DIR/shared/golden/tiny6"
+    prefillPlans "$DIR/plans"
     cp $G6/model.safetensors "$DIR/shared/golden/tiny6/"
     # expected.safetensors with input_ids only (the script reads nothing else; saves 3.9 MB)
     python3 - "$G6/expected.safetensors" "$DIR/shared/golden/tiny6/expected.safetensors" <<'PY'
@@ -56,8 +70,11 @@ head += b' ' * ((8 - len(head) % 8) % 8)
 open(sys.argv[2], 'wb').write(struct.pack('<Q', len(head)) + head + raw)
 PY
     ;;
-  *) echo "unknown kind '$KIND' (golden-tiny6, golden-tiny40, golden, bench, prefill)" >&2; exit 2 ;;
+  *) echo "unknown kind '$KIND' (golden-tiny6, golden-tiny40, golden, bench, odd, prefill)" >&2; exit 2 ;;
 esac
+# Plans travel gzipped (scripts/device-unpack.sh DIR restores them there;
+# the device scripts run it first).
+find "$DIR" -name '*.dscp' -exec gzip -f {} +
 TREE=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
 SIZE=$(du -sb "$DIR" | cut -f1)
 echo "$DIR: $SIZE bytes + tracked tree $TREE = $((SIZE + TREE)) of 67108864"

@@ -3,10 +3,12 @@
 # the four golden runs with the default (fast) kernels, tiny40/expected with
 # the behaviour-preserving CPU-order kernels, and byte-identity checks of the
 # fast path (two runs, CUDA graphs on vs off vs log; the fast norm and mHC
-# kernels against the CPU-order ones). Prints one line per check.
+# kernels against the CPU-order ones) and, with CARRY/plans, the CUDA prefill
+# test (CED, chunking, fusion: scripts/prefill-cuda-test.sh). One line per check.
 # usage: scripts/device-gates.sh CARRY OUT   (CARRY from scripts/device-carry.sh golden DIR)
 set -u
 C=$1; OUT=$2; H=$(cd "$(dirname "$0")" && pwd); fail=0
+$H/device-unpack.sh $C
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > $OUT/device.txt
 gate() { # CASE RUN PREFILL
   echo "== $1/$2${TAG:-} ${DSC_RUN_ARGS:-}"; $H/device-golden.sh $C $1 $2 $3 $OUT | tail -1
@@ -15,10 +17,10 @@ gate() { # CASE RUN PREFILL
 gate tiny6 expected 150; gate tiny6 expected_short 9
 gate tiny40 expected 61; gate tiny40 expected_short 5
 TAG=-cpu-order DSC_RUN_ARGS="--cuda-kernels cpu-order" gate tiny40 expected 61
-# The fast norm and mHC kernels against the CPU-order ones, all else on the
+# The fast norm, mHC and index-key kernels against the CPU-order ones, all else on the
 # CPU-order kernels: the same dumped bytes (docs/cuda-kernels-dense.md).
-FAMILIES="linear head grouped-output compressor index-queries indexer-score attention norm mhc moe-gate moe-experts"
-for f in norm mhc; do
+FAMILIES="linear head grouped-output compressor index-queries indexer-score attention norm mhc moe-gate moe-experts index-keys"
+for f in norm mhc index-keys; do
   others=$(echo $FAMILIES | tr ' ' '\n' | grep -vx $f | paste -sd,)
   TAG=-fast-$f DSC_RUN_ARGS="--cuda-kernels cpu-order=$others" $H/device-golden.sh $C tiny40 expected 61 $OUT > /dev/null
   diff -rq /tmp/dump-tiny40-expected-cpu-order /tmp/dump-tiny40-expected-fast-$f > /dev/null \
@@ -33,4 +35,9 @@ done
 for g in on2 off log; do
   cmp -s /tmp/det-on.npy /tmp/det-$g.npy && echo "graphs on == $g: PASS" || { echo "graphs on == $g: FAIL"; fail=1; }
 done
+# CED exact == full, chunked == one call, fused == unfused (logits bytes).
+if [ -d $C/plans ]; then
+  DSC_CED_PLANS=$C/plans $H/prefill-cuda-test.sh $C/bin $C > $OUT/prefill-cuda-test.txt 2>&1 \
+    && echo "prefill-cuda-test: PASS" || { echo "prefill-cuda-test: FAIL"; tail -5 $OUT/prefill-cuda-test.txt; fail=1; }
+fi
 [ $fail = 0 ] && echo "ALL GATES PASS" || echo "SOME GATE FAILED"

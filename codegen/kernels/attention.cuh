@@ -137,29 +137,6 @@ __device__ __forceinline__ double dotF64Bf16(const unsigned short *x, const unsi
       [&](long long k) { return bf16ToFloat(w[k]); });
 }
 
-/// torchSumF32 (8 lanes) of the squares of n bf16 values x[0..n) (squares
-/// of bf16 values are exact in fp32): reduce.cuh's dsc_dense_ts::torchSum.
-__device__ __forceinline__ float torchSumSquaresBf16(const unsigned short *x, long long n) {
-  return dsc_dense_ts::torchSum(n, [&](long long i) {
-    const float v = bf16ToFloat(x[i]);
-    return __fmul_rn(v, v);
-  });
-}
-
-/// dense rmsNorm of one bf16 row x[0..n) into y (may alias x):
-/// rs = 1 / sqrt(torchSum(x^2) / n + eps); y = bf16(w * bf16... (x * rs)).
-__device__ __forceinline__ void rmsNormRow(const unsigned short *x, long long n,
-                                           const unsigned short *w, float eps,
-                                           unsigned short *y) {
-  const float sum = torchSumSquaresBf16(x, n);
-  const float mean = __fdiv_rn(sum, static_cast<float>(n));
-  const float rs = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(mean, eps)));
-  for (long long i = 0; i < n; ++i) {
-    const float normed = __fmul_rn(bf16ToFloat(x[i]), rs);
-    y[i] = bf16FromFloat(__fmul_rn(bf16ToFloat(w[i]), normed));
-  }
-}
-
 /// compress_len of query row s (Indexer.cpp indexCompressLen).
 __device__ __forceinline__ long long compressLen(long long startPos, long long s, long long ratio) {
   return (startPos + s + 1) / ratio;

@@ -14,8 +14,9 @@
 //   dsc_compressor_pool: one thread per (group j, channel c): per-channel
 //     softmax over the r rows of score (max, expf(s - m), sequential sum,
 //     e / sum) and sum_i kv_i * w_i in fp32 (index order), then bf16.
-//   dsc_compressor_norm: one thread per row: dense rmsNorm (torch's fp32 sum
-//     order for mean(x^2)), bf16.
+//   dsc_compressor_norm: one block per row: dense rmsNorm (torch's fp32 sum
+//     order for mean(x^2), summed by the block: rmsNormRowFast, bit for bit
+//     the CPU's), bf16.
 //   dsc_compressor_pool_groups / dsc_compressor_state_at: the same pooling
 //     for an explicit group count and state writes at an explicit slot, for
 //     a continuation chunk of a chunked prefill (the adapter splits its rows
@@ -47,7 +48,7 @@ DSC_KERNEL void dsc_compressor_linear_fast(const unsigned short *x, const unsign
     for (long long s0 = 0; s0 < S; s0 += dsc_gemv::kRowsPerPass) {
       const int rows = dsc_gemv::passRows(S, s0);
       float acc[dsc_gemv::kRowsPerPass];
-      dsc_gemv::bf16RowDots(w + n * dim, x, dim, dim, s0, rows, acc);
+      dsc_gemv::bf16RowDots<8>(w + n * dim, x, dim, dim, s0, rows, acc);
       if (lane == 0)
         for (int r = 0; r < rows; ++r) {
           const long long i = (s0 + r) * N + n;
@@ -141,8 +142,9 @@ DSC_KERNEL void dsc_compressor_norm(const __grid_constant__ dsc::abi::Compressor
   const long long ratio = p.ratio;
   const float eps = (float)p.eps;
   const long long rows = DSC_CALL_COMPRESSED_TOKENS(callState, ratio); // latents emitted
-  const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (r >= rows)
-    return;
-  rmsNormRow(x + r * d, d, w, eps, y + r * d);
+  for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
+    const unsigned short *xr = x + r * d;
+    dsc_dense_ts::rmsNormRowFast(d, eps, [&](long long i) { return bf16ToFloat(xr[i]); }, w,
+                                 y + r * d);
+  }
 }

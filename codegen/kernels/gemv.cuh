@@ -121,7 +121,12 @@ __device__ __forceinline__ long long quantBytes(long long M, long long K) {
 }
 
 /// bf16 row dots: weight row wRow (K bf16) with x rows m0.. (x [M, K] at
-/// row stride ldx elements); fp32 FMA per lane, xor-tree lane sum.
+/// row stride ldx elements); fp32 FMA per lane over its 16-byte chunks
+/// lane, lane + 32, ... in that order, xor-tree lane sum. kChunkLoads
+/// weight chunks per lane are loaded before they are used: 2 where many
+/// warps run (registers, occupancy), 8 for GEMVs of few rows (more loads in
+/// flight per warp); the FMA order, hence the result, does not depend on it.
+template <int kChunkLoads = 2>
 __device__ __forceinline__ void bf16RowDots(const unsigned short *wRow, const unsigned short *x,
                                             long long ldx, long long K, long long m0, int rows,
                                             float *acc) {
@@ -129,20 +134,24 @@ __device__ __forceinline__ void bf16RowDots(const unsigned short *wRow, const un
   const long long chunks = K / 8;
   for (int r = 0; r < kRowsPerPass; ++r)
     acc[r] = 0.0f;
-  for (long long c0 = 0; c0 < chunks; c0 += 64) {
-    const long long ca = c0 + lane, cb = c0 + 32 + lane;
-    const bool va = ca < chunks, vb = cb < chunks;
-    const uint4 wa = va ? load16(wRow + ca * 8) : zero16();
-    const uint4 wb = vb ? load16(wRow + cb * 8) : zero16();
+  for (long long c0 = 0; c0 < chunks; c0 += 32 * kChunkLoads) {
+    uint4 wv[kChunkLoads];
 #pragma unroll
-    for (int r = 0; r < kRowsPerPass; ++r) {
-      if (r >= rows)
+    for (int u = 0; u < kChunkLoads; ++u) {
+      const long long ch = c0 + 32 * u + lane;
+      wv[u] = ch < chunks ? load16(wRow + ch * 8) : zero16();
+    }
+#pragma unroll
+    for (int u = 0; u < kChunkLoads; ++u) {
+      const long long ch = c0 + 32 * u + lane;
+      if (ch >= chunks)
         break;
-      const unsigned short *xr = x + (m0 + r) * ldx;
-      if (va)
-        acc[r] = dotBf16x8(wa, load16(xr + ca * 8), acc[r]);
-      if (vb)
-        acc[r] = dotBf16x8(wb, load16(xr + cb * 8), acc[r]);
+#pragma unroll
+      for (int r = 0; r < kRowsPerPass; ++r) {
+        if (r >= rows)
+          break;
+        acc[r] = dotBf16x8(wv[u], load16(x + (m0 + r) * ldx + ch * 8), acc[r]);
+      }
     }
   }
   for (int r = 0; r < kRowsPerPass; ++r)

@@ -14,13 +14,16 @@
 //   dsc_hc_mixes_dot_fast: one warp per (token s, mix k, split c) of the
 //     (nmix + 1) x splits items: the dot of fn[k] with the token's stream
 //     over split c as exact fp32 products summed in double (lane-strided,
-//     a warp xor tree) -> partial [S, nmix + 1, splits] (double); item
-//     k == nmix is the sum of squares, in torch's fp32 order by the warp of
-//     split 0 (torchSumWarp: bit for bit the CPU's);
-//   dsc_hc_mixes_finish_fast: one warp per token: each mix sums its splits
-//     in double, rounds to fp32 and multiplies by r = rmsRsqrt (the CPU's
-//     bits), then splitSinkhorn as above (splitSinkhornWarp: the same
-//     operations spread over the lanes).
+//     a warp xor tree) -> partial [S, nmix + 1, splits] (double); items
+//     k == nmix compute the squares' torch-order group sums (reduce.cuh
+//     TorchChains; split c: groups c, c + splits, ...) -> groupSums
+//     [S, torchGroupStride(width), 32];
+//   dsc_hc_mixes_finish_fast: one block per token, the token's partials
+//     staged in shared memory: warp 0 merges the group sums
+//     (torchSumMerge: the CPU's sum of squares bit for bit, hence its r =
+//     rmsRsqrt), the warps sum each mix's splits in double (a fixed lane
+//     order), round to fp32 and multiply by r, then splitSinkhorn as above
+//     (splitSinkhornWarp: the same operations spread over the lanes).
 // The mixes equal the CPU-order kernel's unless the two double sums (same
 // exact products, different order) round to different floats: they differ
 // by a few double ulps, so that takes a double-sum within ~2^-29 relative of
@@ -156,7 +159,7 @@ DSC_KERNEL void dsc_hc_mixes(const __grid_constant__ dsc::abi::HcMixesParams p,
 
 DSC_KERNEL void dsc_hc_mixes_dot_fast(const unsigned short *h, long long S, long long width,
                                       const float *fn, long long nmix, long long splits,
-                                      double *partial) {
+                                      double *partial, float *groupSums) {
   const int lane = threadIdx.x & 31;
   const long long perToken = (nmix + 1) * splits, items = S * perToken;
   const long long chunk = (width + splits - 1) / splits;
@@ -164,15 +167,14 @@ DSC_KERNEL void dsc_hc_mixes_dot_fast(const unsigned short *h, long long S, long
     const long long s = q / perToken, rem = q - s * perToken, k = rem / splits,
                     c = rem - k * splits;
     const unsigned short *xs = h + s * width;
-    if (k == nmix) { // the sum of squares in torch's order, by split 0's warp
-      if (c == 0) {
-        const float sumsq = dsc_dense_ts::torchSumWarp(width, [&](long long i) {
+    if (k == nmix) { // the squares' torch-order group sums m = c, c + splits, ...
+      const dsc_dense_ts::TorchChains t(width);
+      float *gs = groupSums + s * dsc::abi::torchGroupStride(width) * 32;
+      for (long long m = c; m <= t.groups; m += splits)
+        gs[m * 32 + lane] = dsc_dense_ts::torchGroupSum(t, lane, m, [&](long long i) {
           const float v = bf16ToFloat(xs[i]);
           return __fmul_rn(v, v);
         });
-        if (lane == 0)
-          partial[q] = (double)sumsq;
-      }
       continue;
     }
     // Exact fp32 products summed in double over the split, lanes strided.
@@ -191,33 +193,66 @@ DSC_KERNEL void dsc_hc_mixes_dot_fast(const unsigned short *h, long long S, long
 }
 
 DSC_KERNEL void dsc_hc_mixes_finish_fast(const __grid_constant__ dsc::abi::HcMixesParams p,
-                                         const double *partial, long long S, long long splits,
+                                         const unsigned short *h, const double *partial,
+                                         const float *groupSums, long long S, long long splits,
                                          long long hc, long long D, const float *scale,
                                          const float *base, float *pre, float *post,
                                          float *comb) {
   const int iters = (int)p.sinkhorn_iters;
   const float normEps = (float)p.norm_eps, eps = (float)p.eps;
-  __shared__ float mixes[dsc_gemv::kWarps][81];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   const long long nmix = (2 + hc) * hc, width = hc * D;
-  for (long long s = dsc_gemv::firstRow(); s < S; s += dsc_gemv::rowStride()) {
+  const long long stride = dsc::abi::torchGroupStride(width);
+  // The token's split sums and group sums, staged: nmix * splits doubles,
+  // then stride * 32 floats (the adapter sizes the dynamic shared memory).
+  extern __shared__ double stage[];
+  float *groups = (float *)(stage + nmix * splits);
+  __shared__ float raw[80], mixes[80];
+  __shared__ float rs;
+  const dsc_dense_ts::TorchChains chains(width);
+  for (long long s = blockIdx.x; s < S; s += gridDim.x) {
     const double *ps = partial + s * (nmix + 1) * splits;
-    // rmsRsqrt of the torch-order sum of squares (split 0 of item nmix).
-    const float sumsq = (float)ps[nmix * splits];
-    const float rs = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(sumsq, (float)width), normEps)));
-    for (long long k = lane; k < nmix; k += 32) {
-      double v = 0.0;
-      for (long long c = 0; c < splits; ++c)
-        v = __dadd_rn(v, ps[k * splits + c]);
-      mixes[warp][k] = __fmul_rn((float)v, rs);
+    const float *gs = groupSums + s * stride * 32;
+    for (long long i = threadIdx.x; i < nmix * splits; i += blockDim.x)
+      stage[i] = ps[i];
+    for (long long i = threadIdx.x; i < (chains.groups + 1) * 32; i += blockDim.x)
+      groups[i] = gs[i];
+    __syncthreads();
+    const unsigned short *xs = h + s * width;
+    if (warp == 0) { // rmsRsqrt of the torch-order sum of squares
+      auto square = [&](long long i) {
+        const float v = bf16ToFloat(xs[i]);
+        return __fmul_rn(v, v);
+      };
+      const float sumsq = dsc_dense_ts::torchSumMerge(
+          chains, [&](long long m) { return groups[m * 32 + lane]; }, square);
+      if (lane == 0)
+        rs = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(sumsq, (float)width), normEps)));
     }
-    __syncwarp();
-    if (hc * hc <= 32)
-      dsc_dense_hc::splitSinkhornWarp(mixes[warp], hc, scale, base, eps, iters, pre + s * hc,
-                                      post + s * hc, comb + s * hc * hc);
-    else if (lane == 0)
-      dsc_dense_hc::splitSinkhorn(mixes[warp], hc, scale, base, eps, iters, pre + s * hc,
-                                  post + s * hc, comb + s * hc * hc);
-    __syncwarp();
+    // Each mix: its split sums in double (lane j: splits j, j + 32, ...;
+    // then a fixed xor tree), rounded to fp32.
+    for (long long k = warp; k < nmix; k += warps) {
+      double v = 0.0;
+      for (long long c = lane; c < splits; c += 32)
+        v = __dadd_rn(v, stage[k * splits + c]);
+#pragma unroll
+      for (int offset = 16; offset > 0; offset >>= 1)
+        v = __dadd_rn(v, __shfl_xor_sync(0xffffffffu, v, offset));
+      if (lane == 0)
+        raw[k] = (float)v;
+    }
+    __syncthreads();
+    if (warp == 0) {
+      for (long long k = lane; k < nmix; k += 32)
+        mixes[k] = __fmul_rn(raw[k], rs);
+      __syncwarp();
+      if (hc * hc <= 32)
+        dsc_dense_hc::splitSinkhornWarp(mixes, hc, scale, base, eps, iters, pre + s * hc,
+                                        post + s * hc, comb + s * hc * hc);
+      else if (lane == 0)
+        dsc_dense_hc::splitSinkhorn(mixes, hc, scale, base, eps, iters, pre + s * hc,
+                                    post + s * hc, comb + s * hc * hc);
+    }
+    __syncthreads();
   }
 }

@@ -13,9 +13,13 @@
 // fast path (same formulas, scores accumulated in fp32 in gemv.cuh's order):
 //   dsc_moe_gate_scores_fast: one warp per expert row e (16-byte loads),
 //     all tokens in passes: s[t, e], choice[t, e] into global scratch;
-//   dsc_moe_gate_select_fast: one warp per token: k rounds of a warp argmax
-//     under the same tie rule (each lane scans e = lane, lane + 32, ...,
-//     E <= 2048), then the same normalisation by lane 0.
+//   dsc_moe_gate_select_fast: one block per token, its choice row in shared
+//     memory (E <= 2048): every entry counts the entries ranking before it
+//     under the same tie rule (stopping at k); the entry of rank j < k is
+//     pick j, exactly the j-th argmax round's; then the same normalisation
+//     by thread 0. Measured slow (54 us per launch at E = 384: the top
+//     entries' threads compare against every entry); a rankKey warp argmax
+//     is the next version (branch gate-select-keys, not yet run on a GPU).
 // Bound: the 2*E*D bytes of the gate weight at memory bandwidth.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
@@ -104,7 +108,7 @@ DSC_KERNEL void dsc_moe_gate_scores_fast(const __grid_constant__ dsc::abi::MoeGa
     for (long long t0 = 0; t0 < T; t0 += dsc_gemv::kRowsPerPass) {
       const int rows = dsc_gemv::passRows(T, t0);
       float acc[dsc_gemv::kRowsPerPass];
-      dsc_gemv::bf16RowDots(w + e * D, x, D, D, t0, rows, acc);
+      dsc_gemv::bf16RowDots<8>(w + e * D, x, D, D, t0, rows, acc);
       if (lane == 0)
         for (int r = 0; r < rows; ++r) {
           const float v = dsc_moe_gate_tail::score(acc[r], temperature);
@@ -118,40 +122,38 @@ DSC_KERNEL void dsc_moe_gate_select_fast(const __grid_constant__ dsc::abi::MoeGa
                                          const float *scores, const float *choice, long long T,
                                          long long E, float *weights, int *ids) {
   const long long topk = p.topk;
-  const int lane = threadIdx.x & 31;
-  for (long long t = dsc_gemv::firstRow(); t < T; t += dsc_gemv::rowStride()) {
-    const float *c = choice + t * E;
-    unsigned long long taken = 0; // bit i: this lane's entry lane + 32 i was chosen
-    const long long k = topk < E ? topk : E;
-    for (long long j = 0; j < k; ++j) {
-      long long best = -1;
-      float bv = 0.0f;
-      for (long long e = lane, i = 0; e < E; e += 32, ++i)
-        if (!((taken >> i) & 1ull) && (best < 0 || ranksBefore(c[e], e, bv, best))) {
-          best = e;
-          bv = c[e];
-        }
-      for (int off = 16; off > 0; off >>= 1) {
-        const long long ob = __shfl_xor_sync(0xffffffffu, best, off);
-        const float ov = __shfl_xor_sync(0xffffffffu, bv, off);
-        if (ob >= 0 && (best < 0 || ranksBefore(ov, ob, bv, best))) {
-          best = ob;
-          bv = ov;
-        }
+  const long long k = topk < E ? topk : E;
+  __shared__ float c[2048]; // E <= 2048 (the adapter checks)
+  for (long long t = blockIdx.x; t < T; t += gridDim.x) {
+    for (long long e = threadIdx.x; e < E; e += blockDim.x)
+      c[e] = choice[t * E + e];
+    __syncthreads();
+    // The j-th of k argmax rounds picks the entry with exactly j entries
+    // ranking before it (ranksBefore is a strict total order).
+    for (long long e = threadIdx.x; e < E; e += blockDim.x) {
+      const float v = c[e];
+      long long rank = 0, f = 0;
+      for (; f + 4 <= E && rank < k; f += 4) {
+        rank += (f != e && ranksBefore(c[f], f, v, e)) ? 1 : 0;
+        rank += (f + 1 != e && ranksBefore(c[f + 1], f + 1, v, e)) ? 1 : 0;
+        rank += (f + 2 != e && ranksBefore(c[f + 2], f + 2, v, e)) ? 1 : 0;
+        rank += (f + 3 != e && ranksBefore(c[f + 3], f + 3, v, e)) ? 1 : 0;
       }
-      if (best >= 0 && (best & 31) == lane)
-        taken |= 1ull << (best >> 5);
-      if (lane == 0) {
-        ids[t * topk + j] = (int)best;
-        weights[t * topk + j] = best >= 0 ? scores[t * E + best] : 0.0f;
+      for (; f < E && rank < k; ++f)
+        rank += (f != e && ranksBefore(c[f], f, v, e)) ? 1 : 0;
+      if (rank < k) {
+        ids[t * topk + rank] = (int)e;
+        weights[t * topk + rank] = scores[t * E + e];
       }
     }
-    if (lane == 0) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
       for (long long j = k; j < topk; ++j) { // k > E: never in a valid plan
         ids[t * topk + j] = -1;
         weights[t * topk + j] = 0.0f;
       }
       dsc_moe_gate_tail::finishWeights(weights + t * topk, topk, p.normalize, (float)p.route_scale);
     }
+    __syncthreads();
   }
 }

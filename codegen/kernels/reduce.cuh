@@ -14,6 +14,7 @@
 // Include after common.cuh:
 //
 //   #include "codegen/kernels/common.cuh"
+#include "dsc/numerics/TorchSumOrder.h"
 //   #include "codegen/kernels/reduce.cuh"
 //
 // Everything here is a template: nothing is emitted unless a kernel uses it.
@@ -129,84 +130,83 @@ __device__ void rmsNormRow(long long n, float eps, Load x, const unsigned short 
   __syncthreads();
 }
 
-/// torchSum(n, item) computed by one warp, bit for bit: torch's order has
-/// 32 independent accumulator chains (4 interleaved vectors x 8 lanes, each
-/// with its own 4 cascade levels, all cascading at the same indices), so
-/// lane t = 8k + l runs chain (k, l) of cascadeRows, and the ilpRowSum tail,
-/// the chain merges and torchSum's tail and lane sum follow in the CPU's
-/// order through shuffles. Consecutive lanes read consecutive items (a
-/// coalesced row walk). Every lane of the warp must call it and gets the sum.
-/// Bound: n / 32 dependent adds per lane.
+// torchSum in parallel, bit for bit: dsc/numerics/TorchSumOrder.h cuts
+// torch's order into group sums (computed anywhere), per-chain folds and a
+// combine of the 32 chains; here one warp (lane = chain) folds and combines.
+using dsc::numerics::TorchChains;
+using dsc::numerics::torchGroupSum;
+
+/// torchSum(n, item) from the group sums: every lane of one warp calls it
+/// with group(m) = its chain's group sum m (0 <= m <= t.groups, asked in
+/// order); every lane gets the sum. Reads item() only for the few items
+/// outside the chains. Bound: t.groups + 48 dependent adds per lane.
+template <typename Item, typename Group>
+__device__ float torchSumMerge(const TorchChains &t, Group group, Item item) {
+  if (t.n < 8) // no chains: every lane sums the few items itself
+    return dsc::numerics::torchSumSmall(t.n, item);
+  const int lane = threadIdx.x & 31;
+  const float mine = dsc::numerics::torchChainSum(t, lane, group, item);
+  return dsc::numerics::torchCombineChains(
+      t, [&](int c) { return __shfl_sync(0xffffffffu, mine, c); }, item);
+}
+
+/// torchSum(n, item) by one warp (each lane sums its own chain's groups):
+/// every lane calls it and gets the sum. Bound: n / 32 dependent adds.
 template <typename Item>
 __device__ float torchSumWarp(long long n, Item item) {
-  const unsigned full = 0xffffffffu;
-  const int lane = threadIdx.x & 31, k = lane >> 3, l = lane & 7;
-  if (n < 8) { // ilpRowSum with one lane: not worth a warp
-    float v = lane == 0 ? torchSum(n, item) : 0.0f;
-    return __shfl_sync(full, v, 0);
-  }
-  const long long vecs = n / 8, ilp = vecs / 4;
-  // cascadeRows(ilp, 4, 8, ...) for chain (k, l): item((i * 4 + k) * 8 + l).
-  auto chainItem = [&](long long i) { return item((i * 4 + k) * 8 + l); };
-  float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  const long long ceilLog2 = ilp <= 2 ? 1 : (long long)(64 - __clzll((long long)(ilp - 1)));
-  const long long power = ceilLog2 / 4 > 4 ? ceilLog2 / 4 : 4;
-  const long long step = 1LL << power, mask = step - 1;
-  long long i = 0;
-  while (i + step <= ilp) {
-    for (long long j = 0; j < step; ++j, ++i)
-      a[0] = __fadd_rn(a[0], chainItem(i));
-    for (int j = 1; j < 4; ++j) {
-      a[j] = __fadd_rn(a[j], a[j - 1]);
-      a[j - 1] = 0.0f;
-      if ((i & (mask << (j * power))) != 0)
-        break;
+  const TorchChains t(n);
+  const int lane = threadIdx.x & 31;
+  return torchSumMerge(t, [&](long long m) { return torchGroupSum(t, lane, m, item); }, item);
+}
+
+
+/// torchSum(n, item) by a whole block (blockDim.x a multiple of 32): the
+/// warps compute the group sums (warp w: groups w, w + warps, ...; lanes
+/// over chains, so a warp reads 32 consecutive items), warp 0 merges them.
+/// Every thread calls it and gets the sum; contains barriers (ends with one).
+template <typename Item>
+__device__ float torchSumBlock(long long n, Item item) {
+  // Rows with more groups than kTorchBlockGroups fall back to torchSumWarp.
+  constexpr int kTorchBlockGroups = dsc::abi::kTorchBlockGroups;
+  __shared__ float groupSums[kTorchBlockGroups * 32];
+  __shared__ float result;
+  const TorchChains t(n);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  if (t.groups + 1 > kTorchBlockGroups) {
+    if (warp == 0) {
+      const float sum = torchSumWarp(n, item);
+      if (lane == 0)
+        result = sum;
+    }
+  } else {
+    for (long long m = warp; m <= t.groups; m += warps)
+      groupSums[m * 32 + lane] = torchGroupSum(t, lane, m, item);
+    __syncthreads();
+    if (warp == 0) {
+      const float sum =
+          torchSumMerge(t, [&](long long m) { return groupSums[m * 32 + lane]; }, item);
+      if (lane == 0)
+        result = sum;
     }
   }
-  for (; i < ilp; ++i)
-    a[0] = __fadd_rn(a[0], chainItem(i));
-  for (int j = 1; j < 4; ++j)
-    a[0] = __fadd_rn(a[0], a[j]);
-  // ilpRowSum's tail: vectors ilp*4 .. vecs go to the k = 0 chains.
-  if (k == 0)
-    for (long long v = ilp * 4; v < vecs; ++v)
-      a[0] = __fadd_rn(a[0], item(v * 8 + l));
-  // acc[l] += acc[8 k + l] for k = 1, 2, 3, in that order.
-  float acc = a[0];
-  for (int m = 1; m < 4; ++m) {
-    const float other = __shfl_sync(full, a[0], m * 8 + l);
-    acc = __fadd_rn(acc, other);
-  }
-  // torchSum: the items past the vectors, then the 8 lane sums in order.
-  float total = 0.0f;
-  if (lane == 0)
-    for (long long t = vecs * 8; t < n; ++t)
-      total = __fadd_rn(total, item(t));
-  for (int m = 0; m < 8; ++m) {
-    const float lm = __shfl_sync(full, acc, m);
-    total = __fadd_rn(total, lm);
-  }
-  return __shfl_sync(full, total, 0);
+  __syncthreads();
+  const float sum = result;
+  __syncthreads(); // groupSums and result may be reused by the next call
+  return sum;
 }
 
 /// The fast RMSNorm row (the Norm family not on the CPU-order kernels): the
-/// same result as rmsNormRow, bit for bit (warp 0 sums the squares with
-/// torchSumWarp instead of thread 0 with torchSum), the normalisation spread
-/// over the whole block. Same aliasing rule; ends with a barrier.
+/// same result as rmsNormRow, bit for bit (the block sums the squares with
+/// torchSumBlock instead of thread 0 with torchSum), the normalisation
+/// spread over the whole block. Same aliasing rule; ends with a barrier.
 template <typename Load>
 __device__ void rmsNormRowFast(long long n, float eps, Load x, const unsigned short *w,
                                unsigned short *y) {
-  __shared__ float rs;
-  if (threadIdx.x < 32) {
-    const float sum = torchSumWarp(n, [&](long long i) {
-      const float v = x(i);
-      return __fmul_rn(v, v);
-    });
-    if (threadIdx.x == 0)
-      rs = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(sum, (float)n), eps)));
-  }
-  __syncthreads();
-  const float rv = rs;
+  const float sum = torchSumBlock(n, [&](long long i) {
+    const float v = x(i);
+    return __fmul_rn(v, v);
+  });
+  const float rv = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(sum, (float)n), eps)));
   for (long long i = threadIdx.x; i < n; i += blockDim.x) {
     const float normed = __fmul_rn(x(i), rv);
     y[i] = bf16FromFloat(__fmul_rn(bf16ToFloat(w[i]), normed));

@@ -41,13 +41,27 @@ __device__ __forceinline__ unsigned long long rankKey(float v, long long j) {
 
 /// Block-wide radix select (all threads of the block call it): the `rank`-th
 /// largest (1-based) of the distinct keys keyOf(0 .. n-1), 8 passes of 8
-/// bits with a shared histogram. `rank` must be in [1, n].
+/// bits with a shared histogram; warp 0 finds each pass's digit (lane
+/// suffix sums over 8 bins each, then one lane's bins). `rank` must be in
+/// [1, n]; rank == n (every key kept) returns the smallest key in one pass.
 template <typename KeyOf>
 __device__ unsigned long long radixSelectKey(long long n, long long rank, KeyOf keyOf) {
   __shared__ unsigned int hist[256];
   __shared__ unsigned long long prefixShared;
   __shared__ long long rankShared;
   unsigned long long prefix = 0, mask = 0;
+  if (rank == n) { // the smallest key: a block minimum
+    __shared__ unsigned long long least;
+    if (threadIdx.x == 0)
+      least = ~0ull;
+    __syncthreads();
+    for (long long j = threadIdx.x; j < n; j += blockDim.x)
+      atomicMin(&least, keyOf(j));
+    __syncthreads();
+    const unsigned long long key = least;
+    __syncthreads();
+    return key;
+  }
   for (int shift = 56; shift >= 0; shift -= 8) {
     for (int b = threadIdx.x; b < 256; b += blockDim.x)
       hist[b] = 0;
@@ -58,16 +72,33 @@ __device__ unsigned long long radixSelectKey(long long n, long long rank, KeyOf 
         atomicAdd(&hist[(key >> shift) & 0xff], 1u);
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
-      long long r = rank;
-      int digit = 255;
-      for (; digit > 0; --digit) {
-        if (r <= (long long)hist[digit])
-          break;
-        r -= hist[digit];
+    if (threadIdx.x < 32) { // the digit holding the rank-th key, from the top
+      const int lane = threadIdx.x;
+      long long local = 0;
+      for (int i = 0; i < 8; ++i)
+        local += hist[lane * 8 + i];
+      long long atOrAbove = local; // bins of lanes >= lane
+      for (int off = 1; off < 32; off <<= 1) {
+        const long long t = __shfl_down_sync(0xffffffffu, atOrAbove, off);
+        if (lane + off < 32)
+          atOrAbove += t;
       }
-      prefixShared = prefix | (static_cast<unsigned long long>(digit) << shift);
-      rankShared = r;
+      const long long above = atOrAbove - local;
+      // The lane whose bins hold it (lane 0 if the rank is past every bin,
+      // which a valid rank never is: the serial walk's digit 0).
+      const unsigned here = __ballot_sync(0xffffffffu, above < rank && rank <= atOrAbove);
+      const int owner = here ? 31 - __clz(here) : 0;
+      if (lane == owner) {
+        long long r = rank - above;
+        int digit = lane * 8 + 7;
+        for (; digit > lane * 8; --digit) {
+          if (r <= (long long)hist[digit])
+            break;
+          r -= hist[digit];
+        }
+        prefixShared = prefix | (static_cast<unsigned long long>(digit) << shift);
+        rankShared = r;
+      }
     }
     __syncthreads();
     prefix = prefixShared;

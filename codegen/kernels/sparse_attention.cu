@@ -89,9 +89,11 @@ __device__ __forceinline__ float warpLogit(const float *qf, long long j, const f
   float dot = 0.0f;
   if (j >= 0 && j < R) {
     const float *row = rows + j * D;
+#pragma unroll 8
     for (long long d = lane; d < D; d += 32)
       dot = fmaf(qf[d], row[d], dot);
   } else if (j >= R) {
+#pragma unroll 8
     for (long long d = lane; d < D; d += 32)
       dot = fmaf(qf[d], readValue(l, kvPool, j - R, (int)d), dot);
   }
@@ -104,13 +106,23 @@ __device__ __forceinline__ float pvAt(long long d, long long n, const long long 
                                       const float *prob, const float *rows, long long R,
                                       const KvPageLayout &l, const unsigned char *kvPool,
                                       long long D) {
+  // Eight entries' values are fetched before they are summed (loads in
+  // flight); the sum is the same, in entry order.
+  constexpr int kAhead = 8;
   float pv = 0.0f;
-  for (long long e = 0; e < n; ++e) {
-    const long long j = jl[e];
-    if (j < 0)
-      continue;
-    const float v = j < R ? rows[j * D + d] : readValue(l, kvPool, j - R, (int)d);
-    pv = __fadd_rn(pv, __fmul_rn(roundToBf16(prob[e]), v));
+  for (long long e0 = 0; e0 < n; e0 += kAhead) {
+    float v[kAhead];
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      const long long e = e0 + u, j = e < n ? jl[e] : -1;
+      v[u] = j < 0 ? 0.0f : j < R ? rows[j * D + d] : readValue(l, kvPool, j - R, (int)d);
+    }
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      const long long e = e0 + u;
+      if (e < n && jl[e] >= 0)
+        pv = __fadd_rn(pv, __fmul_rn(roundToBf16(prob[e]), v[u]));
+    }
   }
   return pv;
 }
@@ -344,20 +356,25 @@ DSC_KERNEL void dsc_sparse_attention_pv_fast(long long D, const float *rows, lon
   __shared__ long long jl[dsc::abi::kSparseBlock];
   const long long local = blockIdx.x, b = blockIdx.y, b0 = b * dsc::abi::kSparseBlock;
   const long long n = K - b0 < dsc::abi::kSparseBlock ? K - b0 : dsc::abi::kSparseBlock;
+  __shared__ float mShared;
   if (threadIdx.x < n)
     jl[threadIdx.x] = sc.ids[local * K + b0 + threadIdx.x];
   if (threadIdx.x == 0) {
     float m = -1e30f; // the walk's running max after block b
     for (long long i = 0; i <= b; ++i)
       m = dsc_sparse::foldMax(m, sc.blockMax[local * nb + i]);
-    float psum = 0.0f;
-    for (long long e = 0; e < n; ++e) {
-      prob[e] = expf(__fsub_rn(sc.logits[local * K + b0 + e], m));
-      psum = __fadd_rn(psum, prob[e]);
-    }
-    sc.psum[local * nb + b] = psum;
+    mShared = m;
   }
   __syncthreads();
+  for (long long e = threadIdx.x; e < n; e += blockDim.x) // the walk's p_e
+    prob[e] = expf(__fsub_rn(sc.logits[local * K + b0 + e], mShared));
+  __syncthreads();
+  if (threadIdx.x == 0) { // psum in entry order
+    float psum = 0.0f;
+    for (long long e = 0; e < n; ++e)
+      psum = __fadd_rn(psum, prob[e]);
+    sc.psum[local * nb + b] = psum;
+  }
   float *pv = sc.pv + (local * nb + b) * D;
   for (long long d = threadIdx.x; d < D; d += blockDim.x)
     pv[d] = dsc_sparse::pvAt(d, n, jl, prob, rows, R, l, kvPool, D);

@@ -89,7 +89,7 @@ public:
     return cpuOrderFamilies & uint32_t(family);
   }
   /// CudaOptions::splitAttention: the split-KV sparse attention.
-  bool splitAttention = false;
+  bool splitAttention = true;
 
   CudaLaunchContext(const runtime::Plan &plan, const runtime::Program &program,
                     const runtime::Launch &launch, const runtime::KernelSpec &kernel,

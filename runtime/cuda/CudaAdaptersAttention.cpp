@@ -134,6 +134,18 @@ Status launch1D(CudaLaunchContext &c, const char *entry, int64_t count,
   return c.launchEntry(entry, grid, block, 0, std::move(args));
 }
 
+/// One block of kThreads per row for `rows` rows (the row kernels
+/// grid-stride beyond the 65,535-block cap).
+Status launchRows(CudaLaunchContext &c, const char *entry, int64_t rows,
+                  std::vector<void *> args) {
+  if (rows <= 0)
+    return Status::ok();
+  Dim3 grid, block;
+  block.x = kThreads;
+  grid.x = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
+  return c.launchEntry(entry, grid, block, 0, std::move(args));
+}
+
 Status rope(CudaLaunchContext &c, const abi::RopeParams &p) {
   std::vector<float> freqs = ropeFreqs(p.rope);
   int64_t ropeDim = p.rope.dim;
@@ -250,7 +262,7 @@ Status compressor(CudaLaunchContext &c, const abi::CompressorParams &p) {
     DSC_TRY(s.allocate(c));
     CUdeviceptr lb = s.at(lin);
     DSC_TRY(linear(wp, none, lb));
-    return launch1D(c, "dsc_compressor_norm", S, {&params, &lb, &cs, &d, &np, &lp});
+    return launchRows(c, "dsc_compressor_norm", S, {&params, &lb, &cs, &d, &np, &lp});
   }
   size_t kvPiece = s.add(size_t(S * d) * 4), scorePiece = s.add(size_t(S * d) * 4);
   size_t pooledPiece = s.add(size_t(std::max<int64_t>(nCap, 1) * d) * 2);
@@ -299,7 +311,7 @@ Status compressor(CudaLaunchContext &c, const abi::CompressorParams &p) {
     if (emitted != n)
       return runtime::internalError("compressor: pooled " + std::to_string(emitted) +
                                     " groups, expected " + std::to_string(n));
-    return launch1D(c, "dsc_compressor_norm", n, {&params, &pooled, &cs, &d, &np, &lp});
+    return launchRows(c, "dsc_compressor_norm", n, {&params, &pooled, &cs, &d, &np, &lp});
   } else { // decode: slot p % ratio; a group is pooled when it completes (in-kernel)
     int64_t rowFrom = 0, count = 1;
     DSC_TRY(launch1D(c, "dsc_compressor_state", d,
@@ -308,7 +320,7 @@ Status compressor(CudaLaunchContext &c, const abi::CompressorParams &p) {
     DSC_TRY(launch1D(c, "dsc_compressor_pool", nCap * d,
                      {&params, &stKv, &stScore, &cs, &d, &pooled}));
   }
-  return launch1D(c, "dsc_compressor_norm", start == 0 ? n : nCap,
+  return launchRows(c, "dsc_compressor_norm", start == 0 ? n : nCap,
                   {&params, &pooled, &cs, &d, &np, &lp});
 }
 
@@ -363,9 +375,13 @@ Status indexKeys(CudaLaunchContext &c, const abi::IndexKeysParams &p) {
               dst = c.outputs[0]->ptr, cs = c.callState;
   // The kernels take the ratio from params (p.ratio, which verifyPlan checks
   // is the state's).
-  DSC_TRY(launch1D(c, "dsc_index_keys_linear", nCap * dk,
-                   {&params, &lp, &wp, &cs, &headDim, &dk, &kb}));
-  DSC_TRY(launch1D(c, "dsc_index_keys_norm", nCap, {&params, &kb, &cs, &dk, &normp}));
+  if (c.cpuOrder(runtime::KernelFamily::IndexKeys))
+    DSC_TRY(launch1D(c, "dsc_index_keys_linear", nCap * dk,
+                     {&params, &lp, &wp, &cs, &headDim, &dk, &kb}));
+  else // one warp per output: nCap * dk warps of kThreads / 32 per block
+    DSC_TRY(launch1D(c, "dsc_index_keys_linear_fast", nCap * dk * 32,
+                     {&params, &lp, &wp, &cs, &headDim, &dk, &kb}));
+  DSC_TRY(launchRows(c, "dsc_index_keys_norm", nCap, {&params, &kb, &cs, &dk, &normp}));
   std::vector<void *> args{&params, &kb, &cs, &dk, &f, &dst};
   pool->push(args);
   return launch1D(c, "dsc_index_keys_write", nCap * (dk / pool->tile), std::move(args));

@@ -89,19 +89,23 @@ Status hcMixes(CudaLaunchContext &c, const abi::HcMixesParams &p) {
                                     std::to_string(hc));
   CUdeviceptr hp = h.ptr, fn = c.inputs[1]->ptr, sc = c.inputs[2]->ptr, base = c.inputs[3]->ptr,
               pre = c.outputs[0]->ptr, post = c.outputs[1]->ptr, comb = c.outputs[2]->ptr;
-  if (!c.cpuOrder(runtime::KernelFamily::Mhc)) {
-    const long long splits = hcSplits(S);
-    long long nmix = (2 + hc) * hc, width = hc * D, items = S * (nmix + 1) * splits;
-    auto partial = c.scratch(size_t(items) * sizeof(double));
+  const long long nmix = (2 + hc) * hc, width = hc * D, splits = hcSplits(S, nmix);
+  // dsc_hc_mixes_finish_fast stages one token's split and group sums.
+  const size_t stage = size_t(nmix * splits) * sizeof(double) +
+                       size_t(abi::torchGroupStride(width) * 32) * sizeof(float);
+  if (!c.cpuOrder(runtime::KernelFamily::Mhc) && stage <= size_t(kMaxDynamicShared)) {
+    long long items = S * (nmix + 1) * splits;
+    const long long groupFloats = S * abi::torchGroupStride(width) * 32;
+    auto partial = c.scratch(size_t(items) * sizeof(double) + size_t(groupFloats) * sizeof(float));
     if (!partial)
       return partial.status();
-    CUdeviceptr pp = *partial;
+    CUdeviceptr pp = *partial, gp = pp + CUdeviceptr(items) * sizeof(double);
     if (Status s = c.launchEntry("dsc_hc_mixes_dot_fast", gemvGrid(items), gemvBlock(), 0,
-                                 args(hp, S, width, fn, nmix, splits, pp));
+                                 args(hp, S, width, fn, nmix, splits, pp, gp));
         !s)
       return s;
-    return c.launchEntry("dsc_hc_mixes_finish_fast", gemvGrid(S), gemvBlock(), 0,
-                         args(p, pp, S, splits, hc, D, sc, base, pre, post, comb));
+    return c.launchEntry("dsc_hc_mixes_finish_fast", gridRows(S), gemvBlock(), stage,
+                         args(p, hp, pp, gp, S, splits, hc, D, sc, base, pre, post, comb));
   }
   return c.launchEntry("dsc_hc_mixes", gridRows(S), block1(64), 0,
                        args(p, hp, S, hc, D, fn, sc, base, pre, post, comb));
@@ -199,7 +203,7 @@ Status moeGate(CudaLaunchContext &c, const abi::MoeGateParams &p) {
                                  args(p, xp, T, D, wp, bias, E, sp, cp));
         !s)
       return s;
-    return c.launchEntry("dsc_moe_gate_select_fast", gemvGrid(T), gemvBlock(), 0,
+    return c.launchEntry("dsc_moe_gate_select_fast", gridRows(T), gemvBlock(), 0,
                          args(p, sp, cp, T, E, weights, ids));
   }
   return c.launchEntry("dsc_moe_gate", gridRows(T), block1(), smem,

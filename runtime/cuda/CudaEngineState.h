@@ -70,7 +70,7 @@ public:
   bool logGraphs = false;      ///< CudaOptions::logGraphs
   bool quadraticTopk = false;  ///< CudaOptions::quadraticTopk (CudaLaunchContext)
   uint32_t cpuOrderFamilies = 0; ///< CudaOptions::cpuOrderFamilies (CudaLaunchContext)
-  bool splitAttention = false;  ///< CudaOptions::splitAttention (CudaLaunchContext)
+  bool splitAttention = true;   ///< CudaOptions::splitAttention (CudaLaunchContext)
   /// The session whose capture is open on the stream, or null.
   CudaSession *capturing = nullptr;
   mutable std::mutex mutex;

@@ -147,10 +147,17 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, con
   return Status::ok();
 }
 
-/// Splits per mHC mix row of dsc_hc_mixes_dot_fast for S tokens: enough
-/// warps at decode, one split (S-way parallel, bounded scratch) from 64 on.
-inline long long hcSplits(long long S) {
-  return S >= abi::kHcSplits ? 1 : abi::kHcSplits / (S < 1 ? 1 : S);
+/// Dynamic shared memory a kernel may take without opting in.
+constexpr long long kMaxDynamicShared = 48 * 1024 - abi::kTorchBlockSharedBytes;
+
+/// Splits per mHC mix row of dsc_hc_mixes_dot_fast for S tokens and nmix
+/// mixes: enough warps at decode, one split (S-way parallel, bounded
+/// scratch) from 64 tokens on, and at most 24 KiB of one token's split sums
+/// for dsc_hc_mixes_finish_fast to stage.
+inline long long hcSplits(long long S, long long nmix) {
+  long long splits = S >= abi::kHcSplits ? 1 : abi::kHcSplits / (S < 1 ? 1 : S);
+  const long long cap = (24 * 1024) / (8 * (nmix < 1 ? 1 : nmix));
+  return splits < cap ? splits : (cap < 1 ? 1 : cap);
 }
 
 /// Threads per row of dsc_rms_norm(_fast) and dsc_mhc_pre_norm(_fast): one

@@ -244,6 +244,7 @@ TEST_F(KernelAbi, TemplateEntriesTakeTheirStructFirst) {
       {"dsc_compressor_norm", {layoutOf<dsc::abi::CompressorParams>()}},
       {"dsc_compress_kv", {layoutOf<dsc::abi::CompressKvParams>()}},
       {"dsc_index_keys_linear", {layoutOf<dsc::abi::IndexKeysParams>()}},
+      {"dsc_index_keys_linear_fast", {layoutOf<dsc::abi::IndexKeysParams>()}},
       {"dsc_index_keys_norm", {layoutOf<dsc::abi::IndexKeysParams>()}},
       {"dsc_index_keys_write", {layoutOf<dsc::abi::IndexKeysParams>()}},
       {"dsc_index_queries_rope_qdq", {layoutOf<dsc::abi::IndexQueriesParams>()}},

@@ -141,9 +141,11 @@ TEST_F(CudaFlags, KernelsFlagRejectsUnknownFamily) {
   EXPECT_NE(error.find("unknown kernel family ''"), std::string::npos) << error;
 }
 
-/// --cuda-attention picks CudaOptions::splitAttention; single is the default.
+/// --cuda-attention picks CudaOptions::splitAttention; split is the default.
 TEST_F(CudaFlags, AttentionFlagSelectsSplitKv) {
   CommandLine cl;
+  EXPECT_TRUE(apply(cl).splitAttention);
+  cl.options["--cuda-attention"] = "single";
   EXPECT_FALSE(apply(cl).splitAttention);
   cl.options["--cuda-attention"] = "split";
   EXPECT_TRUE(apply(cl).splitAttention);

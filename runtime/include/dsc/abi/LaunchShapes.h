@@ -30,6 +30,15 @@ inline constexpr int kSparseBlock = 64;
 /// at more tokens: cuda::hcSplits); the split sums are double, so the
 /// count only moves a mix where a double sum sits at a float boundary.
 inline constexpr int kHcSplits = 64;
+/// Group sums per chain (x 32 chains, fp32) that torchSumBlock keeps in
+/// static shared memory (codegen/kernels/reduce.cuh): kernels using it have
+/// kTorchBlockSharedBytes less for their dynamic shared memory.
+inline constexpr int kTorchBlockGroups = 128;
+inline constexpr int kTorchBlockSharedBytes = kTorchBlockGroups * 32 * 4 + 16;
+/// Scratch stride (group sums per chain) for a row of `n` items summed in
+/// torch's order from group sums computed apart (dsc_hc_mixes_*_fast): a
+/// chain has n / 32 items in groups of at least 16, plus a tail group.
+inline constexpr long long torchGroupStride(long long n) { return n / 512 + 1; }
 /// Threads per row of dsc_rms_norm_fast and dsc_mhc_pre_norm_fast (the
 /// result does not depend on it: warp 0 sums in torch's order).
 inline constexpr int kNormThreads = 1024;
