@@ -1,7 +1,7 @@
 //===- gemv.cuh - The GEMV/GEMM core of the fast CUDA kernels --------------===//
 //
 // What: the building blocks of the `_fast` entries (CudaOptions::
-// cpuOrderKernels = false, the default), built so that a decode step streams
+// no kernel family on cpuOrderFamilies, the default), built so that a decode step streams
 // every weight once at memory bandwidth:
 //   - quantizeBlocks / quantizeToShared: act_quant (E4M3 codes + the fp32
 //     value of the UE8M0 scale per 32 K, bit for bit numerics::

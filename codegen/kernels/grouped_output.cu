@@ -7,7 +7,7 @@
 //   dsc_grouped_output_act_quant: act_quant of z (one thread per 32 block);
 //   dsc_grouped_output_fp8: y = wo_b(z), FP8 block-scaled GEMM, one thread
 //     per output, one bf16 RNE (linearFp8's order).
-// These are the CPU-order kernels (CudaOptions::cpuOrderKernels). The
+// These are the CPU-order kernels (CudaOptions::cpuOrderFamilies). The
 // default, fast entries (gemv.cuh):
 //   dsc_grouped_output_woa_fast: one warp per wo_a row g*R + r, fp32
 //     accumulation of the bf16 dot with o[s, g, :];

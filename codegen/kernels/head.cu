@@ -4,7 +4,7 @@
 // exact products summed in double in the CPU's dotF64 order, one rounding
 // to fp32. x points at the first row the head runs on (the adapter offsets
 // it for last_only). One thread per logit, v the fastest index: the
-// CPU-order kernel (CudaOptions::cpuOrderKernels).
+// CPU-order kernel (CudaOptions::cpuOrderFamilies).
 // dsc_head_fast (the default): one warp per vocabulary row (gemv.cuh,
 // 16-byte loads), fp32 accumulation in a fixed order; bound: the 2*V*D
 // bytes of the bf16 head at memory bandwidth.

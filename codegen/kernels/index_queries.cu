@@ -17,7 +17,7 @@
 //   dsc_index_queries_act_quant_fast + dsc_index_queries_gemm_fast (the
 //   default;
 //     the two above are the CPU-order kernels of CudaOptions::
-//     cpuOrderKernels): act_quant to E4M3 bytes, then gemv.cuh's tensor-core
+//     cpuOrderFamilies): act_quant to E4M3 bytes, then gemv.cuh's tensor-core
 //     FP8 GEMV (x != null: quantised in shared memory; else from the act
 //     step's global codes); the same qb. Bound: the N*K weight bytes.
 //===----------------------------------------------------------------------===//

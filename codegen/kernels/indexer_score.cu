@@ -11,7 +11,7 @@
 // weightScale = (float)p.weight_scale (dsc::abi::IndexerScoreParams, the
 // first argument); ratio is the index-key state's (not a parameter here).
 // dsc_indexer_score_fast (the default; the entry above is the CPU-order
-// kernel of CudaOptions::cpuOrderKernels): grid (key blocks, S); the block
+// kernel of CudaOptions::cpuOrderFamilies): grid (key blocks, S); the block
 // stages the row's queries [H, dk] in shared memory as fp32, one warp per
 // key t decodes the record into shared memory and its lanes take heads h =
 // lane, lane + 32, ... with the same d-order dot, relu, weight and bf16

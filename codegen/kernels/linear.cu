@@ -8,7 +8,7 @@
 // quant = bf16:
 //   dsc_linear_bf16: one thread per output; exact products summed in double
 //     in the CPU's dotF64 order, rounded double -> fp32 -> bf16.
-// The entries above are the CPU-order kernels (CudaOptions::cpuOrderKernels).
+// The entries above are the CPU-order kernels (CudaOptions::cpuOrderFamilies).
 // The default, fast entries (gemv.cuh: one warp per output row, 16-byte
 // weight loads, a fixed but different summation order):
 //   dsc_linear_fp8_fast / dsc_linear_fp4_fast: x != null: the block

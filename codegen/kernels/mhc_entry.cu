@@ -11,9 +11,10 @@
 // Bit-identical to dsc_hc_pre followed by dsc_rms_norm; x never reaches
 // global memory (it is internal to the group). Takes the rms_norm step's
 // parameters as its __grid_constant__ struct (the kernel ABI).
-// dsc_mhc_pre_norm_fast (the default; CudaOptions::cpuOrderKernels selects
-// the entry above): the same with rmsNormRowFast (block-reduced sum of
-// squares), bit-identical to dsc_hc_pre followed by dsc_rms_norm_fast.
+// dsc_mhc_pre_norm_fast (the default; CudaOptions::cpuOrderFamilies selects
+// the entry above): the same with rmsNormRowFast (the block sums the squares
+// in the same torch order), bit-identical to dsc_hc_pre followed by
+// dsc_rms_norm_fast, and so to the entry above.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/reduce.cuh"

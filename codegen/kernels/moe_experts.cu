@@ -20,7 +20,7 @@
 // Routed weights are stacked: w1/w3 [E, I, D/2] + [E, I, D/32], w2
 // [E, D, I/2] + [E, D, I/32]; shared: w1/w3 [I, D] + [ceil(I/32), D/32], w2
 // [D, I] + [ceil(D/32), I/32].
-// The steps above are the CPU-order kernels (CudaOptions::cpuOrderKernels).
+// The steps above are the CPU-order kernels (CudaOptions::cpuOrderFamilies).
 // The default, fast path is three launches for all ranks and the shared
 // expert (gemv.cuh tensor-core tiles, warps splitting K combined in warp
 // order: a fixed summation order, no float atomics):

@@ -9,7 +9,7 @@
 // bias. Thread 0: k rounds of argmax under numerics' tie rule (NaN first,
 // larger first, lower id at ties) = rank order; w = s[idx]; normalise
 // (rank-order fp32 sum + 1e-20) when normalize && k > 1; times route_scale.
-// That is the CPU-order kernel (CudaOptions::cpuOrderKernels). The default,
+// That is the CPU-order kernel (CudaOptions::cpuOrderFamilies). The default,
 // fast path (same formulas, scores accumulated in fp32 in gemv.cuh's order):
 //   dsc_moe_gate_scores_fast: one warp per expert row e (16-byte loads),
 //     all tokens in passes: s[t, e], choice[t, e] into global scratch;

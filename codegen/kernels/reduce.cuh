@@ -8,6 +8,9 @@
 //     runtime/cpu/kernels/dense/TorchReduce.h (torchSumF32) and Norm.cpp
 //     (rmsRsqrt); run by ONE thread, every add __fadd_rn (NVRTC would
 //     otherwise contract a*b+c into an FMA);
+//   - torchSumMerge / torchSumWarp / torchSumBlock and rmsNormRowFast: the
+//     same order, bit for bit, computed in parallel through
+//     dsc/numerics/TorchSumOrder.h (group sums anywhere, one warp folds);
 //   - dsc_dense_d64::dotF64: exact fp32 products summed in double, mirroring
 //     runtime/cpu/kernels/dense/DenseUtil.h dotF64 (used by Linear.cpp's bf16
 //     path, the LM head, the MoE gate, mHC mixes, grouped output).

@@ -6,8 +6,9 @@
 // CPU); then every thread writes y[i] = bf16(w[i] * (x[i] * r)) for its
 // columns. y may alias x (each element is read before it is written by the
 // same thread; the sum finishes before any write). This is the CPU-order
-// kernel (CudaOptions::cpuOrderKernels); dsc_rms_norm_fast (the default)
-// reduces the sum of squares over the block (rmsNormRowFast), same layout.
+// kernel (the Norm family on CudaOptions::cpuOrderFamilies); dsc_rms_norm_fast
+// (the default) sums the squares with the whole block in the same torch
+// order (rmsNormRowFast: the same bits), same layout.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/reduce.cuh"

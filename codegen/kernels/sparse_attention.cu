@@ -19,7 +19,7 @@
 // skipped like -1 (the CPU asserts they do not occur).
 // Dynamic shared memory: 2 * D floats (q, acc).
 // dsc_sparse_attention_fast (the default; the entry above is the CPU-order
-// kernel of CudaOptions::cpuOrderKernels): step 1 by one warp per entry,
+// kernel of CudaOptions::cpuOrderFamilies): step 1 by one warp per entry,
 // lanes over d (coalesced record reads) and a fixed xor-tree sum; steps 2-3
 // and the epilogue as above. Deterministic; not the CPU's d order.
 //===----------------------------------------------------------------------===//
