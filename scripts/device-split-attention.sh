@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The split-KV sparse attention (CudaOptions::splitAttention) must give the
-# same logits bytes as the single walk (docs/cuda-kernels-attention.md): runs
-# dsc-bench on a plan with synthetic weights both ways, compares the logits
+# The split-KV sparse attention (CudaOptions::splitAttention, and with the
+# MQA logits/PV kernels: mqaAttention) must give the same logits bytes as
+# the single walk (docs/cuda-kernels-attention.md): runs dsc-bench on a plan
+# with synthetic weights the three ways, compares the logits
 # of the timed sequence (prefill's last row and every decode step) with cmp
-# and prints both timings. Needs a GPU (the device tool; docs/device.md).
+# and prints the timings. Needs a GPU (the device tool; docs/device.md).
 # usage: scripts/device-split-attention.sh CARRY PLAN OUTDIR [PREFILL_LEN]
 # CARRY holds bin/dsc-bench; PLAN a plan path (e.g. CARRY/rw6.dscp).
 set -u
@@ -16,4 +17,9 @@ run() { # MODE
 }
 run single
 run split
-cmp /tmp/split-single.npy /tmp/split-split.npy && echo "split == single (logits bytes): PASS" || { echo "split != single: FAIL"; exit 1; }
+run mqa
+fail=0
+for m in split mqa; do
+  cmp /tmp/split-single.npy /tmp/split-$m.npy && echo "$m == single (logits bytes): PASS" || { echo "$m != single: FAIL"; fail=1; }
+done
+exit $fail

@@ -407,3 +407,182 @@ DSC_KERNEL void dsc_sparse_attention_merge_fast(
   __syncthreads();
   dsc_sparse::emit(acc, denom, D, sh, s, DSC_CALL_START(callState), ropeStep, ropeInvFreq, o);
 }
+
+//===----------------------------------------------------------------------===//
+// MQA split-KV (CudaOptions::mqaAttention): the split path's logits and PV
+// with every entry block's values read once per group of heads instead of
+// once per head (the heads of a row share their KV entries). Grid (rows,
+// blocks, head groups of `headsPer`); each round stages `stage` entries'
+// values (fp32, the bits warpLogit and pvAt read: window rows or decoded
+// records) in dynamic shared memory (stage * D floats). Designed
+// byte-identical to _logits_fast / _pv_fast, so to the single walk:
+//   _logits_mqa: warp w < headsPer is head g * headsPer + w; its lane holds
+//     q[lane + 32 i] in registers and runs warpLogit's per-lane fmaf chain
+//     (d ascending) and warpSum per entry; lane 0 folds the block maximum
+//     in entry order; logits, ids and maxima go to the split scratch;
+//   _pv_mqa: per head m_b (the same fold), prob = exp(logit - m_b) (all
+//     threads), psum in entry order (one thread per head); thread t owns
+//     the (head, channel) pairs t, t + blockDim, ... and sums pvAt's
+//     operations in entry order across the rounds.
+// D <= 32 * kMqaMaxLane and headsPer * D <= blockDim * kMqaMaxPairs (the
+// adapter checks; else it takes the split path).
+//===----------------------------------------------------------------------===//
+
+namespace dsc_sparse {
+constexpr int kMqaMaxLane = 32;  ///< q values per lane (D <= 1024)
+constexpr int kMqaMaxPairs = 16; ///< (head, channel) pairs per PV thread
+constexpr int kMqaMaxHeads = 8;  ///< heads per block
+
+/// Stages entries e0 .. e0 + ns of the block (ids jl) into vals [ns, D].
+__device__ __forceinline__ void stageValues(float *vals, const long long *jl, long long e0,
+                                            long long ns, long long D, const float *rows,
+                                            long long R, const KvPageLayout &l,
+                                            const unsigned char *kvPool) {
+  for (long long i = threadIdx.x; i < ns * D; i += blockDim.x) {
+    const long long e = i / D, d = i - e * D, j = jl[e0 + e];
+    vals[i] = j < 0 ? 0.0f : j < R ? rows[j * D + d] : readValue(l, kvPool, j - R, (int)d);
+  }
+}
+} // namespace dsc_sparse
+
+DSC_KERNEL void dsc_sparse_attention_logits_mqa(
+    const __grid_constant__ dsc::abi::SparseAttentionParams p, const unsigned short *q,
+    long long S, long long H, long long D, const float *rows, long long R,
+    const unsigned char *kvPool, int values, int tile, int valueType, int scaleType,
+    int tokensPerPage, int order, long long ratio, const int *topk, long long k,
+    const long long *callState, long long window, long long windowWidth, long long rowsH,
+    float *scratch, long long rowBase, long long headsPer, long long stage) {
+  const float scale = (float)p.scale;
+  const long long startPos = DSC_CALL_START(callState);
+  const bool chunk = DSC_CALL_CHUNK(callState);
+  const long long ringRows = DSC_CALL_RING_ROWS(callState);
+  const long long T = ratio > 0 ? DSC_CALL_COMPRESSED_LENGTH(callState, ratio) : 0;
+  const long long nKv = R + (kvPool ? T : 0);
+  const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
+  const long long K = windowWidth + (topk ? k : 0), nb = (K + dsc::abi::kSparseBlock - 1) / dsc::abi::kSparseBlock;
+  const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
+  extern __shared__ float vals[]; // stage * D floats
+  __shared__ long long jl[dsc::abi::kSparseBlock];
+  __shared__ float logit[dsc_sparse::kMqaMaxHeads][dsc::abi::kSparseBlock];
+  const long long localRow = blockIdx.x, s = rowBase + localRow, b = blockIdx.y;
+  const long long b0 = b * dsc::abi::kSparseBlock;
+  const long long n = K - b0 < dsc::abi::kSparseBlock ? K - b0 : dsc::abi::kSparseBlock;
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const long long h = (long long)blockIdx.z * headsPer + w;
+  const bool active = w < headsPer && h < H;
+  for (long long e = threadIdx.x; e < n; e += blockDim.x) {
+    long long j = sparseEntry(s, b0 + e, startPos, chunk, ringRows, window, windowWidth, topk, k);
+    jl[e] = j >= nKv ? -1 : j;
+  }
+  float qv[dsc_sparse::kMqaMaxLane];
+#pragma unroll
+  for (int i = 0; i < dsc_sparse::kMqaMaxLane; ++i) {
+    const long long d = lane + 32LL * i;
+    qv[i] = active && d < D ? bf16ToFloat(q[(s * H + h) * D + d]) : 0.0f;
+  }
+  __syncthreads();
+  for (long long e0 = 0; e0 < n; e0 += stage) {
+    const long long ns = n - e0 < stage ? n - e0 : stage;
+    dsc_sparse::stageValues(vals, jl, e0, ns, D, rows, R, l, kvPool);
+    __syncthreads();
+    if (active)
+      for (long long e = 0; e < ns; ++e) {
+        const long long j = jl[e0 + e];
+        float dot = 0.0f;
+        if (j >= 0) {
+          const float *v = vals + e * D;
+#pragma unroll
+          for (int i = 0; i < dsc_sparse::kMqaMaxLane; ++i) {
+            const long long d = lane + 32LL * i;
+            if (d < D)
+              dot = fmaf(qv[i], v[d], dot);
+          }
+        }
+        dot = warpSum(dot);
+        if (lane == 0)
+          logit[w][e0 + e] = j < 0 ? negInf() : __fmul_rn(dot, scale);
+      }
+    __syncthreads();
+  }
+  if (active) {
+    const long long local = localRow * H + h;
+    for (long long e = lane; e < n; e += 32) {
+      sc.logits[local * K + b0 + e] = logit[w][e];
+      sc.ids[local * K + b0 + e] = jl[e];
+    }
+    if (lane == 0) {
+      float blockMax = negInf();
+      for (long long e = 0; e < n; ++e)
+        blockMax = blockMax < logit[w][e] ? logit[w][e] : blockMax; // std::max, entry order
+      sc.blockMax[local * nb + b] = blockMax;
+    }
+  }
+}
+
+DSC_KERNEL void dsc_sparse_attention_pv_mqa(long long D, const float *rows, long long R,
+                                            const unsigned char *kvPool, int values, int tile,
+                                            int valueType, int scaleType, int tokensPerPage,
+                                            int order, long long K, long long rowsH, long long H,
+                                            long long headsPer, long long stage,
+                                            float *scratch) {
+  const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
+  const long long nb = (K + dsc::abi::kSparseBlock - 1) / dsc::abi::kSparseBlock;
+  const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
+  extern __shared__ float vals[]; // stage * D floats
+  __shared__ long long jl[dsc::abi::kSparseBlock];
+  __shared__ float prob[dsc_sparse::kMqaMaxHeads][dsc::abi::kSparseBlock];
+  __shared__ float mShared[dsc_sparse::kMqaMaxHeads];
+  const long long localRow = blockIdx.x, b = blockIdx.y, h0 = (long long)blockIdx.z * headsPer;
+  const long long heads = H - h0 < headsPer ? H - h0 : headsPer;
+  const long long b0 = b * dsc::abi::kSparseBlock;
+  const long long n = K - b0 < dsc::abi::kSparseBlock ? K - b0 : dsc::abi::kSparseBlock;
+  const long long local0 = localRow * H + h0; // the group's first (row, head)
+  for (long long e = threadIdx.x; e < n; e += blockDim.x)
+    jl[e] = sc.ids[local0 * K + b0 + e]; // the row's entries: the same for every head
+  if (threadIdx.x < heads) {
+    float m = -1e30f; // the walk's running max after block b
+    for (long long i = 0; i <= b; ++i)
+      m = dsc_sparse::foldMax(m, sc.blockMax[(local0 + threadIdx.x) * nb + i]);
+    mShared[threadIdx.x] = m;
+  }
+  __syncthreads();
+  for (long long i = threadIdx.x; i < heads * n; i += blockDim.x) { // the walk's p_e
+    const long long hh = i / n, e = i - hh * n;
+    prob[hh][e] = expf(__fsub_rn(sc.logits[(local0 + hh) * K + b0 + e], mShared[hh]));
+  }
+  __syncthreads();
+  if (threadIdx.x < heads) { // psum in entry order
+    float psum = 0.0f;
+    for (long long e = 0; e < n; ++e)
+      psum = __fadd_rn(psum, prob[threadIdx.x][e]);
+    sc.psum[(local0 + threadIdx.x) * nb + b] = psum;
+  }
+  float acc[dsc_sparse::kMqaMaxPairs];
+#pragma unroll
+  for (int u = 0; u < dsc_sparse::kMqaMaxPairs; ++u)
+    acc[u] = 0.0f;
+  for (long long e0 = 0; e0 < n; e0 += stage) {
+    const long long ns = n - e0 < stage ? n - e0 : stage;
+    dsc_sparse::stageValues(vals, jl, e0, ns, D, rows, R, l, kvPool);
+    __syncthreads();
+#pragma unroll
+    for (int u = 0; u < dsc_sparse::kMqaMaxPairs; ++u) {
+      const long long pair = threadIdx.x + (long long)u * blockDim.x;
+      if (pair < heads * D) {
+        const long long hh = pair / D, d = pair - hh * D;
+        for (long long e = 0; e < ns; ++e)
+          if (jl[e0 + e] >= 0) // pvAt: sum_e bf16(p_e) * v[e][d], entry order
+            acc[u] = __fadd_rn(acc[u], __fmul_rn(roundToBf16(prob[hh][e0 + e]), vals[e * D + d]));
+      }
+    }
+    __syncthreads();
+  }
+#pragma unroll
+  for (int u = 0; u < dsc_sparse::kMqaMaxPairs; ++u) {
+    const long long pair = threadIdx.x + (long long)u * blockDim.x;
+    if (pair < heads * D) {
+      const long long hh = pair / D, d = pair - hh * D;
+      sc.pv[((local0 + hh) * nb + b) * D + d] = acc[u];
+    }
+  }
+}

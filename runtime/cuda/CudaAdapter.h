@@ -90,6 +90,8 @@ public:
   }
   /// CudaOptions::splitAttention: the split-KV sparse attention.
   bool splitAttention = true;
+  /// CudaOptions::mqaAttention: the split path's MQA logits and PV kernels.
+  bool mqaAttention = false;
 
   CudaLaunchContext(const runtime::Plan &plan, const runtime::Program &program,
                     const runtime::Launch &launch, const runtime::KernelSpec &kernel,

@@ -14,6 +14,7 @@ CudaEngineState::CudaEngineState(hal::Device device, const runtime::CudaOptions 
   quadraticTopk = options.quadraticTopk;
   cpuOrderFamilies = options.cpuOrderFamilies;
   splitAttention = options.splitAttention;
+  mqaAttention = options.mqaAttention;
 }
 
 runtime::Expected<CUfunction> CudaEngineState::function(const runtime::Plan &plan, int64_t module,

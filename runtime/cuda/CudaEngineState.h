@@ -71,6 +71,7 @@ public:
   bool quadraticTopk = false;  ///< CudaOptions::quadraticTopk (CudaLaunchContext)
   uint32_t cpuOrderFamilies = 0; ///< CudaOptions::cpuOrderFamilies (CudaLaunchContext)
   bool splitAttention = true;   ///< CudaOptions::splitAttention (CudaLaunchContext)
+  bool mqaAttention = false;    ///< CudaOptions::mqaAttention (CudaLaunchContext)
   /// The session whose capture is open on the stream, or null.
   CudaSession *capturing = nullptr;
   mutable std::mutex mutex;

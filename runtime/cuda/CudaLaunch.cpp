@@ -16,6 +16,7 @@ BoundLaunch::BoundLaunch(CudaSession &session, runtime::LaunchContext &c)
   quadraticTopk = engine_.quadraticTopk;
   cpuOrderFamilies = engine_.cpuOrderFamilies;
   splitAttention = engine_.splitAttention;
+  mqaAttention = engine_.mqaAttention;
 }
 
 Status BoundLaunch::bind(const runtime::HostTensor &host, const runtime::ValueSlot *slot,

@@ -9,8 +9,10 @@
 //                              kernels (cpu-order: the first-cut kernels in the
 //                              CPU's summation order, for every family or for
 //                              the named ones: runtime::kKernelFamilyNames)
-//   --cuda-attention single|split  the fast sparse attention as one walk per
-//                              (row, head) or split-KV (CudaOptions::splitAttention)
+//   --cuda-attention single|split|mqa  the fast sparse attention as one walk
+//                              per (row, head), split-KV (CudaOptions::
+//                              splitAttention) or split-KV with the MQA logits
+//                              and PV kernels (CudaOptions::mqaAttention)
 // and, where a flag is not given, from the environment variables the
 // runtime read before: DSC_CUDA_GRAPHS=0 (off) / =2 (log), DSC_CUDA_SYNC
 // (anything but empty or 0), DSC_CUDA_TOPK_QUADRATIC=1; and
@@ -40,7 +42,7 @@ inline const std::vector<std::string> kCudaFlags = {"--cuda-sync"};
 /// One line for a usage text.
 inline constexpr const char *kCudaUsage =
     "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]\n"
-    "                 [--cuda-kernels fast|cpu-order[=FAMILY,...]] [--cuda-attention single|split]\n"
+    "                 [--cuda-kernels fast|cpu-order[=FAMILY,...]] [--cuda-attention single|split|mqa]\n"
     "                 [--cpu-threads N]";
 
 /// The DSC_CUDA_* variables, as the runtime used to read them.
@@ -117,20 +119,16 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
     if (!error.empty())
       return error;
   }
-  // The two-valued switches: `flag` takes `off` (false) or `on` (true).
-  struct Switch {
-    const char *flag, *off, *on;
-    bool &value;
-  };
-  for (const Switch &sw : {Switch{"--cuda-topk", "radix", "quadratic", options.quadraticTopk},
-                           Switch{"--cuda-attention", "single", "split", options.splitAttention}}) {
-    auto it = cl.options.find(sw.flag);
-    if (it == cl.options.end())
-      continue;
-    if (it->second != sw.off && it->second != sw.on)
-      return std::string(sw.flag) + " takes " + sw.off + " or " + sw.on + ", got '" + it->second +
-             "'";
-    sw.value = it->second == sw.on;
+  if (auto it = cl.options.find("--cuda-attention"); it != cl.options.end()) {
+    if (it->second != "single" && it->second != "split" && it->second != "mqa")
+      return "--cuda-attention takes single, split or mqa, got '" + it->second + "'";
+    options.splitAttention = it->second != "single";
+    options.mqaAttention = it->second == "mqa";
+  }
+  if (auto it = cl.options.find("--cuda-topk"); it != cl.options.end()) {
+    if (it->second != "radix" && it->second != "quadratic")
+      return "--cuda-topk takes radix or quadratic, got '" + it->second + "'";
+    options.quadraticTopk = it->second == "quadratic";
   }
   return "";
 }

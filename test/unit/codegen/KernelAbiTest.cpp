@@ -261,6 +261,7 @@ TEST_F(KernelAbi, TemplateEntriesTakeTheirStructFirst) {
       {"dsc_sparse_attention_fast",
        {layoutOf<dsc::abi::SparseAttentionParams>(), layoutOf<dsc::abi::RopeParams>()}},
       {"dsc_sparse_attention_logits_fast", {layoutOf<dsc::abi::SparseAttentionParams>()}},
+      {"dsc_sparse_attention_logits_mqa", {layoutOf<dsc::abi::SparseAttentionParams>()}},
       {"dsc_sparse_attention_merge_fast",
        {layoutOf<dsc::abi::SparseAttentionParams>(), layoutOf<dsc::abi::RopeParams>()}},
   };

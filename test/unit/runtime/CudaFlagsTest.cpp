@@ -141,18 +141,25 @@ TEST_F(CudaFlags, KernelsFlagRejectsUnknownFamily) {
   EXPECT_NE(error.find("unknown kernel family ''"), std::string::npos) << error;
 }
 
-/// --cuda-attention picks CudaOptions::splitAttention; split is the default.
+/// --cuda-attention picks CudaOptions::splitAttention and mqaAttention;
+/// split (without the MQA kernels) is the default.
 TEST_F(CudaFlags, AttentionFlagSelectsSplitKv) {
   CommandLine cl;
   EXPECT_TRUE(apply(cl).splitAttention);
+  EXPECT_FALSE(apply(cl).mqaAttention);
   cl.options["--cuda-attention"] = "single";
   EXPECT_FALSE(apply(cl).splitAttention);
+  EXPECT_FALSE(apply(cl).mqaAttention);
   cl.options["--cuda-attention"] = "split";
   EXPECT_TRUE(apply(cl).splitAttention);
+  EXPECT_FALSE(apply(cl).mqaAttention);
+  cl.options["--cuda-attention"] = "mqa";
+  EXPECT_TRUE(apply(cl).splitAttention);
+  EXPECT_TRUE(apply(cl).mqaAttention);
   cl.options["--cuda-attention"] = "wide";
   std::string error;
   apply(cl, &error);
-  EXPECT_EQ(error, "--cuda-attention takes single or split, got 'wide'");
+  EXPECT_EQ(error, "--cuda-attention takes single, split or mqa, got 'wide'");
 }
 
 } // namespace

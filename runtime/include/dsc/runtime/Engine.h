@@ -137,6 +137,12 @@ struct CudaOptions {
   /// H200: scripts/device-split-attention.sh), 2.2x faster at rw6 decode;
   /// false keeps the single walk (docs/cuda-kernels-attention.md).
   bool splitAttention = true;
+  /// With splitAttention: the split path's logits and PV by one block per
+  /// (row, entry block, group of heads), each entry block's values read once
+  /// for the group instead of once per head (the heads share their KV).
+  /// Designed byte-identical to split; off until shown so on the device
+  /// (docs/cuda-kernels-attention.md).
+  bool mqaAttention = false;
 };
 
 struct EngineOptions {

@@ -29,7 +29,8 @@ const std::vector<Template> &templates() {
        {"dsc_compressor_linear", "dsc_compressor_state", "dsc_compressor_pool",
         "dsc_compressor_norm", "dsc_compressor_linear_fast"}},
       {"compress_kv", {"dsc_compress_kv"}},
-      {"index_keys", {"dsc_index_keys_linear", "dsc_index_keys_norm", "dsc_index_keys_write"}},
+      {"index_keys", {"dsc_index_keys_linear", "dsc_index_keys_linear_fast", "dsc_index_keys_norm",
+                      "dsc_index_keys_write"}},
       {"index_queries",
        {"dsc_index_queries_act", "dsc_index_queries_gemm", "dsc_index_queries_rope_qdq",
         "dsc_index_queries_act_quant_fast", "dsc_index_queries_gemm_fast",
@@ -39,7 +40,8 @@ const std::vector<Template> &templates() {
       {"indexer_topk", {"dsc_indexer_topk_select", "dsc_indexer_topk_emit"}},
       {"sparse_attention",
        {"dsc_sparse_attention", "dsc_sparse_attention_fast", "dsc_sparse_attention_logits_fast",
-        "dsc_sparse_attention_pv_fast", "dsc_sparse_attention_merge_fast"}},
+        "dsc_sparse_attention_pv_fast", "dsc_sparse_attention_merge_fast",
+        "dsc_sparse_attention_logits_mqa", "dsc_sparse_attention_pv_mqa"}},
   };
   return t;
 }
