@@ -16,8 +16,10 @@
 // the per-tensor byte accounting; --bytes-only stops after it (no weights).
 // --decode-rows R (R >= 2) makes each timed step advance R tokens in one call
 // (Session::extend: the M-row step of DSpark verification and batched decode;
-// needs a --ced=full plan); the step's bytes are the weights once plus the R
-// rows' KV reads.
+// needs a --ced=full plan); the step's bytes are the weights once, routed
+// experts counted as min(R * topk, E) of E (at most that many distinct
+// experts are read: the roofline's bytes; weight_bytes_per_step_min counts
+// topk, as if every row chose the same), plus the R rows' KV reads.
 // --logits-out writes the timed sequence's logits, float32 [1 + M, vocab]
 // (the prefill's last row, then each decode step's), so that two kernel
 // variants can be compared byte for byte at released widths (cmp).
@@ -124,6 +126,7 @@ struct StepBytes {
   };
   std::vector<Tensor> tensors; ///< weights the decode program touches
   double weights = 0;
+  double weightsMin = 0;       ///< with topk experts per routed tensor, whatever the rows
   int64_t topk = 0;            ///< routed experts per token (moe_gate topk)
   /// (layer, state) pairs decode reads KV from.
   std::vector<std::pair<int64_t, int64_t>> kvReads;
@@ -152,7 +155,8 @@ struct StepBytes {
   }
 };
 
-StepBytes decodeBytes(const Plan &plan) {
+/// The bytes of one decode step of `rows` rows (--decode-rows).
+StepBytes decodeBytes(const Plan &plan, int64_t rows = 1) {
   StepBytes result;
   const Program *decode = plan.program("decode");
   if (!decode)
@@ -169,14 +173,14 @@ StepBytes decodeBytes(const Plan &plan) {
     bool engram = kernel.name == "engram_lookup";
     // Rows read per token: one embedding row; Engram reads C rows of its table
     // (output [S, C * hd] over a table [N, hd]).
-    int64_t rows = 1;
+    int64_t lookups = 1;
     if (engram && !launch.outputs.empty() && !launch.inputs.empty()) {
       const ValueSlot &out = decode->values[launch.outputs.front()];
       for (int64_t v : launch.inputs) {
         const ValueSlot &in = decode->values[v];
         if (in.kind == ValueKind::Weight && in.shape.size() == 2 && in.shape[1] > 0 &&
             out.shape.size() == 2 && out.shape[1] > 0 && out.shape[1] % in.shape[1] == 0) {
-          rows = out.shape[1] / in.shape[1];
+          lookups = out.shape[1] / in.shape[1];
           break;
         }
       }
@@ -185,8 +189,8 @@ StepBytes decodeBytes(const Plan &plan) {
       const ValueSlot &slot = decode->values[v];
       if (slot.kind == ValueKind::Weight && (embedding || engram)) {
         const TensorBinding &b = plan.tensors[slot.tensor];
-        if (!b.shape.empty() && b.shape[0] > rows)
-          lookupRows[slot.tensor] = rows;
+        if (!b.shape.empty() && b.shape[0] > lookups * rows)
+          lookupRows[slot.tensor] = lookups * rows;
       }
       if (slot.kind == ValueKind::State)
         kv.insert({launch.layer, slot.state});
@@ -198,15 +202,20 @@ StepBytes decodeBytes(const Plan &plan) {
       continue;
     const TensorBinding &b = plan.tensors[slot.tensor];
     StepBytes::Tensor t{b.name, "full", double(tensorBytes(b))};
+    double least = t.bytes;
     if (b.experts > 0 && result.topk > 0) {
-      t.bytes = t.bytes * double(std::min(result.topk, b.experts)) / double(b.experts);
-      t.rule = "k/E=" + std::to_string(std::min(result.topk, b.experts)) + "/" +
+      const int64_t chosen = std::min(result.topk * rows, b.experts);
+      least = t.bytes * double(std::min(result.topk, b.experts)) / double(b.experts);
+      t.bytes = t.bytes * double(chosen) / double(b.experts);
+      t.rule = (rows > 1 ? "min(R*k,E)/E=" : "k/E=") + std::to_string(chosen) + "/" +
                std::to_string(b.experts);
     } else if (auto it = lookupRows.find(slot.tensor); it != lookupRows.end()) {
       t.bytes = t.bytes * double(std::min(it->second, b.shape[0])) / double(b.shape[0]);
       t.rule = std::to_string(it->second) + " row(s)";
+      least = t.bytes;
     }
     result.weights += t.bytes;
+    result.weightsMin += least;
     result.tensors.push_back(std::move(t));
   }
   result.kvReads.assign(kv.begin(), kv.end());
@@ -318,7 +327,7 @@ static int runMain(int argc, char **argv) {
                  humanBytes(double(total)).c_str(), engineOptions.backend.c_str());
   }
 
-  StepBytes bytes = decodeBytes(*planModel);
+  StepBytes bytes = decodeBytes(*planModel, rowsPerStep);
   if (listBytes || bytesOnly) {
     const Plan &plan = *planModel;
     std::fprintf(stderr, "\ndecode bytes per step (topk %lld):\n", (long long)bytes.topk);
@@ -332,17 +341,19 @@ static int runMain(int argc, char **argv) {
     }
   }
   if (bytesOnly) {
-    double kv = 0;
-    for (int64_t s = 0; s < decodeSteps; ++s)
+    double kv = 0; // each row of a step reads its position's KV
+    for (int64_t s = 0; s < decodeSteps * rowsPerStep; ++s)
       kv += bytes.kv(*planModel, prefillLen + s);
     kv = decodeSteps ? kv / double(decodeSteps) : 0;
     std::fprintf(stderr, "  total: weights %s + KV %s per decode step (mean over %lld steps after %lld)\n",
                  humanBytes(bytes.weights).c_str(), humanBytes(kv).c_str(), (long long)decodeSteps,
                  (long long)prefillLen);
-    std::printf("{\"plan\": %s, \"decode\": {\"steps\": %lld, \"bytes_per_step\": %s, "
-                "\"weight_bytes_per_step\": %s, \"kv_bytes_per_step\": %s, \"topk\": %lld}}\n",
-                jsonString(planPath).c_str(), (long long)decodeSteps, num(bytes.weights + kv).c_str(),
-                num(bytes.weights).c_str(), num(kv).c_str(), (long long)bytes.topk);
+    std::printf("{\"plan\": %s, \"decode\": {\"steps\": %lld, \"rows_per_step\": %lld, "
+                "\"bytes_per_step\": %s, \"weight_bytes_per_step\": %s, "
+                "\"weight_bytes_per_step_min\": %s, \"kv_bytes_per_step\": %s, \"topk\": %lld}}\n",
+                jsonString(planPath).c_str(), (long long)decodeSteps, (long long)rowsPerStep,
+                num(bytes.weights + kv).c_str(), num(bytes.weights).c_str(),
+                num(bytes.weightsMin).c_str(), num(kv).c_str(), (long long)bytes.topk);
     return 0;
   }
 
@@ -540,6 +551,7 @@ static int runMain(int argc, char **argv) {
       ", \"launches_per_step\": " + std::to_string(launches) +
       ", \"steps_per_step\": " + std::to_string(steps) + ", \"bytes_per_step\": " +
       num(stepBytes) + ", \"weight_bytes_per_step\": " + num(bytes.weights) +
+      ", \"weight_bytes_per_step_min\": " + num(bytes.weightsMin) +
       ", \"kv_bytes_per_step\": " + num(kvBytes) + ", \"topk\": " + std::to_string(bytes.topk) +
       ", \"roofline_ms\": " + num(rooflineMs) + ", \"measured_over_roofline\": " +
       num(overRoofline) + "}, \"bandwidth_gbps\": " + num(bandwidth) +
