@@ -297,6 +297,28 @@ __device__ __forceinline__ SplitScratch splitScratch(float *base, long long rows
   sc.pv = sc.psum + rowsH * nb;
   return sc;
 }
+
+/// What both split logit kernels (_logits_fast, _logits_mqa) take from the
+/// call state and their arguments: the scale, the window geometry, the KV
+/// entries there are (R window rows + T compressed) and the list length K
+/// in nb 64-entry blocks.
+struct SplitLogitsCall {
+  float scale;
+  long long startPos, ringRows, nKv, K, nb;
+  bool chunk;
+  __device__ SplitLogitsCall(const dsc::abi::SparseAttentionParams &p, const long long *callState,
+                             long long R, const unsigned char *kvPool, long long ratio,
+                             const int *topk, long long k, long long windowWidth) {
+    scale = (float)p.scale;
+    startPos = DSC_CALL_START(callState);
+    chunk = DSC_CALL_CHUNK(callState);
+    ringRows = DSC_CALL_RING_ROWS(callState);
+    const long long T = ratio > 0 ? DSC_CALL_COMPRESSED_LENGTH(callState, ratio) : 0;
+    nKv = R + (kvPool ? T : 0);
+    K = windowWidth + (topk ? k : 0);
+    nb = (K + dsc::abi::kSparseBlock - 1) / dsc::abi::kSparseBlock;
+  }
+};
 } // namespace dsc_sparse
 
 DSC_KERNEL void dsc_sparse_attention_logits_fast(
@@ -306,14 +328,12 @@ DSC_KERNEL void dsc_sparse_attention_logits_fast(
     int tokensPerPage, int order, long long ratio, const int *topk, long long k,
     const long long *callState, long long window, long long windowWidth, long long rowsH,
     float *scratch, long long rowBase) {
-  const float scale = (float)p.scale;
-  const long long startPos = DSC_CALL_START(callState);
-  const bool chunk = DSC_CALL_CHUNK(callState);
-  const long long ringRows = DSC_CALL_RING_ROWS(callState);
-  const long long T = ratio > 0 ? DSC_CALL_COMPRESSED_LENGTH(callState, ratio) : 0;
-  const long long nKv = R + (kvPool ? T : 0);
+  const dsc_sparse::SplitLogitsCall call(p, callState, R, kvPool, ratio, topk, k, windowWidth);
+  const float scale = call.scale;
+  const long long startPos = call.startPos, ringRows = call.ringRows, nKv = call.nKv;
+  const bool chunk = call.chunk;
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
-  const long long K = windowWidth + (topk ? k : 0), nb = (K + dsc::abi::kSparseBlock - 1) / dsc::abi::kSparseBlock;
+  const long long K = call.K, nb = call.nb;
   const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
   extern __shared__ float qf[]; // D floats
   __shared__ float logit[dsc::abi::kSparseBlock];
@@ -452,14 +472,12 @@ DSC_KERNEL void dsc_sparse_attention_logits_mqa(
     int tokensPerPage, int order, long long ratio, const int *topk, long long k,
     const long long *callState, long long window, long long windowWidth, long long rowsH,
     float *scratch, long long rowBase, long long headsPer, long long stage) {
-  const float scale = (float)p.scale;
-  const long long startPos = DSC_CALL_START(callState);
-  const bool chunk = DSC_CALL_CHUNK(callState);
-  const long long ringRows = DSC_CALL_RING_ROWS(callState);
-  const long long T = ratio > 0 ? DSC_CALL_COMPRESSED_LENGTH(callState, ratio) : 0;
-  const long long nKv = R + (kvPool ? T : 0);
+  const dsc_sparse::SplitLogitsCall call(p, callState, R, kvPool, ratio, topk, k, windowWidth);
+  const float scale = call.scale;
+  const long long startPos = call.startPos, ringRows = call.ringRows, nKv = call.nKv;
+  const bool chunk = call.chunk;
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
-  const long long K = windowWidth + (topk ? k : 0), nb = (K + dsc::abi::kSparseBlock - 1) / dsc::abi::kSparseBlock;
+  const long long K = call.K, nb = call.nb;
   const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
   extern __shared__ float vals[]; // stage * D floats
   __shared__ long long jl[dsc::abi::kSparseBlock];

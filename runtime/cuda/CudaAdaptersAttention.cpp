@@ -123,27 +123,26 @@ Status checkWidth(CudaLaunchContext &c, const char *kernel, int64_t width, int64
   return Status::ok();
 }
 
+/// `blocks` blocks of kThreads; nothing to do for none.
+Status launchBlocks(CudaLaunchContext &c, const char *entry, int64_t blocks,
+                    std::vector<void *> args) {
+  if (blocks <= 0)
+    return Status::ok();
+  return c.launchEntry(entry, Dim3{unsigned(blocks), 1, 1}, Dim3{unsigned(kThreads), 1, 1}, 0,
+                       std::move(args));
+}
+
 /// One thread per item, 256 per block; nothing to do for count 0.
 Status launch1D(CudaLaunchContext &c, const char *entry, int64_t count,
                 std::vector<void *> args) {
-  if (count <= 0)
-    return Status::ok();
-  Dim3 grid, block;
-  block.x = kThreads;
-  grid.x = static_cast<unsigned>((count + kThreads - 1) / kThreads);
-  return c.launchEntry(entry, grid, block, 0, std::move(args));
+  return launchBlocks(c, entry, count > 0 ? ceilDiv(count, kThreads) : 0, std::move(args));
 }
 
 /// One block of kThreads per row for `rows` rows (the row kernels
 /// grid-stride beyond the 65,535-block cap).
 Status launchRows(CudaLaunchContext &c, const char *entry, int64_t rows,
                   std::vector<void *> args) {
-  if (rows <= 0)
-    return Status::ok();
-  Dim3 grid, block;
-  block.x = kThreads;
-  grid.x = static_cast<unsigned>(std::min<int64_t>(rows, 65535));
-  return c.launchEntry(entry, grid, block, 0, std::move(args));
+  return launchBlocks(c, entry, std::min<int64_t>(rows, 65535), std::move(args));
 }
 
 Status rope(CudaLaunchContext &c, const abi::RopeParams &p) {
