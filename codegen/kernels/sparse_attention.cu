@@ -444,14 +444,15 @@ DSC_KERNEL void dsc_sparse_attention_merge_fast(
 //     threads), psum in entry order (one thread per head); thread t owns
 //     the (head, channel) pairs t, t + blockDim, ... and sums pvAt's
 //     operations in entry order across the rounds.
-// D <= 32 * kMqaMaxLane and headsPer * D <= blockDim * kMqaMaxPairs (the
-// adapter checks; else it takes the split path).
+// D <= 32 * kMqaMaxLane, headsPer <= kMqaMaxHeads and headsPer * D <=
+// blockDim * kMqaMaxPairs (dsc/abi/LaunchShapes.h; the adapter checks and
+// else takes the split path; the kernels trap if a launch breaks them).
 //===----------------------------------------------------------------------===//
 
 namespace dsc_sparse {
-constexpr int kMqaMaxLane = 32;  ///< q values per lane (D <= 1024)
-constexpr int kMqaMaxPairs = 16; ///< (head, channel) pairs per PV thread
-constexpr int kMqaMaxHeads = 8;  ///< heads per block
+constexpr int kMqaMaxLane = dsc::abi::kMqaMaxLane;   ///< q values per lane
+constexpr int kMqaMaxPairs = dsc::abi::kMqaMaxPairs; ///< (head, channel) pairs per PV thread
+constexpr int kMqaMaxHeads = dsc::abi::kMqaMaxHeads; ///< heads per block
 
 /// Stages entries e0 .. e0 + ns of the block (ids jl) into vals [ns, D].
 __device__ __forceinline__ void stageValues(float *vals, const long long *jl, long long e0,
@@ -488,6 +489,8 @@ DSC_KERNEL void dsc_sparse_attention_logits_mqa(
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const long long h = (long long)blockIdx.z * headsPer + w;
   const bool active = w < headsPer && h < H;
+  if (headsPer > dsc_sparse::kMqaMaxHeads || D > 32LL * dsc_sparse::kMqaMaxLane)
+    __trap();
   for (long long e = threadIdx.x; e < n; e += blockDim.x) {
     long long j = sparseEntry(s, b0 + e, startPos, chunk, ringRows, window, windowWidth, topk, k);
     jl[e] = j >= nKv ? -1 : j;
@@ -555,6 +558,8 @@ DSC_KERNEL void dsc_sparse_attention_pv_mqa(long long D, const float *rows, long
   const long long b0 = b * dsc::abi::kSparseBlock;
   const long long n = K - b0 < dsc::abi::kSparseBlock ? K - b0 : dsc::abi::kSparseBlock;
   const long long local0 = localRow * H + h0; // the group's first (row, head)
+  if (headsPer > dsc_sparse::kMqaMaxHeads || heads * D > (long long)blockDim.x * dsc_sparse::kMqaMaxPairs)
+    __trap();
   for (long long e = threadIdx.x; e < n; e += blockDim.x)
     jl[e] = sc.ids[local0 * K + b0 + e]; // the row's entries: the same for every head
   if (threadIdx.x < heads) {

@@ -532,8 +532,6 @@ struct RopeEpilogue {
 /// Entries per online-softmax block (dsc/abi/LaunchShapes.h) and the query
 /// rows one split-KV launch set covers (bounds its scratch).
 constexpr int64_t kSparseBlock = abi::kSparseBlock, kSplitKvRows = 16;
-/// Heads per block of the MQA split-KV kernels (at most their kMqaMaxHeads).
-constexpr int64_t kMqaHeadsPerBlock = 4;
 
 /// CudaOptions::splitAttention: the fast walk's 64-entry blocks in parallel
 /// (dsc_sparse_attention_logits_fast, _pv_fast, _merge_fast), byte-identical
@@ -555,12 +553,14 @@ Status splitKvAttention(CudaLaunchContext &c, abi::SparseAttentionParams &params
   Dim3 block{128, 1, 1};
   // CudaOptions::mqaAttention: logits and PV per group of heads, each entry
   // block's values staged once for the group (sparse_attention.cu, "MQA
-  // split-KV"): headsPer warps for the logits, 256 threads owning at most
-  // 16 (head, channel) pairs each for the PV, `stage` entries per round in
-  // 32 KiB of shared memory.
-  int64_t headsPer = std::min<int64_t>(H, kMqaHeadsPerBlock);
-  int64_t stage = std::max<int64_t>(1, std::min<int64_t>(kSparseBlock, 8192 / std::max<int64_t>(D, 1)));
-  const bool mqa = c.mqaAttention && D <= 1024 && headsPer * D <= 256 * 16;
+  // split-KV"; dsc/abi/LaunchShapes.h): headsPer warps for the logits,
+  // kMqaPvThreads threads owning at most kMqaMaxPairs (head, channel) pairs
+  // each for the PV, `stage` entries per round in kMqaStageFloats floats.
+  int64_t headsPer = std::min<int64_t>(H, abi::kMqaHeadsPerBlock);
+  int64_t stage = std::max<int64_t>(
+      1, std::min<int64_t>(kSparseBlock, abi::kMqaStageFloats / std::max<int64_t>(D, 1)));
+  const bool mqa = c.mqaAttention && D <= 32 * abi::kMqaMaxLane &&
+                   headsPer * D <= int64_t(abi::kMqaPvThreads) * abi::kMqaMaxPairs;
   for (int64_t r0 = 0; r0 < S; r0 += rowsPer) {
     int64_t rows = std::min<int64_t>(rowsPer, S - r0);
     if (mqa) {
@@ -575,7 +575,8 @@ Status splitKvAttention(CudaLaunchContext &c, abi::SparseAttentionParams &params
       std::vector<void *> b{&D, &rp, &R, &kvp};
       pool.push(b);
       b.insert(b.end(), {&K, &rowsH, &H, &headsPer, &stage, &sp});
-      DSC_TRY(c.launchEntry("dsc_sparse_attention_pv_mqa", grid, Dim3{256, 1, 1},
+      DSC_TRY(c.launchEntry("dsc_sparse_attention_pv_mqa", grid,
+                            Dim3{unsigned(abi::kMqaPvThreads), 1, 1},
                             size_t(stage * D) * sizeof(float), std::move(b)));
       DSC_TRY(c.launchEntry("dsc_sparse_attention_merge_fast", Dim3{unsigned(rows * H), 1, 1},
                             block, size_t(D) * sizeof(float),

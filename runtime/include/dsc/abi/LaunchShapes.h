@@ -26,6 +26,19 @@ inline constexpr int kGemvCombineBytes = kGemvWarps * 32 * 4 * 4;
 /// Entries per online-softmax block of the sparse attention walk (the
 /// reference's block: probabilities are rounded against its running max).
 inline constexpr int kSparseBlock = 64;
+/// The MQA split-KV attention kernels (sparse_attention.cu, "MQA split-KV"):
+/// q values per lane (D <= 32 * kMqaMaxLane), heads per block (the adapter's
+/// choice, at most kMqaMaxHeads: the kernels' shared arrays), PV threads and
+/// the (head, channel) pairs each owns (heads per block * D <= kMqaPvThreads
+/// * kMqaMaxPairs), and the floats of one staging round (its entries: this
+/// over D).
+inline constexpr int kMqaMaxLane = 32;
+inline constexpr int kMqaMaxHeads = 8;
+inline constexpr int kMqaHeadsPerBlock = 4;
+inline constexpr int kMqaPvThreads = 256;
+inline constexpr int kMqaMaxPairs = 16;
+inline constexpr int kMqaStageFloats = 8192;
+static_assert(kMqaHeadsPerBlock <= kMqaMaxHeads, "the MQA kernels hold kMqaMaxHeads heads");
 /// Splits of one mHC mix row in dsc_hc_mixes_dot_fast at one token (fewer
 /// at more tokens: cuda::hcSplits); the split sums are double, so the
 /// count only moves a mix where a double sum sits at a float boundary.
