@@ -9,6 +9,7 @@
 #   (CARRY from scripts/device-carry.sh golden DIR)
 set -u
 C=$1; CASE=$2; RUN=$3; P=$4; OUT=$5; H=$(cd "$(dirname "$0")" && pwd)
+$H/device-unpack.sh $C
 FAMILIES="linear head grouped-output compressor index-queries indexer-score attention norm mhc moe-gate moe-experts index-keys"
 verdict() { tail -1 $OUT/$CASE-$RUN$1.compare.txt | sed 's/ (excused rows left out); GPU gates://'; }
 for f in $FAMILIES; do

@@ -15,6 +15,7 @@
 #   dsc-compile models/synthetic/odd-4.json --ced=full -o CARRY/odd-4-full.dscp).
 set -u
 C=$1; OUT=$2
+"$(dirname "$0")/device-unpack.sh" $C
 B="$C/bin/dsc-bench --synthetic-weights 7 --prefill-len 100 --decode-steps 8 --warmup 0"
 run() { # NAME PLAN ARGS...
   local name=$1 plan=$2; shift 2

@@ -6,6 +6,7 @@
 # options (e.g. "--cuda-kernels cpu-order") and TAG names the outputs <case>-<run><TAG>.*.
 set -u
 C=$1; CASE=$2; RUN=$3; P=$4; OUT=$5; N=$CASE-$RUN${TAG:-}
+"$(dirname "$0")/device-unpack.sh" $C
 IDS=/tmp/$CASE.$RUN.ids
 python3 "$(dirname "$0")/../test/tools/dsc-run/Inputs/golden_ids.py" $C/golden/$CASE/$RUN.safetensors $IDS
 D=/tmp/dump-$N; rm -rf $D; mkdir -p $D

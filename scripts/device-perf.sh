@@ -19,7 +19,7 @@ rw6() { # NAME ARGS... (PLAN=rw6-full for M-row steps: an extend needs --ced=ful
   line $OUT/$DAY-rw6-$n.json rw6-$n
 }
 rw6 decode512 --prefill-len 512 --decode-steps 64
-$H/device-split-attention.sh $C $C/rw6.dscp /tmp 512
+$H/device-split-attention.sh $C $C/rw6.dscp $OUT 512
 for R in 2 8; do PLAN=rw6-full rw6 decode512-rows$R --prefill-len 512 --decode-steps 16 --decode-rows $R; done
 rw6 decode32768 --prefill-len 32768 --decode-steps 16
 $B $C/tiny6-bench.dscp --backend cuda --weights $C/golden/tiny6/model.safetensors --prefill-len 128 \

@@ -10,7 +10,7 @@ C=$1; OUT=$2; shift 2; H=$(cd "$(dirname "$0")" && pwd); fail=0
 $H/device-unpack.sh $C
 CS=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
 [ -x "$CS" ] || { echo "no compute-sanitizer at $CS"; exit 2; }
-MC="$CS --tool memcheck --leak-check full --error-exitcode 9"
+MC="$CS --tool memcheck --error-exitcode 9"
 verdict() { # NAME LOG
   local summary; summary=$(grep -m1 "ERROR SUMMARY" $2 || echo "no ERROR SUMMARY line")
   echo "$1: $summary"

@@ -12,14 +12,13 @@ C=$1; PLAN=$2; OUT=$3; P=${4:-512}
 run() { # MODE
   $C/bin/dsc-bench $PLAN --backend cuda --synthetic-weights 1 --prefill-len $P --decode-steps 16 \
     --warmup 1 --cuda-attention $1 --logits-out /tmp/split-$1.npy --json $OUT/split-attention-$1.json \
-    > $OUT/split-attention-$1.txt 2>&1 || { echo "dsc-bench --cuda-attention $1 failed"; tail -3 $OUT/split-attention-$1.txt; exit 1; }
+    > $OUT/split-attention-$1.txt 2>&1 || { echo "dsc-bench --cuda-attention $1 failed"; tail -3 $OUT/split-attention-$1.txt; rm -f /tmp/split-$1.npy; return 1; }
   python3 -c "import json; d = json.load(open('$OUT/split-attention-$1.json')); print('$1: decode', d['decode']['mean_ms'], 'ms/step')"
 }
-run single
-run split
-run mqa
 fail=0
-for m in split mqa; do
+run single || exit 1
+for m in split mqa; do # each compared on its own: a failed run does not hide the other
+  run $m || { fail=1; continue; }
   cmp /tmp/split-single.npy /tmp/split-$m.npy && echo "$m == single (logits bytes): PASS" || { echo "$m != single: FAIL"; fail=1; }
 done
 exit $fail

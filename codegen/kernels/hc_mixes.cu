@@ -10,7 +10,9 @@
 // operation order, with the device expf (<= 2 ulp from the host libm).
 // hc <= 8 ((2+hc)*hc <= 80 mixes). That is the CPU-order kernel
 // (the Mhc kernel family on CudaOptions::cpuOrderFamilies). The default,
-// fast path, `splits` = hcSplits(S) (runtime/cuda/GemvLaunch.h):
+// fast path, `splits` = hcSplits(nmix, width) (runtime/cuda/GemvLaunch.h: 64
+// unless the finish stage would not fit; never a function of the tokens),
+// at most kHcTokenChunk tokens per launch pair:
 //   dsc_hc_mixes_dot_fast: one warp per (token s, mix k, split c) of the
 //     (nmix + 1) x splits items: the dot of fn[k] with the token's stream
 //     over split c as exact fp32 products summed in double (lane-strided,

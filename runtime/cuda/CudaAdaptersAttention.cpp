@@ -128,6 +128,9 @@ Status launchBlocks(CudaLaunchContext &c, const char *entry, int64_t blocks,
                     std::vector<void *> args) {
   if (blocks <= 0)
     return Status::ok();
+  if (blocks > int64_t(0x7fffffff))
+    return runtime::invalidArgument(std::string(entry) + ": " + std::to_string(blocks) +
+                                    " blocks exceed the grid's 2^31 - 1");
   return c.launchEntry(entry, Dim3{unsigned(blocks), 1, 1}, Dim3{unsigned(kThreads), 1, 1}, 0,
                        std::move(args));
 }
@@ -138,8 +141,8 @@ Status launch1D(CudaLaunchContext &c, const char *entry, int64_t count,
   return launchBlocks(c, entry, count > 0 ? ceilDiv(count, kThreads) : 0, std::move(args));
 }
 
-/// One block of kThreads per row for `rows` rows (the row kernels
-/// grid-stride beyond the 65,535-block cap).
+/// One block of kThreads per row for `rows` rows (at most 65,535 blocks:
+/// the row kernels grid-stride over the rest).
 Status launchRows(CudaLaunchContext &c, const char *entry, int64_t rows,
                   std::vector<void *> args) {
   return launchBlocks(c, entry, std::min<int64_t>(rows, 65535), std::move(args));

@@ -89,23 +89,34 @@ Status hcMixes(CudaLaunchContext &c, const abi::HcMixesParams &p) {
                                     std::to_string(hc));
   CUdeviceptr hp = h.ptr, fn = c.inputs[1]->ptr, sc = c.inputs[2]->ptr, base = c.inputs[3]->ptr,
               pre = c.outputs[0]->ptr, post = c.outputs[1]->ptr, comb = c.outputs[2]->ptr;
-  const long long nmix = (2 + hc) * hc, width = hc * D, splits = hcSplits(S, nmix);
-  // dsc_hc_mixes_finish_fast stages one token's split and group sums.
-  const size_t stage = size_t(nmix * splits) * sizeof(double) +
-                       size_t(abi::torchGroupStride(width) * 32) * sizeof(float);
-  if (!c.cpuOrder(runtime::KernelFamily::Mhc) && stage <= size_t(kMaxDynamicShared)) {
-    long long items = S * (nmix + 1) * splits;
-    const long long groupFloats = S * abi::torchGroupStride(width) * 32;
+  const long long nmix = (2 + hc) * hc, width = hc * D, splits = hcSplits(nmix, width);
+  if (!c.cpuOrder(runtime::KernelFamily::Mhc) && splits > 0) {
+    // Token chunks of kHcTokenChunk bound the scratch; each chunk's rows
+    // are computed as in one launch (no row depends on the others).
+    const long long chunk = std::min<long long>(S, abi::kHcTokenChunk);
+    const long long items = chunk * (nmix + 1) * splits;
+    const long long groupFloats = chunk * abi::torchGroupStride(width) * 32;
     auto partial = c.scratch(size_t(items) * sizeof(double) + size_t(groupFloats) * sizeof(float));
     if (!partial)
       return partial.status();
+    const size_t stage = size_t(hcStageBytes(nmix, width, splits));
     CUdeviceptr pp = *partial, gp = pp + CUdeviceptr(items) * sizeof(double);
-    if (Status s = c.launchEntry("dsc_hc_mixes_dot_fast", gemvGrid(items), gemvBlock(), 0,
-                                 args(hp, S, width, fn, nmix, splits, pp, gp));
-        !s)
-      return s;
-    return c.launchEntry("dsc_hc_mixes_finish_fast", gridRows(S), gemvBlock(), stage,
-                         args(p, hp, pp, gp, S, splits, hc, D, sc, base, pre, post, comb));
+    for (long long t0 = 0; t0 < S; t0 += chunk) {
+      long long rows = std::min(chunk, S - t0), rowItems = rows * (nmix + 1) * splits;
+      CUdeviceptr hr = hp + CUdeviceptr(t0 * width) * 2, prer = pre + CUdeviceptr(t0 * hc) * 4,
+                  postr = post + CUdeviceptr(t0 * hc) * 4,
+                  combr = comb + CUdeviceptr(t0 * hc * hc) * 4;
+      if (Status s = c.launchEntry("dsc_hc_mixes_dot_fast", gemvGrid(rowItems), gemvBlock(), 0,
+                                   args(hr, rows, width, fn, nmix, splits, pp, gp));
+          !s)
+        return s;
+      if (Status s = c.launchEntry("dsc_hc_mixes_finish_fast", gridRows(rows), gemvBlock(), stage,
+                                   args(p, hr, pp, gp, rows, splits, hc, D, sc, base, prer, postr,
+                                        combr));
+          !s)
+        return s;
+    }
+    return Status::ok();
   }
   return c.launchEntry("dsc_hc_mixes", gridRows(S), block1(64), 0,
                        args(p, hp, S, hc, D, fn, sc, base, pre, post, comb));

@@ -147,17 +147,26 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, con
   return Status::ok();
 }
 
-/// Dynamic shared memory a kernel may take without opting in.
-constexpr long long kMaxDynamicShared = 48 * 1024 - abi::kTorchBlockSharedBytes;
+/// Dynamic shared memory dsc_hc_mixes_finish_fast may take without opting
+/// in (48 KiB, less 1 KiB for its static arrays).
+constexpr long long kMaxDynamicShared = 47 * 1024;
 
-/// Splits per mHC mix row of dsc_hc_mixes_dot_fast for S tokens and nmix
-/// mixes: enough warps at decode, one split (S-way parallel, bounded
-/// scratch) from 64 tokens on, and at most 24 KiB of one token's split sums
-/// for dsc_hc_mixes_finish_fast to stage.
-inline long long hcSplits(long long S, long long nmix) {
-  long long splits = S >= abi::kHcSplits ? 1 : abi::kHcSplits / (S < 1 ? 1 : S);
-  const long long cap = (24 * 1024) / (8 * (nmix < 1 ? 1 : nmix));
-  return splits < cap ? splits : (cap < 1 ? 1 : cap);
+/// Bytes dsc_hc_mixes_finish_fast stages per token: nmix * splits split
+/// sums (double), then the group sums of the squares (floats).
+inline long long hcStageBytes(long long nmix, long long width, long long splits) {
+  return nmix * splits * 8 + abi::torchGroupStride(width) * 32 * 4;
+}
+
+/// Splits per mHC mix row of dsc_hc_mixes_dot_fast: kHcSplits, fewer where
+/// one token's stage would not fit the finish kernel's shared memory; a
+/// function of the widths only, so a row's mixes do not depend on the call
+/// (chunked == one call). 0: not even one split fits (the adapter then runs
+/// the CPU-order kernel).
+inline long long hcSplits(long long nmix, long long width) {
+  long long splits = abi::kHcSplits;
+  while (splits > 0 && hcStageBytes(nmix, width, splits) > kMaxDynamicShared)
+    --splits;
+  return splits;
 }
 
 /// Threads per row of dsc_rms_norm(_fast) and dsc_mhc_pre_norm(_fast): one

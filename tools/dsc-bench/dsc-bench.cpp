@@ -18,8 +18,9 @@
 // (Session::extend: the M-row step of DSpark verification and batched decode;
 // needs a --ced=full plan); the step's bytes are the weights once, routed
 // experts counted as min(R * topk, E) of E (at most that many distinct
-// experts are read: the roofline's bytes; weight_bytes_per_step_min counts
-// topk, as if every row chose the same), plus the R rows' KV reads.
+// experts are read: the roofline's bytes; weight_bytes_per_step_min is the
+// one-row count: topk experts and one row's table lookups), plus the R
+// rows' KV reads.
 // --logits-out writes the timed sequence's logits, float32 [1 + M, vocab]
 // (the prefill's last row, then each decode step's), so that two kernel
 // variants can be compared byte for byte at released widths (cmp).
@@ -165,7 +166,7 @@ StepBytes decodeBytes(const Plan &plan, int64_t rows = 1) {
     if (const auto *gate = k.as<dsc::abi::MoeGateParams>())
       result.topk = std::max<int64_t>(result.topk, gate->topk);
   // Weights read by embedding / Engram lookup kernels count only the rows read.
-  std::map<int64_t, int64_t> lookupRows; // tensor -> rows read per token
+  std::map<int64_t, int64_t> lookupRows; // tensor -> rows read per token (per row of a step)
   std::set<std::pair<int64_t, int64_t>> kv;
   for (const Launch &launch : decode->launches) {
     const KernelSpec &kernel = plan.kernels[launch.kernel];
@@ -189,8 +190,8 @@ StepBytes decodeBytes(const Plan &plan, int64_t rows = 1) {
       const ValueSlot &slot = decode->values[v];
       if (slot.kind == ValueKind::Weight && (embedding || engram)) {
         const TensorBinding &b = plan.tensors[slot.tensor];
-        if (!b.shape.empty() && b.shape[0] > lookups * rows)
-          lookupRows[slot.tensor] = lookups * rows;
+        if (!b.shape.empty() && b.shape[0] > lookups)
+          lookupRows[slot.tensor] = lookups;
       }
       if (slot.kind == ValueKind::State)
         kv.insert({launch.layer, slot.state});
@@ -210,9 +211,10 @@ StepBytes decodeBytes(const Plan &plan, int64_t rows = 1) {
       t.rule = (rows > 1 ? "min(R*k,E)/E=" : "k/E=") + std::to_string(chosen) + "/" +
                std::to_string(b.experts);
     } else if (auto it = lookupRows.find(slot.tensor); it != lookupRows.end()) {
-      t.bytes = t.bytes * double(std::min(it->second, b.shape[0])) / double(b.shape[0]);
-      t.rule = std::to_string(it->second) + " row(s)";
-      least = t.bytes;
+      const double full = t.bytes;
+      t.bytes = full * double(std::min(it->second * rows, b.shape[0])) / double(b.shape[0]);
+      least = full * double(std::min(it->second, b.shape[0])) / double(b.shape[0]);
+      t.rule = std::to_string(std::min(it->second * rows, b.shape[0])) + " row(s)";
     }
     result.weights += t.bytes;
     result.weightsMin += least;

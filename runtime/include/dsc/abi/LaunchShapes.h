@@ -9,7 +9,8 @@
 // disagree with the kernel.
 // Invariants: constexpr integers only, no standard headers (NVRTC has none).
 // Changing a value changes results bit for bit where it fixes an order
-// (kSparseBlock, kHcSplits, kNormThreads), never their correctness.
+// (kSparseBlock; kHcSplits only where two double sums round apart), never
+// their correctness.
 //===----------------------------------------------------------------------===//
 #ifndef DSC_ABI_LAUNCHSHAPES_H
 #define DSC_ABI_LAUNCHSHAPES_H
@@ -39,10 +40,14 @@ inline constexpr int kMqaPvThreads = 256;
 inline constexpr int kMqaMaxPairs = 16;
 inline constexpr int kMqaStageFloats = 8192;
 static_assert(kMqaHeadsPerBlock <= kMqaMaxHeads, "the MQA kernels hold kMqaMaxHeads heads");
-/// Splits of one mHC mix row in dsc_hc_mixes_dot_fast at one token (fewer
-/// at more tokens: cuda::hcSplits); the split sums are double, so the
-/// count only moves a mix where a double sum sits at a float boundary.
+/// Splits of one mHC mix row in dsc_hc_mixes_dot_fast (fewer only where the
+/// finish kernel's shared memory needs it: cuda::hcSplits, a function of the
+/// model's widths, never of the call's tokens); the split sums are double,
+/// so the count only moves a mix where a double sum sits at a float boundary.
 inline constexpr int kHcSplits = 64;
+/// Tokens per dsc_hc_mixes_dot_fast / _finish_fast launch pair (bounds the
+/// scratch: tokens * (nmix + 1) * splits doubles).
+inline constexpr int kHcTokenChunk = 256;
 /// Group sums per chain (x 32 chains, fp32) that torchSumBlock keeps in
 /// static shared memory (codegen/kernels/reduce.cuh): kernels using it have
 /// kTorchBlockSharedBytes less for their dynamic shared memory.
