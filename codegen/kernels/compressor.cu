@@ -43,21 +43,14 @@ DSC_KERNEL void dsc_compressor_linear(const unsigned short *x, const unsigned sh
 DSC_KERNEL void dsc_compressor_linear_fast(const unsigned short *x, const unsigned short *w,
                                            long long S, long long dim, long long N, float *outF32,
                                            unsigned short *outBf16) {
-  const int lane = threadIdx.x & 31;
-  for (long long n = dsc_gemv::firstRow(); n < N; n += dsc_gemv::rowStride())
-    for (long long s0 = 0; s0 < S; s0 += dsc_gemv::kRowsPerPass) {
-      const int rows = dsc_gemv::passRows(S, s0);
-      float acc[dsc_gemv::kRowsPerPass];
-      dsc_gemv::bf16RowDots<8>(w + n * dim, x, dim, dim, s0, rows, acc);
-      if (lane == 0)
-        for (int r = 0; r < rows; ++r) {
-          const long long i = (s0 + r) * N + n;
-          if (outF32)
-            outF32[i] = acc[r];
-          else
-            outBf16[i] = bf16FromFloat(acc[r]);
-        }
-    }
+  dsc_gemv::bf16RowGemv<8>(
+      N, S, dim, dim, [&](long long n) { return w + n * dim; }, [&](long long) { return x; },
+      [&](long long s, long long n, float v) {
+        if (outF32)
+          outF32[s * N + n] = v;
+        else
+          outBf16[s * N + n] = bf16FromFloat(v);
+      });
 }
 
 /// Thread i of a state write: row rowFrom + i / d, channel i % d, into state

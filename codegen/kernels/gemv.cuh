@@ -416,19 +416,31 @@ __device__ void fp4Gemv(const unsigned short *x, const unsigned char *codes, con
   tcGemv<true>(x, codes, scales, M, K, w, wScale, N, y, splits, partial);
 }
 
-/// y[m, n] = bf16(x[m] . W[n]) for bf16 x (row stride ldx) and W [N, K].
-__device__ void bf16Gemv(const unsigned short *x, long long ldx, long long M, long long K,
-                         const unsigned short *w, long long N, unsigned short *y) {
+/// The bf16 GEMV loop every warp-per-row entry shares: one warp per output
+/// row n < N (grid-strided), activation rows in passes of kRowsPerPass;
+/// bf16RowDots<kChunkLoads> of weight row wRow(n) (K bf16) with the rows of
+/// xBase(n) (row stride ldx), then lane 0 calls emit(m, n, dot) per row m.
+template <int kChunkLoads = 2, typename WRow, typename XBase, typename Emit>
+__device__ void bf16RowGemv(long long N, long long M, long long K, long long ldx, WRow wRow,
+                            XBase xBase, Emit emit) {
   const int lane = threadIdx.x & 31;
   for (long long n = firstRow(); n < N; n += rowStride())
     for (long long m0 = 0; m0 < M; m0 += kRowsPerPass) {
       const int rows = passRows(M, m0);
       float acc[kRowsPerPass];
-      bf16RowDots(w + n * K, x, ldx, K, m0, rows, acc);
+      bf16RowDots<kChunkLoads>(wRow(n), xBase(n), ldx, K, m0, rows, acc);
       if (lane == 0)
         for (int r = 0; r < rows; ++r)
-          y[(m0 + r) * N + n] = bf16FromFloat(acc[r]);
+          emit(m0 + r, n, acc[r]);
     }
+}
+
+/// y[m, n] = bf16(x[m] . W[n]) for bf16 x (row stride ldx) and W [N, K].
+__device__ void bf16Gemv(const unsigned short *x, long long ldx, long long M, long long K,
+                         const unsigned short *w, long long N, unsigned short *y) {
+  bf16RowGemv(
+      N, M, K, ldx, [&](long long n) { return w + n * K; }, [&](long long) { return x; },
+      [&](long long m, long long n, float v) { y[m * N + n] = bf16FromFloat(v); });
 }
 
 } // namespace dsc_gemv

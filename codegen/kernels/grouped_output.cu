@@ -62,20 +62,11 @@ DSC_KERNEL void dsc_grouped_output_woa_fast(
     const unsigned short *o, long long S, long long Din,
     const unsigned short *woA, long long R, unsigned short *z) {
   const long long G = p.groups, K = G * R;
-  const int lane = threadIdx.x & 31;
-  for (long long gr = dsc_gemv::firstRow(); gr < K;
-       gr += dsc_gemv::rowStride()) {
-    const long long g = gr / R;
-    for (long long s0 = 0; s0 < S; s0 += dsc_gemv::kRowsPerPass) {
-      const int rows = dsc_gemv::passRows(S, s0);
-      float acc[dsc_gemv::kRowsPerPass];
-      dsc_gemv::bf16RowDots(woA + gr * Din, o + g * Din, G * Din, Din, s0, rows,
-                            acc);
-      if (lane == 0)
-        for (int r = 0; r < rows; ++r)
-          z[(s0 + r) * K + gr] = bf16FromFloat(acc[r]);
-    }
-  }
+  // Output row gr of group gr / R reads that group's slice of o.
+  dsc_gemv::bf16RowGemv(
+      K, S, Din, G * Din, [&](long long gr) { return woA + gr * Din; },
+      [&](long long gr) { return o + (gr / R) * Din; },
+      [&](long long s, long long gr, float v) { z[s * K + gr] = bf16FromFloat(v); });
 }
 
 DSC_GEMV_ACT_QUANT_ENTRY(dsc_grouped_output_act_quant_fast)

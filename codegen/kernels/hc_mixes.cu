@@ -70,24 +70,23 @@ __device__ void splitSinkhorn(const float *mixes, long long hc, const float *sca
     for (int j = 0; j < n; ++j)
       row[j] = __fadd_rn(__fdiv_rn(row[j], sum), eps);
   }
+  // Divides each line a (row: stride n, along 1; column: stride 1, along n)
+  // by its sum in index order + eps.
+  auto normalise = [&](int lineStride, int step) {
+    for (int a = 0; a < n; ++a) {
+      float *line = cb + a * lineStride;
+      float sum = 0.0f;
+      for (int b = 0; b < n; ++b)
+        sum = __fadd_rn(sum, line[b * step]);
+      const float d = __fadd_rn(sum, eps);
+      for (int b = 0; b < n; ++b)
+        line[b * step] = __fdiv_rn(line[b * step], d);
+    }
+  };
   for (int it = 0; it < (iters < 1 ? 1 : iters); ++it) {
     if (it > 0) // rows, then columns, from the second round on
-      for (int i = 0; i < n; ++i) {
-        float sum = 0.0f;
-        for (int j = 0; j < n; ++j)
-          sum = __fadd_rn(sum, cb[i * n + j]);
-        const float d = __fadd_rn(sum, eps);
-        for (int j = 0; j < n; ++j)
-          cb[i * n + j] = __fdiv_rn(cb[i * n + j], d);
-      }
-    for (int j = 0; j < n; ++j) {
-      float sum = 0.0f;
-      for (int i = 0; i < n; ++i)
-        sum = __fadd_rn(sum, cb[i * n + j]);
-      const float d = __fadd_rn(sum, eps);
-      for (int i = 0; i < n; ++i)
-        cb[i * n + j] = __fdiv_rn(cb[i * n + j], d);
-    }
+      normalise(n, 1);
+    normalise(1, n);
   }
 }
 /// splitSinkhorn by a whole warp for n*n <= 32: lane l holds comb entry (l / n,

@@ -28,14 +28,7 @@ DSC_KERNEL void dsc_head(const unsigned short *x, long long rows, long long D,
 
 DSC_KERNEL void dsc_head_fast(const unsigned short *x, long long rows, long long D,
                               const unsigned short *w, long long V, float *logits) {
-  const int lane = threadIdx.x & 31;
-  for (long long v = dsc_gemv::firstRow(); v < V; v += dsc_gemv::rowStride())
-    for (long long r0 = 0; r0 < rows; r0 += dsc_gemv::kRowsPerPass) {
-      const int n = dsc_gemv::passRows(rows, r0);
-      float acc[dsc_gemv::kRowsPerPass];
-      dsc_gemv::bf16RowDots(w + v * D, x, D, D, r0, n, acc);
-      if (lane == 0)
-        for (int r = 0; r < n; ++r)
-          logits[(r0 + r) * V + v] = acc[r];
-    }
+  dsc_gemv::bf16RowGemv(
+      V, rows, D, D, [&](long long v) { return w + v * D; }, [&](long long) { return x; },
+      [&](long long r, long long v, float dot) { logits[r * V + v] = dot; });
 }

@@ -37,10 +37,7 @@ __device__ void preNorm(const dsc::abi::RmsNormParams &p, const unsigned short *
     }
     __syncthreads();
     auto x = [&](long long i) { return bf16ToFloat(xs[i]); };
-    if (kFast)
-      dsc_dense_ts::rmsNormRowFast(D, eps, x, w, y + s * D);
-    else
-      dsc_dense_ts::rmsNormRow(D, eps, x, w, y + s * D);
+    dsc_dense_ts::rmsNormRowWith<kFast>(D, eps, x, w, y + s * D);
   }
 }
 } // namespace dsc_mhc_entry

@@ -191,6 +191,29 @@ __device__ Smem setup(const unsigned short *xq, const unsigned char *gCodes, con
   }
   return m;
 }
+/// One work item of the up/down steps: token t, slot (k = the shared
+/// expert), the first of 16 output rows r0, the rows lane group g reads
+/// (clamped to the last row: the extra rows are computed and not written),
+/// and the slot's expert x (routed slots: ids[t, slot], else 0).
+struct TileItem {
+  long long t, slot, r0, rG, rG8, x;
+  bool routed;
+};
+__device__ __forceinline__ TileItem tileItem(long long item, long long k, long long rowsOut,
+                                             const int *ids) {
+  const long long tiles = (rowsOut + 15) / 16, perToken = (k + 1) * tiles;
+  const int g = (threadIdx.x & 31) >> 2;
+  TileItem it;
+  it.t = item / perToken;
+  const long long rem = item - it.t * perToken;
+  it.slot = rem / tiles;
+  it.r0 = (rem - it.slot * tiles) * 16;
+  it.rG = it.r0 + g < rowsOut ? it.r0 + g : rowsOut - 1;
+  it.rG8 = it.r0 + g + 8 < rowsOut ? it.r0 + g + 8 : rowsOut - 1;
+  it.routed = it.slot < k;
+  it.x = it.routed ? ids[it.t * k + it.slot] : 0;
+  return it;
+}
 } // namespace dsc_moe_fast
 
 DSC_KERNEL void dsc_moe_experts_up_fast(
@@ -209,12 +232,10 @@ DSC_KERNEL void dsc_moe_experts_up_fast(
   long long j0, j1;
   dsc_gemv::warpBlocks(kb, j0, j1);
   for (long long item = blockIdx.x; item < T * perToken; item += gridDim.x) {
-    const long long t = item / perToken, rem = item - t * perToken, slot = rem / iTiles,
-                    i0 = (rem - slot * iTiles) * 16;
-    const long long rG = i0 + g < I ? i0 + g : I - 1, rG8 = i0 + g + 8 < I ? i0 + g + 8 : I - 1;
+    const dsc_moe_fast::TileItem it = dsc_moe_fast::tileItem(item, k, I, ids);
+    const long long t = it.t, slot = it.slot, i0 = it.r0, rG = it.rG, rG8 = it.rG8, x = it.x;
+    const bool routed = it.routed;
     unsigned short *hs = h + (t * (k + 1) + slot) * I;
-    const bool routed = slot < k;
-    const long long x = routed ? ids[t * k + slot] : 0;
     if (routed && (x < 0 || x >= E)) { // an invalid slot contributes nothing
       if (writer) {
         if (i0 + g < I)
@@ -266,11 +287,9 @@ DSC_KERNEL void dsc_moe_experts_down_fast(const unsigned short *hq, const unsign
   long long j0, j1;
   dsc_gemv::warpBlocks(kb, j0, j1);
   for (long long item = blockIdx.x; item < T * perToken; item += gridDim.x) {
-    const long long t = item / perToken, rem = item - t * perToken, slot = rem / dTiles,
-                    d0 = (rem - slot * dTiles) * 16;
-    const long long rG = d0 + g < D ? d0 + g : D - 1, rG8 = d0 + g + 8 < D ? d0 + g + 8 : D - 1;
-    const bool routed = slot < k;
-    const long long x = routed ? ids[t * k + slot] : 0;
+    const dsc_moe_fast::TileItem it = dsc_moe_fast::tileItem(item, k, D, ids);
+    const long long t = it.t, slot = it.slot, d0 = it.r0, rG = it.rG, rG8 = it.rG8, x = it.x;
+    const bool routed = it.routed;
     if (routed && (x < 0 || x >= E))
       continue; // block-uniform; the combine step skips the slot
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};

@@ -103,19 +103,13 @@ DSC_KERNEL void dsc_moe_gate_scores_fast(const __grid_constant__ dsc::abi::MoeGa
                                          const unsigned short *w, const float *bias, long long E,
                                          float *scores, float *choice) {
   const float temperature = (float)p.temperature;
-  const int lane = threadIdx.x & 31;
-  for (long long e = dsc_gemv::firstRow(); e < E; e += dsc_gemv::rowStride())
-    for (long long t0 = 0; t0 < T; t0 += dsc_gemv::kRowsPerPass) {
-      const int rows = dsc_gemv::passRows(T, t0);
-      float acc[dsc_gemv::kRowsPerPass];
-      dsc_gemv::bf16RowDots<8>(w + e * D, x, D, D, t0, rows, acc);
-      if (lane == 0)
-        for (int r = 0; r < rows; ++r) {
-          const float v = dsc_moe_gate_tail::score(acc[r], temperature);
-          scores[(t0 + r) * E + e] = v;
-          choice[(t0 + r) * E + e] = bias ? __fadd_rn(v, bias[e]) : v;
-        }
-    }
+  dsc_gemv::bf16RowGemv<8>(
+      E, T, D, D, [&](long long e) { return w + e * D; }, [&](long long) { return x; },
+      [&](long long t, long long e, float dot) {
+        const float v = dsc_moe_gate_tail::score(dot, temperature);
+        scores[t * E + e] = v;
+        choice[t * E + e] = bias ? __fadd_rn(v, bias[e]) : v;
+      });
 }
 
 DSC_KERNEL void dsc_moe_gate_select_fast(const __grid_constant__ dsc::abi::MoeGateParams p,

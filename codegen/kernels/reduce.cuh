@@ -3,11 +3,11 @@
 // The two reductions whose order the CPU reference fixes, so that a kernel's
 // result equals the CPU's bit for bit. Kept in ONE place so every kernel
 // (dense and attention) runs the same operations in the same order:
-//   - dsc_dense_ts::torchSum / rmsRsqrt (and their cascadeRows / ilpRowSum):
-//     torch's CPU fp32 sum order, mirroring
-//     runtime/cpu/kernels/dense/TorchReduce.h (torchSumF32) and Norm.cpp
-//     (rmsRsqrt); run by ONE thread, every add __fadd_rn (NVRTC would
-//     otherwise contract a*b+c into an FMA);
+//   - dsc_dense_ts::torchSum / rmsRsqrt: torch's CPU fp32 sum order
+//     (dsc/numerics/TorchSumOrder.h, equal to runtime/cpu/kernels/dense/
+//     TorchReduce.h torchSumF32) and Norm.cpp's rmsRsqrt, run by ONE
+//     thread, every add __fadd_rn (NVRTC would otherwise contract a*b+c
+//     into an FMA);
 //   - torchSumMerge / torchSumWarp / torchSumBlock and rmsNormRowFast: the
 //     same order, bit for bit, computed in parallel through
 //     dsc/numerics/TorchSumOrder.h (group sums anywhere, one warp folds);
@@ -17,7 +17,6 @@
 // Include after common.cuh:
 //
 //   #include "codegen/kernels/common.cuh"
-#include "dsc/numerics/TorchSumOrder.h"
 //   #include "codegen/kernels/reduce.cuh"
 //
 // Everything here is a template: nothing is emitted unless a kernel uses it.
@@ -26,79 +25,19 @@
 #define DSC_CODEGEN_KERNELS_REDUCE_CUH
 
 #include "codegen/kernels/common.cuh"
+#include "dsc/numerics/TorchSumOrder.h"
 
 // torch's CPU fp32 sum order (runtime/cpu/kernels/dense/TorchReduce.h,
 // AVX2: 8 lanes, 4 interleaved accumulators, 4 cascade levels), run by ONE
-// thread in exactly the CPU's order; every add is __fadd_rn (no contraction).
-// item(i) is the i-th fp32 value of the row (computed on the fly).
+// thread; every add is __fadd_rn (no contraction). item(i) is the i-th fp32
+// value of the row (computed on the fly).
 namespace dsc_dense_ts {
 
-template <typename Item>
-__device__ void cascadeRows(long long size, int nr, int lanes, Item item, float *acc) {
-  for (int q = 0; q < 4 * nr * lanes; ++q)
-    acc[q] = 0.0f;
-  const long long ceilLog2 =
-      size <= 2 ? 1 : (long long)(64 - __clzll((long long)(size - 1)));
-  const long long power = ceilLog2 / 4 > 4 ? ceilLog2 / 4 : 4;
-  const long long step = 1LL << power, mask = step - 1;
-  long long i = 0;
-  while (i + step <= size) {
-    for (long long j = 0; j < step; ++j, ++i)
-      for (int k = 0; k < nr; ++k)
-        for (int l = 0; l < lanes; ++l)
-          acc[k * lanes + l] = __fadd_rn(acc[k * lanes + l], item(i, k, l));
-    for (int j = 1; j < 4; ++j) {
-      for (int k = 0; k < nr; ++k)
-        for (int l = 0; l < lanes; ++l) {
-          float &dst = acc[(j * nr + k) * lanes + l];
-          float &src = acc[((j - 1) * nr + k) * lanes + l];
-          dst = __fadd_rn(dst, src);
-          src = 0.0f;
-        }
-      if ((i & (mask << (j * power))) != 0)
-        break;
-    }
-  }
-  for (; i < size; ++i)
-    for (int k = 0; k < nr; ++k)
-      for (int l = 0; l < lanes; ++l)
-        acc[k * lanes + l] = __fadd_rn(acc[k * lanes + l], item(i, k, l));
-  for (int j = 1; j < 4; ++j)
-    for (int k = 0; k < nr; ++k)
-      for (int l = 0; l < lanes; ++l)
-        acc[k * lanes + l] = __fadd_rn(acc[k * lanes + l], acc[(j * nr + k) * lanes + l]);
-}
-
-/// ilpRowSum: result in acc[0..lanes). acc holds 4*4*lanes floats.
-template <typename Item>
-__device__ void ilpRowSum(long long size, int lanes, Item item, float *acc) {
-  const long long ilp = size / 4;
-  cascadeRows(
-      ilp, 4, lanes, [&](long long i, int k, int l) { return item(i * 4 + k, l); }, acc);
-  for (long long i = ilp * 4; i < size; ++i)
-    for (int l = 0; l < lanes; ++l)
-      acc[l] = __fadd_rn(acc[l], item(i, l));
-  for (int k = 1; k < 4; ++k)
-    for (int l = 0; l < lanes; ++l)
-      acc[l] = __fadd_rn(acc[l], acc[k * lanes + l]);
-}
-
-/// torchSumF32 of n values item(i), lanes = 8.
+/// torchSumF32 of n values item(i): dsc/numerics/TorchSumOrder.h's
+/// torchSumOrdered (the one definition, host-tested against torchSumF32).
 template <typename Item>
 __device__ float torchSum(long long n, Item item) {
-  float acc[4 * 4 * 8];
-  if (n < 8) {
-    ilpRowSum(n, 1, [&](long long i, int) { return item(i); }, acc);
-    return acc[0];
-  }
-  const long long vecs = n / 8;
-  ilpRowSum(vecs, 8, [&](long long i, int l) { return item(i * 8 + l); }, acc);
-  float total = 0.0f;
-  for (long long k = vecs * 8; k < n; ++k)
-    total = __fadd_rn(total, item(k));
-  for (int l = 0; l < 8; ++l)
-    total = __fadd_rn(total, acc[l]);
-  return total;
+  return dsc::numerics::torchSumOrdered(n, item);
 }
 
 /// Norm.h rmsRsqrt: 1 / sqrt(torchSum(x^2) / n + eps), all fp32 IEEE.
@@ -215,6 +154,17 @@ __device__ void rmsNormRowFast(long long n, float eps, Load x, const unsigned sh
     y[i] = bf16FromFloat(__fmul_rn(bf16ToFloat(w[i]), normed));
   }
   __syncthreads();
+}
+
+/// rmsNormRow (kFast false: thread 0 sums) or rmsNormRowFast (the block
+/// sums): the same bits; the CPU-order and fast kernel pairs pick with kFast.
+template <bool kFast, typename Load>
+__device__ void rmsNormRowWith(long long n, float eps, Load x, const unsigned short *w,
+                               unsigned short *y) {
+  if (kFast)
+    rmsNormRowFast(n, eps, x, w, y);
+  else
+    rmsNormRow(n, eps, x, w, y);
 }
 
 } // namespace dsc_dense_ts

@@ -22,10 +22,7 @@ __device__ void rows(const dsc::abi::RmsNormParams &p, const unsigned short *x, 
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     const unsigned short *xr = x + r * n;
     auto load = [&](long long i) { return bf16ToFloat(xr[i]); };
-    if (kFast)
-      dsc_dense_ts::rmsNormRowFast(n, eps, load, w, y + r * n);
-    else
-      dsc_dense_ts::rmsNormRow(n, eps, load, w, y + r * n);
+    dsc_dense_ts::rmsNormRowWith<kFast>(n, eps, load, w, y + r * n);
   }
 }
 } // namespace dsc_norm_rows

@@ -147,15 +147,16 @@ TEST_F(CudaFlags, AttentionFlagSelectsSplitKv) {
   CommandLine cl;
   EXPECT_TRUE(apply(cl).splitAttention);
   EXPECT_FALSE(apply(cl).mqaAttention);
-  cl.options["--cuda-attention"] = "single";
-  EXPECT_FALSE(apply(cl).splitAttention);
-  EXPECT_FALSE(apply(cl).mqaAttention);
-  cl.options["--cuda-attention"] = "split";
-  EXPECT_TRUE(apply(cl).splitAttention);
-  EXPECT_FALSE(apply(cl).mqaAttention);
-  cl.options["--cuda-attention"] = "mqa";
-  EXPECT_TRUE(apply(cl).splitAttention);
-  EXPECT_TRUE(apply(cl).mqaAttention);
+  struct Case {
+    const char *value;
+    bool split, mqa;
+  };
+  for (const Case &c : {Case{"single", false, false}, Case{"split", true, false},
+                        Case{"mqa", true, true}}) {
+    cl.options["--cuda-attention"] = c.value;
+    EXPECT_EQ(apply(cl).splitAttention, c.split) << c.value;
+    EXPECT_EQ(apply(cl).mqaAttention, c.mqa) << c.value;
+  }
   cl.options["--cuda-attention"] = "wide";
   std::string error;
   apply(cl, &error);
