@@ -54,20 +54,33 @@ __device__ __forceinline__ void writeTile(const KvPageLayout &l, unsigned char *
     scales[t] = quantizeFp4E4M3Block(vals, tile, data + t * tile / 2);
 }
 
-/// Value i of `token`'s record: the exact code*scale product, then rounded
-/// to bf16 (KvRecordPool::read).
+/// A record value from its code (an E4M3 byte, or an E2M1 nibble in the low
+/// bits) and its tile's scale byte `sc`: the exact code*scale product,
+/// rounded to bf16 (KvRecordPool::read). E4M3 values take a UE8M0 scale.
+__device__ __forceinline__ float decodeValue(const KvRecordFormat &f, unsigned char code,
+                                             unsigned char sc) {
+  float v;
+  if (f.valueType == KvValueType::E4M3)
+    v = e4m3ToFloat(code) * ue8m0ToFloat(sc);
+  else
+    v = e2m1ToFloat(code) *
+        (f.scaleType == KvScaleType::UE8M0 ? ue8m0ToFloat(sc) : e4m3ToFloat(sc));
+  return roundToBf16(v);
+}
+
+/// Value i of a record whose packed values start at `data`, given the scale
+/// byte `sc` of its tile (decodeValue of its code).
+__device__ __forceinline__ float readValueAt(const KvRecordFormat &f, const unsigned char *data,
+                                             unsigned char sc, int i) {
+  return decodeValue(f, f.valueType == KvValueType::E4M3 ? data[i] : fp4CodeAt(data, i), sc);
+}
+
+/// Value i of `token`'s record (readValueAt at the token's offsets).
 __device__ __forceinline__ float readValue(const KvPageLayout &l, const unsigned char *pool,
                                            long long token, int i) {
-  const unsigned char *data = pool + l.tokenDataOffset(token);
   const unsigned char *scales = pool + l.tokenScaleOffset(token);
-  const unsigned char sc = scales[i / l.format.valuesPerTile];
-  const float s = l.format.scaleType == KvScaleType::UE8M0 ? ue8m0ToFloat(sc) : e4m3ToFloat(sc);
-  float v;
-  if (l.format.valueType == KvValueType::E4M3)
-    v = e4m3ToFloat(data[i]) * ue8m0ToFloat(sc);
-  else
-    v = e2m1ToFloat(fp4CodeAt(data, i)) * s;
-  return roundToBf16(v);
+  return readValueAt(l.format, pool + l.tokenDataOffset(token), scales[i / l.format.valuesPerTile],
+                     i);
 }
 
 /// One interleaved RoPE pair (a, b) at angle theta = fp32(pos) * invFreq:

@@ -91,6 +91,33 @@ __device__ __forceinline__ void bf16Store(unsigned short *p, long long i, float 
   p[i] = bf16FromFloat(v);
 }
 
+/// The block copies n elements: store(i, load(i)) for every i < n, each
+/// thread issuing kAhead loads before its stores (a shared-memory store
+/// between two global loads would order them: the compiler cannot tell the
+/// generic pointers apart, so a plain copy loop waits one memory latency
+/// per element it copies). All threads of the block may call it; it has no
+/// barrier.
+template <int kAhead = 8, typename Load, typename Store>
+__device__ __forceinline__ void blockCopy(long long n, Load load, Store store) {
+  using T = decltype(load(0LL));
+  const long long stride = blockDim.x;
+  for (long long base = threadIdx.x; base < n; base += kAhead * stride) {
+    T v[kAhead];
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      const long long i = base + u * stride;
+      if (i < n)
+        v[u] = load(i);
+    }
+#pragma unroll
+    for (int u = 0; u < kAhead; ++u) {
+      const long long i = base + u * stride;
+      if (i < n)
+        store(i, v[u]);
+    }
+  }
+}
+
 /// Sum over the 32 lanes of a warp; every lane gets the result.
 __device__ __forceinline__ float warpSum(float v) {
 #pragma unroll

@@ -214,10 +214,11 @@ DSC_KERNEL void dsc_hc_mixes_finish_fast(const __grid_constant__ dsc::abi::HcMix
   for (long long s = blockIdx.x; s < S; s += gridDim.x) {
     const double *ps = partial + s * (nmix + 1) * splits;
     const float *gs = groupSums + s * stride * 32;
-    for (long long i = threadIdx.x; i < nmix * splits; i += blockDim.x)
-      stage[i] = ps[i];
-    for (long long i = threadIdx.x; i < (chains.groups + 1) * 32; i += blockDim.x)
-      groups[i] = gs[i];
+    blockCopy(
+        nmix * splits, [&](long long i) { return ps[i]; },
+        [&](long long i, double v) { stage[i] = v; });
+    blockCopy((chains.groups + 1) * 32, [&](long long i) { return gs[i]; },
+              [&](long long i, float v) { groups[i] = v; });
     __syncthreads();
     const unsigned short *xs = h + s * width;
     if (warp == 0) { // rmsRsqrt of the torch-order sum of squares

@@ -88,8 +88,9 @@ DSC_KERNEL void dsc_indexer_score_fast(const __grid_constant__ dsc::abi::Indexer
   const long long s = blockIdx.y;
   if (s >= S)
     return;
-  for (long long i = threadIdx.x; i < H * dk; i += blockDim.x)
-    qs[(i / dk) * ld + i % dk] = bf16ToFloat(q[s * H * dk + i]);
+  blockCopy(
+      H * dk, [&](long long i) { return q[s * H * dk + i]; },
+      [&](long long i, unsigned short v) { qs[(i / dk) * ld + i % dk] = bf16ToFloat(v); });
   __syncthreads();
   const long long visible = compressLen(startPos, s, ratio);
   for (long long t = (long long)blockIdx.x * warps + (threadIdx.x >> 5); t < width;

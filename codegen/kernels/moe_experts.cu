@@ -216,15 +216,17 @@ __device__ __forceinline__ TileItem tileItem(long long item, long long k, long l
 }
 } // namespace dsc_moe_fast
 
-DSC_KERNEL void dsc_moe_experts_up_fast(
-    const __grid_constant__ dsc::abi::MoeExpertsParams p, const unsigned short *xq,
-    const unsigned char *gCodes, const float *gScales, long long T, long long D, long long I,
-    const unsigned char *w1, const unsigned char *w1s, const unsigned char *w3,
-    const unsigned char *w3s, const unsigned char *s1, const unsigned char *s1s,
-    const unsigned char *s3, const unsigned char *s3s, const int *ids, const float *weights,
-    long long k, long long E, unsigned short *h) {
+namespace dsc_moe_fast {
+template <bool kE4m3>
+__device__ void upFast(const dsc::abi::MoeExpertsParams p, const unsigned short *xq,
+                       const unsigned char *gCodes, const float *gScales, long long T, long long D,
+                       long long I, const unsigned char *w1, const unsigned char *w1s,
+                       const unsigned char *w3, const unsigned char *w3s, const unsigned char *s1,
+                       const unsigned char *s1s, const unsigned char *s3, const unsigned char *s3s,
+                       const int *ids, const float *weights, long long k, long long E,
+                       unsigned short *h) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const dsc_moe_fast::Smem m = dsc_moe_fast::setup(xq, gCodes, gScales, T, D, smem);
+  const Smem m = setup(xq, gCodes, gScales, T, D, smem);
   const float lim = (float)p.swiglu_limit;
   const int lane = threadIdx.x & 31, g = lane >> 2;
   const bool writer = threadIdx.x < 32 && (lane & 3) == 0; // warp 0, column 0 (token t)
@@ -232,7 +234,7 @@ DSC_KERNEL void dsc_moe_experts_up_fast(
   long long j0, j1;
   dsc_gemv::warpBlocks(kb, j0, j1);
   for (long long item = blockIdx.x; item < T * perToken; item += gridDim.x) {
-    const dsc_moe_fast::TileItem it = dsc_moe_fast::tileItem(item, k, I, ids);
+    const TileItem it = tileItem(item, k, I, ids);
     const long long t = it.t, slot = it.slot, i0 = it.r0, rG = it.rG, rG8 = it.rG8, x = it.x;
     const bool routed = it.routed;
     unsigned short *hs = h + (t * (k + 1) + slot) * I;
@@ -246,18 +248,23 @@ DSC_KERNEL void dsc_moe_experts_up_fast(
       continue; // block-uniform
     }
     float acc2[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
-    float *gAcc = acc2[0], *uAcc = acc2[1]; // w1 (gate) and w3 (up) in one K loop
+    float *gAcc = acc2[0],
+          *uAcc = acc2[1]; // w1 (gate) and w3 (up) in one K loop
     if (routed) {
       const long long a = x * I + rG, b = x * I + rG8;
       const unsigned char *wg[2] = {w1 + a * (D / 2), w3 + a * (D / 2)},
                           *wg8[2] = {w1 + b * (D / 2), w3 + b * (D / 2)},
-                          *sg[2] = {w1s + a * kb, w3s + a * kb}, *sg8[2] = {w1s + b * kb, w3s + b * kb};
-      dsc_gemv::tileDotsN<true, 2>(wg, wg8, sg, sg8, m.codes, m.scales, D, t, 1, j0, j1, acc2);
+                          *sg[2] = {w1s + a * kb, w3s + a * kb},
+                          *sg8[2] = {w1s + b * kb, w3s + b * kb};
+      dsc_gemv::tileDotsN<true, 2, kE4m3>(wg, wg8, sg, sg8, m.codes, m.scales, D, t, 1, j0, j1,
+                                          acc2);
     } else {
-      const unsigned char *wg[2] = {s1 + rG * D, s3 + rG * D}, *wg8[2] = {s1 + rG8 * D, s3 + rG8 * D},
+      const unsigned char *wg[2] = {s1 + rG * D, s3 + rG * D},
+                          *wg8[2] = {s1 + rG8 * D, s3 + rG8 * D},
                           *sg[2] = {s1s + (rG / 32) * kb, s3s + (rG / 32) * kb},
                           *sg8[2] = {s1s + (rG8 / 32) * kb, s3s + (rG8 / 32) * kb};
-      dsc_gemv::tileDotsN<false, 2>(wg, wg8, sg, sg8, m.codes, m.scales, D, t, 1, j0, j1, acc2);
+      dsc_gemv::tileDotsN<false, 2, kE4m3>(wg, wg8, sg, sg8, m.codes, m.scales, D, t, 1, j0, j1,
+                                           acc2);
     }
     dsc_gemv::combineWarps(gAcc, m.comb);
     dsc_gemv::combineWarps(uAcc, m.comb);
@@ -272,22 +279,48 @@ DSC_KERNEL void dsc_moe_experts_up_fast(
     }
   }
 }
+} // namespace dsc_moe_fast
 
-DSC_KERNEL void dsc_moe_experts_down_fast(const unsigned short *hq, const unsigned char *gCodes,
-                                          const float *gScales, long long T, long long I,
-                                          long long D, const unsigned char *w2,
-                                          const unsigned char *w2s, const unsigned char *s2,
-                                          const unsigned char *s2s, const int *ids, long long k,
-                                          long long E, float *outs) {
+DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
+    dsc_moe_experts_up_fast(const __grid_constant__ dsc::abi::MoeExpertsParams p,
+                            const unsigned short *xq, const unsigned char *gCodes,
+                            const float *gScales, long long T, long long D, long long I,
+                            const unsigned char *w1, const unsigned char *w1s,
+                            const unsigned char *w3, const unsigned char *w3s,
+                            const unsigned char *s1, const unsigned char *s1s,
+                            const unsigned char *s3, const unsigned char *s3s, const int *ids,
+                            const float *weights, long long k, long long E, unsigned short *h) {
+  dsc_moe_fast::upFast<false>(p, xq, gCodes, gScales, T, D, I, w1, w1s, w3, w3s, s1, s1s, s3, s3s,
+                              ids, weights, k, E, h);
+}
+
+DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4) dsc_moe_experts_up_fast_e4m3(
+    const __grid_constant__ dsc::abi::MoeExpertsParams p, const unsigned short *xq,
+    const unsigned char *gCodes, const float *gScales, long long T, long long D, long long I,
+    const unsigned char *w1, const unsigned char *w1s, const unsigned char *w3,
+    const unsigned char *w3s, const unsigned char *s1, const unsigned char *s1s,
+    const unsigned char *s3, const unsigned char *s3s, const int *ids, const float *weights,
+    long long k, long long E, unsigned short *h) {
+  dsc_moe_fast::upFast<true>(p, xq, gCodes, gScales, T, D, I, w1, w1s, w3, w3s, s1, s1s, s3, s3s,
+                             ids, weights, k, E, h);
+}
+
+namespace dsc_moe_fast {
+template <bool kE4m3>
+__device__ void downFast(const unsigned short *hq, const unsigned char *gCodes,
+                         const float *gScales, long long T, long long I, long long D,
+                         const unsigned char *w2, const unsigned char *w2s, const unsigned char *s2,
+                         const unsigned char *s2s, const int *ids, long long k, long long E,
+                         float *outs) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const dsc_moe_fast::Smem m = dsc_moe_fast::setup(hq, gCodes, gScales, T * (k + 1), I, smem);
+  const Smem m = setup(hq, gCodes, gScales, T * (k + 1), I, smem);
   const int lane = threadIdx.x & 31, g = lane >> 2;
   const bool writer = threadIdx.x < 32 && (lane & 3) == 0;
   const long long kb = I / 32, dTiles = (D + 15) / 16, perToken = (k + 1) * dTiles;
   long long j0, j1;
   dsc_gemv::warpBlocks(kb, j0, j1);
   for (long long item = blockIdx.x; item < T * perToken; item += gridDim.x) {
-    const dsc_moe_fast::TileItem it = dsc_moe_fast::tileItem(item, k, D, ids);
+    const TileItem it = tileItem(item, k, D, ids);
     const long long t = it.t, slot = it.slot, d0 = it.r0, rG = it.rG, rG8 = it.rG8, x = it.x;
     const bool routed = it.routed;
     if (routed && (x < 0 || x >= E))
@@ -296,12 +329,12 @@ DSC_KERNEL void dsc_moe_experts_down_fast(const unsigned short *hq, const unsign
     const long long hrow = t * (k + 1) + slot;
     if (routed) {
       const long long a = x * D + rG, b = x * D + rG8;
-      dsc_gemv::tileDots<true>(w2 + a * (I / 2), w2 + b * (I / 2), w2s + a * kb, w2s + b * kb,
-                               m.codes, m.scales, I, hrow, 1, j0, j1, acc);
+      dsc_gemv::tileDots<true, kE4m3>(w2 + a * (I / 2), w2 + b * (I / 2), w2s + a * kb,
+                                      w2s + b * kb, m.codes, m.scales, I, hrow, 1, j0, j1, acc);
     } else {
-      dsc_gemv::tileDots<false>(s2 + rG * I, s2 + rG8 * I, s2s + (rG / 32) * kb,
-                                s2s + (rG8 / 32) * kb, m.codes, m.scales, I, hrow, 1, j0, j1,
-                                acc);
+      dsc_gemv::tileDots<false, kE4m3>(s2 + rG * I, s2 + rG8 * I, s2s + (rG / 32) * kb,
+                                       s2s + (rG8 / 32) * kb, m.codes, m.scales, I, hrow, 1, j0, j1,
+                                       acc);
     }
     dsc_gemv::combineWarps(acc, m.comb);
     if (writer) {
@@ -312,6 +345,25 @@ DSC_KERNEL void dsc_moe_experts_down_fast(const unsigned short *hq, const unsign
         o[d0 + g + 8] = roundToBf16(acc[2]);
     }
   }
+}
+} // namespace dsc_moe_fast
+
+DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
+    dsc_moe_experts_down_fast(const unsigned short *hq, const unsigned char *gCodes,
+                              const float *gScales, long long T, long long I, long long D,
+                              const unsigned char *w2, const unsigned char *w2s,
+                              const unsigned char *s2, const unsigned char *s2s, const int *ids,
+                              long long k, long long E, float *outs) {
+  dsc_moe_fast::downFast<false>(hq, gCodes, gScales, T, I, D, w2, w2s, s2, s2s, ids, k, E, outs);
+}
+
+DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
+    dsc_moe_experts_down_fast_e4m3(const unsigned short *hq, const unsigned char *gCodes,
+                                   const float *gScales, long long T, long long I, long long D,
+                                   const unsigned char *w2, const unsigned char *w2s,
+                                   const unsigned char *s2, const unsigned char *s2s,
+                                   const int *ids, long long k, long long E, float *outs) {
+  dsc_moe_fast::downFast<true>(hq, gCodes, gScales, T, I, D, w2, w2s, s2, s2s, ids, k, E, outs);
 }
 
 DSC_KERNEL void dsc_moe_experts_combine_fast(const float *outs, const int *ids, long long T,

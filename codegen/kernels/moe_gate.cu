@@ -13,13 +13,11 @@
 // fast path (same formulas, scores accumulated in fp32 in gemv.cuh's order):
 //   dsc_moe_gate_scores_fast: one warp per expert row e (16-byte loads),
 //     all tokens in passes: s[t, e], choice[t, e] into global scratch;
-//   dsc_moe_gate_select_fast: one block per token, its choice row in shared
-//     memory (E <= 2048): every entry counts the entries ranking before it
-//     under the same tie rule (stopping at k); the entry of rank j < k is
-//     pick j, exactly the j-th argmax round's; then the same normalisation
-//     by thread 0. Measured slow (54 us per launch at E = 384: the top
-//     entries' threads compare against every entry); a rankKey warp argmax
-//     is the next version (branch gate-select-keys, not yet run on a GPU).
+//   dsc_moe_gate_select_fast: one block per token: the choice row as
+//     rankKey keys in shared memory (E <= 2048; larger key = ranks before,
+//     the same tie rule), then k rounds of a warp argmax over them (each a
+//     u64 max, the pick's key cleared), then the same normalisation by
+//     lane 0.
 // Bound: the 2*E*D bytes of the gate weight at memory bandwidth.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
@@ -117,36 +115,38 @@ DSC_KERNEL void dsc_moe_gate_select_fast(const __grid_constant__ dsc::abi::MoeGa
                                          long long E, float *weights, int *ids) {
   const long long topk = p.topk;
   const long long k = topk < E ? topk : E;
-  __shared__ float c[2048]; // E <= 2048 (the adapter checks)
+  __shared__ unsigned long long keys[2048]; // E <= 2048 (the adapter checks)
   for (long long t = blockIdx.x; t < T; t += gridDim.x) {
     for (long long e = threadIdx.x; e < E; e += blockDim.x)
-      c[e] = choice[t * E + e];
+      keys[e] = rankKey(choice[t * E + e], e);
     __syncthreads();
-    // The j-th of k argmax rounds picks the entry with exactly j entries
-    // ranking before it (ranksBefore is a strict total order).
-    for (long long e = threadIdx.x; e < E; e += blockDim.x) {
-      const float v = c[e];
-      long long rank = 0, f = 0;
-      for (; f + 4 <= E && rank < k; f += 4) {
-        rank += (f != e && ranksBefore(c[f], f, v, e)) ? 1 : 0;
-        rank += (f + 1 != e && ranksBefore(c[f + 1], f + 1, v, e)) ? 1 : 0;
-        rank += (f + 2 != e && ranksBefore(c[f + 2], f + 2, v, e)) ? 1 : 0;
-        rank += (f + 3 != e && ranksBefore(c[f + 3], f + 3, v, e)) ? 1 : 0;
+    if (threadIdx.x < 32) { // k argmax rounds of warp 0 over the keys
+      const int lane = threadIdx.x;
+      for (long long j = 0; j < k; ++j) {
+        unsigned long long best = 0; // below every key (their low word is > 0)
+        for (long long e = lane; e < E; e += 32)
+          best = keys[e] > best ? keys[e] : best;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+          const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, off);
+          best = other > best ? other : best;
+        }
+        const long long e = 0xffffffffll - (long long)(best & 0xffffffffull);
+        if (lane == 0) {
+          ids[t * topk + j] = (int)e;
+          weights[t * topk + j] = scores[t * E + e];
+          keys[e] = 0; // taken
+        }
+        __syncwarp();
       }
-      for (; f < E && rank < k; ++f)
-        rank += (f != e && ranksBefore(c[f], f, v, e)) ? 1 : 0;
-      if (rank < k) {
-        ids[t * topk + rank] = (int)e;
-        weights[t * topk + rank] = scores[t * E + e];
+      if (lane == 0) {
+        for (long long j = k; j < topk; ++j) { // k > E: never in a valid plan
+          ids[t * topk + j] = -1;
+          weights[t * topk + j] = 0.0f;
+        }
+        dsc_moe_gate_tail::finishWeights(weights + t * topk, topk, p.normalize,
+                                         (float)p.route_scale);
       }
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      for (long long j = k; j < topk; ++j) { // k > E: never in a valid plan
-        ids[t * topk + j] = -1;
-        weights[t * topk + j] = 0.0f;
-      }
-      dsc_moe_gate_tail::finishWeights(weights + t * topk, topk, p.normalize, (float)p.route_scale);
     }
     __syncthreads();
   }

@@ -149,10 +149,11 @@ __device__ void rmsNormRowFast(long long n, float eps, Load x, const unsigned sh
     return __fmul_rn(v, v);
   });
   const float rv = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(sum, (float)n), eps)));
-  for (long long i = threadIdx.x; i < n; i += blockDim.x) {
-    const float normed = __fmul_rn(x(i), rv);
-    y[i] = bf16FromFloat(__fmul_rn(bf16ToFloat(w[i]), normed));
-  }
+  // A thread's elements are all read before it writes any (blockCopy: loads
+  // in flight; the aliasing rule holds per element).
+  blockCopy<4>(
+      n, [&](long long i) { return make_float2(x(i), bf16ToFloat(w[i])); },
+      [&](long long i, float2 v) { y[i] = bf16FromFloat(__fmul_rn(v.y, __fmul_rn(v.x, rv))); });
   __syncthreads();
 }
 

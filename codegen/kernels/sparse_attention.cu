@@ -409,134 +409,267 @@ DSC_KERNEL void dsc_sparse_attention_merge_fast(
   const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
   extern __shared__ float acc[]; // D floats
   const long long local = blockIdx.x, sh = rowBase * H + local, s = sh / H, h = sh % H;
+  const float *blockMax = sc.blockMax + local * nb, *psum = sc.psum + local * nb;
   // Every thread runs the walk's scalar recursion (the same operations, so
-  // the same values); thread d's channels follow it.
+  // the same values) once for the denominator and once per channel it owns,
+  // accumulating in a register (no shared-memory round trip between the
+  // blocks' loads).
   float m = -1e30f, denom = 0.0f;
-  for (long long d = threadIdx.x; d < D; d += blockDim.x)
-    acc[d] = 0.0f;
   for (long long b = 0; b < nb; ++b) {
-    const float mNew = dsc_sparse::foldMax(m, sc.blockMax[local * nb + b]);
-    const float c = expf(__fsub_rn(m, mNew));
-    denom = __fadd_rn(__fmul_rn(denom, c), sc.psum[local * nb + b]);
-    const float *pv = sc.pv + (local * nb + b) * D;
-    for (long long d = threadIdx.x; d < D; d += blockDim.x)
-      acc[d] = __fadd_rn(__fmul_rn(acc[d], c), pv[d]);
+    const float mNew = dsc_sparse::foldMax(m, blockMax[b]);
+    denom = __fadd_rn(__fmul_rn(denom, expf(__fsub_rn(m, mNew))), psum[b]);
     m = mNew;
   }
   denom = __fadd_rn(denom, expf(__fsub_rn(sink[h], m)));
+  const float *pv = sc.pv + local * nb * D;
+  // kPer channels per thread at a time and kAhead blocks' values loaded
+  // before they are folded (loads in flight; the fold is the walk's, in
+  // block order), stored to shared memory after the channels' last block.
+  constexpr int kPer = 4, kAhead = 8;
+  const long long stride = blockDim.x;
+  for (long long d0 = threadIdx.x; d0 < D; d0 += kPer * stride) {
+    float a[kPer];
+#pragma unroll
+    for (int u = 0; u < kPer; ++u)
+      a[u] = 0.0f;
+    float md = -1e30f;
+    for (long long bb = 0; bb < nb; bb += kAhead) {
+      float x[kAhead][kPer], bm[kAhead];
+#pragma unroll
+      for (int t = 0; t < kAhead; ++t) {
+        const bool live = bb + t < nb;
+        bm[t] = live ? blockMax[bb + t] : 0.0f;
+#pragma unroll
+        for (int u = 0; u < kPer; ++u) {
+          const long long d = d0 + u * stride;
+          x[t][u] = live && d < D ? pv[(bb + t) * D + d] : 0.0f;
+        }
+      }
+#pragma unroll
+      for (int t = 0; t < kAhead; ++t)
+        if (bb + t < nb) {
+          const float mNew = dsc_sparse::foldMax(md, bm[t]);
+          const float c = expf(__fsub_rn(md, mNew));
+#pragma unroll
+          for (int u = 0; u < kPer; ++u)
+            a[u] = __fadd_rn(__fmul_rn(a[u], c), x[t][u]);
+          md = mNew;
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < kPer; ++u)
+      if (d0 + u * stride < D)
+        acc[d0 + u * stride] = a[u];
+  }
   __syncthreads();
   dsc_sparse::emit(acc, denom, D, sh, s, DSC_CALL_START(callState), ropeStep, ropeInvFreq, o);
 }
 
 //===----------------------------------------------------------------------===//
-// MQA split-KV (CudaOptions::mqaAttention): the split path's logits and PV
-// with every entry block's values read once per group of heads instead of
-// once per head (the heads of a row share their KV entries). Grid (rows,
-// blocks, head groups of `headsPer`); each round stages `stage` entries'
-// values (fp32, the bits warpLogit and pvAt read: window rows or decoded
-// records) in dynamic shared memory (stage * D floats). Designed
-// byte-identical to _logits_fast / _pv_fast, so to the single walk:
-//   _logits_mqa: warp w < headsPer is head g * headsPer + w; its lane holds
-//     q[lane + 32 i] in registers and runs warpLogit's per-lane fmaf chain
-//     (d ascending) and warpSum per entry; lane 0 folds the block maximum
-//     in entry order; logits, ids and maxima go to the split scratch;
-//   _pv_mqa: per head m_b (the same fold), prob = exp(logit - m_b) (all
-//     threads), psum in entry order (one thread per head); thread t owns
-//     the (head, channel) pairs t, t + blockDim, ... and sums pvAt's
-//     operations in entry order across the rounds.
-// D <= 32 * kMqaMaxLane, headsPer <= kMqaMaxHeads and headsPer * D <=
-// blockDim * kMqaMaxPairs (dsc/abi/LaunchShapes.h; the adapter checks and
-// else takes the split path; the kernels trap if a launch breaks them).
+// MQA split-KV (CudaOptions::mqaAttention, the default): the split path's
+// logits and PV with every 64-entry block's values decoded once per group of
+// `headsPer` heads instead of once per head (the heads of a row share their
+// KV entries, MQA). Grid (rows, blocks, head groups); the block's entries are
+// staged as bf16 bits in dynamic shared memory ([64, D]: window rows and
+// decoded records are bf16 values, so the staging is exact), one warp per
+// entry (the record's offsets computed once per entry, lanes over channels).
+// Byte-identical to _logits_fast / _pv_fast, so to the single walk:
+//   _logits_mqa: every warp holds the group's queries in registers (lane l:
+//     q[h][l + 32 i]); warp w takes entries w, w + warps, ... and reads each
+//     value once for all the group's heads, running warpLogit's per-lane
+//     fmaf chain (d ascending) and warpSum per (entry, head); one thread
+//     per head folds the block maximum in entry order; logits, ids and
+//     maxima go to the split scratch;
+//   _pv_mqa: per head m_b (the same fold), prob = exp(logit - m_b), psum in
+//     entry order (one thread per head); thread t owns the channel pairs
+//     (2c, 2c + 1), c = t, t + blockDim, ..., of every head of the group and
+//     sums pvAt's operations in entry order.
+// Limits (dsc/abi/LaunchShapes.h; the adapter checks and else takes the
+// split path; the kernels trap if a launch breaks them): D % 16 == 0, D <= 32
+// * kMqaMaxLane and D <= 2 * blockDim * kMqaPvRounds, headsPer <= kMqaMaxHeads.
 //===----------------------------------------------------------------------===//
 
 namespace dsc_sparse {
 constexpr int kMqaMaxLane = dsc::abi::kMqaMaxLane;   ///< q values per lane
-constexpr int kMqaMaxPairs = dsc::abi::kMqaMaxPairs; ///< (head, channel) pairs per PV thread
+constexpr int kMqaPvRounds = dsc::abi::kMqaPvRounds; ///< channel pairs per PV thread
 constexpr int kMqaMaxHeads = dsc::abi::kMqaMaxHeads; ///< heads per block
 
-/// Stages entries e0 .. e0 + ns of the block (ids jl) into vals [ns, D].
-__device__ __forceinline__ void stageValues(float *vals, const long long *jl, long long e0,
-                                            long long ns, long long D, const float *rows,
-                                            long long R, const KvPageLayout &l,
-                                            const unsigned char *kvPool) {
-  for (long long i = threadIdx.x; i < ns * D; i += blockDim.x) {
-    const long long e = i / D, d = i - e * D, j = jl[e0 + e];
-    vals[i] = j < 0 ? 0.0f : j < R ? rows[j * D + d] : readValue(l, kvPool, j - R, (int)d);
+/// Stages the block's n entries (ids jl) as bf16 bits into vals [n, D] (D %
+/// 16 == 0): one warp per entry, lane c takes the 16 channels [16c, 16c +
+/// 16) (vector loads of the window row or of the record's codes), stored as
+/// two 16-byte words; -1 entries are zeros (never read). A record value is
+/// decodeValue's, bf16(code value * scale): the code's value comes from a
+/// table of the format's codes (E2M1: 16, E4M3: 256 entries, decoded by the
+/// numerics functions) and the tile's scale is decoded once per 16 channels
+/// when a tile covers them, so the staging is exact. All threads of the
+/// block must call it (it fills the table, then synchronises).
+__device__ __forceinline__ void stageBlock(unsigned short *vals, const long long *jl, int n,
+                                           int D, const float *rows, long long R,
+                                           const KvPageLayout &l, const unsigned char *kvPool) {
+  __shared__ float codeValue[256];
+  const KvRecordFormat &f = l.format;
+  const bool fp8 = f.valueType == KvValueType::E4M3;
+  for (int i = threadIdx.x; i < 256; i += blockDim.x)
+    codeValue[i] = fp8 ? e4m3ToFloat((unsigned char)i) : e2m1ToFloat((unsigned char)(i & 15));
+  __syncthreads();
+  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5, chunks = D / 16;
+  const int tile = f.valuesPerTile;
+  const bool wholeTile = tile % 16 == 0;
+  // decodeValue's scale for a scale byte: E4M3 values and UE8M0 scales take
+  // ue8m0ToFloat, FP4 with E4M3 scales e4m3ToFloat.
+  auto scaleOf = [&](unsigned char sc) {
+    return fp8 || f.scaleType == KvScaleType::UE8M0 ? ue8m0ToFloat(sc) : e4m3ToFloat(sc);
+  };
+  for (int e = threadIdx.x >> 5; e < n; e += warps) {
+    const long long j = jl[e];
+    for (int c = lane; c < chunks; c += 32) {
+      unsigned w[8]; // bf16 pairs
+      if (j < 0) {
+#pragma unroll
+        for (int u = 0; u < 8; ++u)
+          w[u] = 0u;
+      } else if (j < R) { // window rows: decoded records (bf16 values), 64-byte aligned chunks
+        const float4 *r4 = reinterpret_cast<const float4 *>(rows + j * D + 16 * c);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const float4 v = r4[q];
+          w[2 * q] = (unsigned)bf16FromFloat(v.x) | ((unsigned)bf16FromFloat(v.y) << 16);
+          w[2 * q + 1] = (unsigned)bf16FromFloat(v.z) | ((unsigned)bf16FromFloat(v.w) << 16);
+        }
+      } else {
+        const unsigned char *data = kvPool + l.tokenDataOffset(j - R);
+        const unsigned char *scales = kvPool + l.tokenScaleOffset(j - R);
+        unsigned char code[16];
+        if (fp8) {
+          const unsigned char *p = data + 16 * c;
+          if ((reinterpret_cast<unsigned long long>(p) & 15) == 0) {
+            const uint4 q = *reinterpret_cast<const uint4 *>(p);
+            const unsigned ws[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+            for (int u = 0; u < 16; ++u)
+              code[u] = (unsigned char)(ws[u >> 2] >> (8 * (u & 3)));
+          } else {
+#pragma unroll
+            for (int u = 0; u < 16; ++u)
+              code[u] = p[u];
+          }
+        } else { // fp4CodeAt: element 2i in the low nibble of byte i
+          const unsigned char *p = data + 8 * c;
+          unsigned lo, hi;
+          if ((reinterpret_cast<unsigned long long>(p) & 7) == 0) {
+            const uint2 q = *reinterpret_cast<const uint2 *>(p);
+            lo = q.x;
+            hi = q.y;
+          } else {
+            lo = p[0] | (p[1] << 8) | (p[2] << 16) | ((unsigned)p[3] << 24);
+            hi = p[4] | (p[5] << 8) | (p[6] << 16) | ((unsigned)p[7] << 24);
+          }
+#pragma unroll
+          for (int u = 0; u < 16; ++u)
+            code[u] = (unsigned char)(((u < 8 ? lo : hi) >> (4 * (u & 7))) & 15u);
+        }
+        const float s0 = scaleOf(scales[(16 * c) / tile]);
+        float v[16];
+#pragma unroll
+        for (int u = 0; u < 16; ++u)
+          v[u] = codeValue[code[u]] * (wholeTile ? s0 : scaleOf(scales[(16 * c + u) / tile]));
+#pragma unroll
+        for (int u = 0; u < 8; ++u)
+          w[u] = (unsigned)bf16FromFloat(v[2 * u]) | ((unsigned)bf16FromFloat(v[2 * u + 1]) << 16);
+      }
+      uint4 *dst = reinterpret_cast<uint4 *>(vals + (long long)e * D + 16 * c);
+      dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
+      dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
+    }
   }
 }
 } // namespace dsc_sparse
 
 DSC_KERNEL void dsc_sparse_attention_logits_mqa(
-    const __grid_constant__ dsc::abi::SparseAttentionParams p, const unsigned short *q,
-    long long S, long long H, long long D, const float *rows, long long R,
-    const unsigned char *kvPool, int values, int tile, int valueType, int scaleType,
-    int tokensPerPage, int order, long long ratio, const int *topk, long long k,
-    const long long *callState, long long window, long long windowWidth, long long rowsH,
-    float *scratch, long long rowBase, long long headsPer, long long stage) {
+    const __grid_constant__ dsc::abi::SparseAttentionParams p, const unsigned short *q, long long S,
+    long long H, long long D, const float *rows, long long R, const unsigned char *kvPool,
+    int values, int tile, int valueType, int scaleType, int tokensPerPage, int order,
+    long long ratio, const int *topk, long long k, const long long *callState, long long window,
+    long long windowWidth, long long rowsH, float *scratch, long long rowBase, long long headsPer) {
+  constexpr int kHeads = dsc_sparse::kMqaMaxHeads, kLane = dsc_sparse::kMqaMaxLane;
   const dsc_sparse::SplitLogitsCall call(p, callState, R, kvPool, ratio, topk, k, windowWidth);
   const float scale = call.scale;
-  const long long startPos = call.startPos, ringRows = call.ringRows, nKv = call.nKv;
-  const bool chunk = call.chunk;
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
   const long long K = call.K, nb = call.nb;
   const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
-  extern __shared__ float vals[]; // stage * D floats
+  extern __shared__ __align__(16) unsigned short vals[]; // [kSparseBlock, D] bf16 bits
   __shared__ long long jl[dsc::abi::kSparseBlock];
-  __shared__ float logit[dsc_sparse::kMqaMaxHeads][dsc::abi::kSparseBlock];
+  __shared__ float logit[kHeads][dsc::abi::kSparseBlock];
   const long long localRow = blockIdx.x, s = rowBase + localRow, b = blockIdx.y;
+  const long long h0 = (long long)blockIdx.z * headsPer;
+  const int heads = int(H - h0 < headsPer ? H - h0 : headsPer);
   const long long b0 = b * dsc::abi::kSparseBlock;
-  const long long n = K - b0 < dsc::abi::kSparseBlock ? K - b0 : dsc::abi::kSparseBlock;
-  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const long long h = (long long)blockIdx.z * headsPer + w;
-  const bool active = w < headsPer && h < H;
-  if (headsPer > dsc_sparse::kMqaMaxHeads || D > 32LL * dsc_sparse::kMqaMaxLane)
+  const int n = int(K - b0 < dsc::abi::kSparseBlock ? K - b0 : dsc::abi::kSparseBlock);
+  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5;
+  if (headsPer > kHeads || D > 32LL * kLane || D % 16 != 0)
     __trap();
-  for (long long e = threadIdx.x; e < n; e += blockDim.x) {
-    long long j = sparseEntry(s, b0 + e, startPos, chunk, ringRows, window, windowWidth, topk, k);
-    jl[e] = j >= nKv ? -1 : j;
+  for (int e = threadIdx.x; e < n; e += blockDim.x) {
+    const long long j = sparseEntry(s, b0 + e, call.startPos, call.chunk, call.ringRows, window,
+                                    windowWidth, topk, k);
+    jl[e] = j >= call.nKv ? -1 : j;
   }
-  float qv[dsc_sparse::kMqaMaxLane];
+  // The group's queries through shared memory (one coalesced copy; loading
+  // them straight into the registers below waits one memory latency per
+  // value, the registers being too few to keep 128 loads in flight).
+  __shared__ unsigned short qs[kHeads * 32 * kLane];
+  const unsigned short *qg = q + (s * H + h0) * D;
+  blockCopy((long long)heads * D, [&](long long i) { return qg[i]; },
+            [&](long long i, unsigned short v) { qs[i] = v; });
+  dsc_sparse::stageBlock(vals, jl, n, int(D), rows, R, l, kvPool); // synchronises first
+  __syncthreads();
+  // Every warp holds the group's queries: lane l has q[h][l + 32 i].
+  float qv[kHeads][kLane];
 #pragma unroll
-  for (int i = 0; i < dsc_sparse::kMqaMaxLane; ++i) {
-    const long long d = lane + 32LL * i;
-    qv[i] = active && d < D ? bf16ToFloat(q[(s * H + h) * D + d]) : 0.0f;
+  for (int hh = 0; hh < kHeads; ++hh)
+#pragma unroll
+    for (int i = 0; i < kLane; ++i) {
+      const int d = lane + 32 * i;
+      qv[hh][i] = hh < heads && d < D ? bf16ToFloat(qs[hh * D + d]) : 0.0f;
+    }
+  // Warp w: entries w, w + warps, ...; per entry and head warpLogit's
+  // operations (lane chain over d ascending, warpSum), the entry's values
+  // read once for the heads.
+  for (int e = threadIdx.x >> 5; e < n; e += warps) {
+    const unsigned short *v = vals + (long long)e * D;
+    float dot[kHeads];
+#pragma unroll
+    for (int hh = 0; hh < kHeads; ++hh)
+      dot[hh] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < kLane; ++i) {
+      const int d = lane + 32 * i;
+      if (d < D) {
+        const float x = bf16ToFloat(v[d]);
+#pragma unroll
+        for (int hh = 0; hh < kHeads; ++hh)
+          dot[hh] = fmaf(qv[hh][i], x, dot[hh]);
+      }
+    }
+    const long long j = jl[e];
+#pragma unroll
+    for (int hh = 0; hh < kHeads; ++hh) {
+      const float sum = warpSum(dot[hh]);
+      if (lane == 0)
+        logit[hh][e] = j < 0 ? negInf() : __fmul_rn(sum, scale);
+    }
   }
   __syncthreads();
-  for (long long e0 = 0; e0 < n; e0 += stage) {
-    const long long ns = n - e0 < stage ? n - e0 : stage;
-    dsc_sparse::stageValues(vals, jl, e0, ns, D, rows, R, l, kvPool);
-    __syncthreads();
-    if (active)
-      for (long long e = 0; e < ns; ++e) {
-        const long long j = jl[e0 + e];
-        float dot = 0.0f;
-        if (j >= 0) {
-          const float *v = vals + e * D;
-#pragma unroll
-          for (int i = 0; i < dsc_sparse::kMqaMaxLane; ++i) {
-            const long long d = lane + 32LL * i;
-            if (d < D)
-              dot = fmaf(qv[i], v[d], dot);
-          }
-        }
-        dot = warpSum(dot);
-        if (lane == 0)
-          logit[w][e0 + e] = j < 0 ? negInf() : __fmul_rn(dot, scale);
-      }
-    __syncthreads();
+  const long long local0 = localRow * H + h0;
+  for (int i = threadIdx.x; i < heads * n; i += blockDim.x) {
+    const int hh = i / n, e = i - hh * n;
+    sc.logits[(local0 + hh) * K + b0 + e] = logit[hh][e];
+    sc.ids[(local0 + hh) * K + b0 + e] = jl[e];
   }
-  if (active) {
-    const long long local = localRow * H + h;
-    for (long long e = lane; e < n; e += 32) {
-      sc.logits[local * K + b0 + e] = logit[w][e];
-      sc.ids[local * K + b0 + e] = jl[e];
-    }
-    if (lane == 0) {
-      float blockMax = negInf();
-      for (long long e = 0; e < n; ++e)
-        blockMax = blockMax < logit[w][e] ? logit[w][e] : blockMax; // std::max, entry order
-      sc.blockMax[local * nb + b] = blockMax;
-    }
+  if (threadIdx.x < heads) {
+    float blockMax = negInf();
+    for (int e = 0; e < n; ++e) // std::max, entry order
+      blockMax = blockMax < logit[threadIdx.x][e] ? logit[threadIdx.x][e] : blockMax;
+    sc.blockMax[(local0 + threadIdx.x) * nb + b] = blockMax;
   }
 }
 
@@ -544,23 +677,24 @@ DSC_KERNEL void dsc_sparse_attention_pv_mqa(long long D, const float *rows, long
                                             const unsigned char *kvPool, int values, int tile,
                                             int valueType, int scaleType, int tokensPerPage,
                                             int order, long long K, long long rowsH, long long H,
-                                            long long headsPer, long long stage,
-                                            float *scratch) {
+                                            long long headsPer, float *scratch) {
+  constexpr int kHeads = dsc_sparse::kMqaMaxHeads, kRounds = dsc_sparse::kMqaPvRounds;
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
   const long long nb = (K + dsc::abi::kSparseBlock - 1) / dsc::abi::kSparseBlock;
   const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
-  extern __shared__ float vals[]; // stage * D floats
+  extern __shared__ __align__(16) unsigned short vals[]; // [kSparseBlock, D] bf16 bits
   __shared__ long long jl[dsc::abi::kSparseBlock];
-  __shared__ float prob[dsc_sparse::kMqaMaxHeads][dsc::abi::kSparseBlock];
-  __shared__ float mShared[dsc_sparse::kMqaMaxHeads];
+  __shared__ float prob[kHeads][dsc::abi::kSparseBlock];              // the walk's p_e
+  __shared__ __align__(16) float pbf[dsc::abi::kSparseBlock][kHeads]; // bf16(p_e), entry-major
+  __shared__ float mShared[kHeads];
   const long long localRow = blockIdx.x, b = blockIdx.y, h0 = (long long)blockIdx.z * headsPer;
-  const long long heads = H - h0 < headsPer ? H - h0 : headsPer;
+  const int heads = int(H - h0 < headsPer ? H - h0 : headsPer);
   const long long b0 = b * dsc::abi::kSparseBlock;
-  const long long n = K - b0 < dsc::abi::kSparseBlock ? K - b0 : dsc::abi::kSparseBlock;
+  const int n = int(K - b0 < dsc::abi::kSparseBlock ? K - b0 : dsc::abi::kSparseBlock);
   const long long local0 = localRow * H + h0; // the group's first (row, head)
-  if (headsPer > dsc_sparse::kMqaMaxHeads || heads * D > (long long)blockDim.x * dsc_sparse::kMqaMaxPairs)
+  if (headsPer > kHeads || D % 16 != 0 || D > 2LL * blockDim.x * kRounds)
     __trap();
-  for (long long e = threadIdx.x; e < n; e += blockDim.x)
+  for (int e = threadIdx.x; e < n; e += blockDim.x)
     jl[e] = sc.ids[local0 * K + b0 + e]; // the row's entries: the same for every head
   if (threadIdx.x < heads) {
     float m = -1e30f; // the walk's running max after block b
@@ -569,43 +703,62 @@ DSC_KERNEL void dsc_sparse_attention_pv_mqa(long long D, const float *rows, long
     mShared[threadIdx.x] = m;
   }
   __syncthreads();
-  for (long long i = threadIdx.x; i < heads * n; i += blockDim.x) { // the walk's p_e
-    const long long hh = i / n, e = i - hh * n;
-    prob[hh][e] = expf(__fsub_rn(sc.logits[(local0 + hh) * K + b0 + e], mShared[hh]));
+  dsc_sparse::stageBlock(vals, jl, n, int(D), rows, R, l, kvPool);
+  for (int i = threadIdx.x; i < kHeads * dsc::abi::kSparseBlock; i += blockDim.x) {
+    const int hh = i / dsc::abi::kSparseBlock, e = i % dsc::abi::kSparseBlock;
+    const float pe = hh < heads && e < n
+                         ? expf(__fsub_rn(sc.logits[(local0 + hh) * K + b0 + e], mShared[hh]))
+                         : 0.0f;
+    prob[hh][e] = pe;
+    pbf[e][hh] = roundToBf16(pe);
   }
   __syncthreads();
   if (threadIdx.x < heads) { // psum in entry order
     float psum = 0.0f;
-    for (long long e = 0; e < n; ++e)
+    for (int e = 0; e < n; ++e)
       psum = __fadd_rn(psum, prob[threadIdx.x][e]);
     sc.psum[(local0 + threadIdx.x) * nb + b] = psum;
   }
-  float acc[dsc_sparse::kMqaMaxPairs];
+  float acc[kRounds][kHeads][2];
 #pragma unroll
-  for (int u = 0; u < dsc_sparse::kMqaMaxPairs; ++u)
-    acc[u] = 0.0f;
-  for (long long e0 = 0; e0 < n; e0 += stage) {
-    const long long ns = n - e0 < stage ? n - e0 : stage;
-    dsc_sparse::stageValues(vals, jl, e0, ns, D, rows, R, l, kvPool);
-    __syncthreads();
+  for (int u = 0; u < kRounds; ++u)
 #pragma unroll
-    for (int u = 0; u < dsc_sparse::kMqaMaxPairs; ++u) {
-      const long long pair = threadIdx.x + (long long)u * blockDim.x;
-      if (pair < heads * D) {
-        const long long hh = pair / D, d = pair - hh * D;
-        for (long long e = 0; e < ns; ++e)
-          if (jl[e0 + e] >= 0) // pvAt: sum_e bf16(p_e) * v[e][d], entry order
-            acc[u] = __fadd_rn(acc[u], __fmul_rn(roundToBf16(prob[hh][e0 + e]), vals[e * D + d]));
+    for (int hh = 0; hh < kHeads; ++hh)
+      acc[u][hh][0] = acc[u][hh][1] = 0.0f;
+  const int pairs = int(D / 2);
+  const unsigned *vals2 = reinterpret_cast<const unsigned *>(vals);
+  for (int e = 0; e < n; ++e) {
+    if (jl[e] < 0) // pvAt skips -1 entries
+      continue;
+    float pr[kHeads];
+#pragma unroll
+    for (int hh = 0; hh < kHeads; ++hh)
+      pr[hh] = pbf[e][hh];
+#pragma unroll
+    for (int u = 0; u < kRounds; ++u) {
+      const int c = threadIdx.x + u * blockDim.x;
+      if (c < pairs) {
+        const unsigned v2 = vals2[e * pairs + c];
+        const float v0 = bf16ToFloat((unsigned short)(v2 & 0xffffu));
+        const float v1 = bf16ToFloat((unsigned short)(v2 >> 16));
+#pragma unroll
+        for (int hh = 0; hh < kHeads; ++hh) { // pvAt: sum_e bf16(p_e) * v[e][d], entry order
+          acc[u][hh][0] = __fadd_rn(acc[u][hh][0], __fmul_rn(pr[hh], v0));
+          acc[u][hh][1] = __fadd_rn(acc[u][hh][1], __fmul_rn(pr[hh], v1));
+        }
       }
     }
-    __syncthreads();
   }
 #pragma unroll
-  for (int u = 0; u < dsc_sparse::kMqaMaxPairs; ++u) {
-    const long long pair = threadIdx.x + (long long)u * blockDim.x;
-    if (pair < heads * D) {
-      const long long hh = pair / D, d = pair - hh * D;
-      sc.pv[((local0 + hh) * nb + b) * D + d] = acc[u];
-    }
+  for (int u = 0; u < kRounds; ++u) {
+    const int c = threadIdx.x + u * blockDim.x;
+    if (c < pairs)
+#pragma unroll
+      for (int hh = 0; hh < kHeads; ++hh)
+        if (hh < heads) {
+          float *pv = sc.pv + ((local0 + hh) * nb + b) * D;
+          pv[2 * c] = acc[u][hh][0];
+          pv[2 * c + 1] = acc[u][hh][1];
+        }
   }
 }

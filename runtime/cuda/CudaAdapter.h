@@ -92,6 +92,8 @@ public:
   bool splitAttention = true;
   /// CudaOptions::mqaAttention: the split path's MQA logits and PV kernels.
   bool mqaAttention = false;
+  /// CudaOptions::moeE4m3Mma: the MoE up/down tiles on the FP8 tensor cores.
+  bool moeE4m3Mma = false;
 
   CudaLaunchContext(const runtime::Plan &plan, const runtime::Program &program,
                     const runtime::Launch &launch, const runtime::KernelSpec &kernel,

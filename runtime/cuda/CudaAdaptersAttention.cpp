@@ -554,16 +554,15 @@ Status splitKvAttention(CudaLaunchContext &c, abi::SparseAttentionParams &params
     return scratch.status();
   CUdeviceptr sp = *scratch;
   Dim3 block{128, 1, 1};
-  // CudaOptions::mqaAttention: logits and PV per group of heads, each entry
-  // block's values staged once for the group (sparse_attention.cu, "MQA
-  // split-KV"; dsc/abi/LaunchShapes.h): headsPer warps for the logits,
-  // kMqaPvThreads threads owning at most kMqaMaxPairs (head, channel) pairs
-  // each for the PV, `stage` entries per round in kMqaStageFloats floats.
+  // CudaOptions::mqaAttention: logits and PV per group of headsPer heads,
+  // each 64-entry block's values staged once for the group as bf16 in
+  // kSparseBlock * D * 2 bytes of shared memory (sparse_attention.cu, "MQA
+  // split-KV"; dsc/abi/LaunchShapes.h): kMqaPvThreads threads owning at most
+  // kMqaPvRounds channel pairs each for the PV.
   int64_t headsPer = std::min<int64_t>(H, abi::kMqaHeadsPerBlock);
-  int64_t stage = std::max<int64_t>(
-      1, std::min<int64_t>(kSparseBlock, abi::kMqaStageFloats / std::max<int64_t>(D, 1)));
-  const bool mqa = c.mqaAttention && D <= 32 * abi::kMqaMaxLane &&
-                   headsPer * D <= int64_t(abi::kMqaPvThreads) * abi::kMqaMaxPairs;
+  const size_t stageBytes = size_t(kSparseBlock * D) * 2;
+  const bool mqa = c.mqaAttention && D % 16 == 0 && D <= 32 * abi::kMqaMaxLane &&
+                   D <= 2 * int64_t(abi::kMqaPvThreads) * abi::kMqaPvRounds;
   for (int64_t r0 = 0; r0 < S; r0 += rowsPer) {
     int64_t rows = std::min<int64_t>(rowsPer, S - r0);
     if (mqa) {
@@ -571,16 +570,14 @@ Status splitKvAttention(CudaLaunchContext &c, abi::SparseAttentionParams &params
       std::vector<void *> a{&params, &qp, &S, &H, &D, &rp, &R, &kvp};
       pool.push(a);
       a.insert(a.end(), {&ratio, &topk, &k, &cs, &window, &windowWidth, &rowsH, &sp, &r0,
-                         &headsPer, &stage});
+                         &headsPer});
       DSC_TRY(c.launchEntry("dsc_sparse_attention_logits_mqa", grid,
-                            Dim3{unsigned(32 * headsPer), 1, 1}, size_t(stage * D) * sizeof(float),
-                            std::move(a)));
+                            Dim3{unsigned(abi::kMqaPvThreads), 1, 1}, stageBytes, std::move(a)));
       std::vector<void *> b{&D, &rp, &R, &kvp};
       pool.push(b);
-      b.insert(b.end(), {&K, &rowsH, &H, &headsPer, &stage, &sp});
+      b.insert(b.end(), {&K, &rowsH, &H, &headsPer, &sp});
       DSC_TRY(c.launchEntry("dsc_sparse_attention_pv_mqa", grid,
-                            Dim3{unsigned(abi::kMqaPvThreads), 1, 1},
-                            size_t(stage * D) * sizeof(float), std::move(b)));
+                            Dim3{unsigned(abi::kMqaPvThreads), 1, 1}, stageBytes, std::move(b)));
       DSC_TRY(c.launchEntry("dsc_sparse_attention_merge_fast", Dim3{unsigned(rows * H), 1, 1},
                             block, size_t(D) * sizeof(float),
                             args(params, ropeParams, H, D, K, rowsH, sp, sk, cs, invFreq, out, r0)));

@@ -15,6 +15,7 @@ CudaEngineState::CudaEngineState(hal::Device device, const runtime::CudaOptions 
   cpuOrderFamilies = options.cpuOrderFamilies;
   splitAttention = options.splitAttention;
   mqaAttention = options.mqaAttention;
+  moeE4m3Mma = options.moeE4m3Mma;
 }
 
 runtime::Expected<CUfunction> CudaEngineState::function(const runtime::Plan &plan, int64_t module,

@@ -72,6 +72,7 @@ public:
   uint32_t cpuOrderFamilies = 0; ///< CudaOptions::cpuOrderFamilies (CudaLaunchContext)
   bool splitAttention = true;   ///< CudaOptions::splitAttention (CudaLaunchContext)
   bool mqaAttention = false;    ///< CudaOptions::mqaAttention (CudaLaunchContext)
+  bool moeE4m3Mma = false;       ///< CudaOptions::moeE4m3Mma (CudaLaunchContext)
   /// The session whose capture is open on the stream, or null.
   CudaSession *capturing = nullptr;
   mutable std::mutex mutex;

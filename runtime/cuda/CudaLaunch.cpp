@@ -17,6 +17,7 @@ BoundLaunch::BoundLaunch(CudaSession &session, runtime::LaunchContext &c)
   cpuOrderFamilies = engine_.cpuOrderFamilies;
   splitAttention = engine_.splitAttention;
   mqaAttention = engine_.mqaAttention;
+  moeE4m3Mma = engine_.moeE4m3Mma;
 }
 
 Status BoundLaunch::bind(const runtime::HostTensor &host, const runtime::ValueSlot *slot,
@@ -70,6 +71,13 @@ Status BoundLaunch::launchEntryIn(int64_t module, const char *entry, Dim3 grid, 
   if (grid.x == 0 || grid.y == 0 || grid.z == 0)
     return Status::ok(); // nothing to do for an empty call
   const CudaDriver &d = engine_.driver();
+  if (sharedBytes > 48 * 1024) { // beyond the default dynamic shared memory: opt in
+    Status s = d.check(d.cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                            int(sharedBytes)),
+                       std::string("cuFuncSetAttribute(") + entry + ", dynamic shared memory)");
+    if (!s)
+      return s;
+  }
   return d.check(d.cuLaunchKernel(*fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
                                   unsigned(sharedBytes), engine_.stream(), args.data(), nullptr),
                  std::string("cuLaunchKernel(") + entry + ")");

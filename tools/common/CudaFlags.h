@@ -13,6 +13,8 @@
 //                              per (row, head), split-KV (CudaOptions::
 //                              splitAttention) or split-KV with the MQA logits
 //                              and PV kernels (CudaOptions::mqaAttention)
+//   --cuda-moe-mma f16|e4m3    the MoE up/down tiles' mma (CudaOptions::
+//                              moeE4m3Mma)
 // and, where a flag is not given, from the environment variables the
 // runtime read before: DSC_CUDA_GRAPHS=0 (off) / =2 (log), DSC_CUDA_SYNC
 // (anything but empty or 0), DSC_CUDA_TOPK_QUADRATIC=1; and
@@ -37,13 +39,13 @@ namespace dsc::tools {
 /// The valued options and the flags to add to parseCommandLine's lists.
 inline const std::vector<std::string> kCudaValuedOptions = {"--cuda-graphs", "--cuda-topk",
                                                             "--cuda-kernels", "--cuda-attention",
-                                                            "--cpu-threads"};
+                                                            "--cuda-moe-mma", "--cpu-threads"};
 inline const std::vector<std::string> kCudaFlags = {"--cuda-sync"};
 /// One line for a usage text.
 inline constexpr const char *kCudaUsage =
     "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]\n"
     "                 [--cuda-kernels fast|cpu-order[=FAMILY,...]] [--cuda-attention single|split|mqa]\n"
-    "                 [--cpu-threads N]";
+    "                 [--cuda-moe-mma f16|e4m3] [--cpu-threads N]";
 
 /// The DSC_CUDA_* variables, as the runtime used to read them.
 inline void applyCudaEnvironment(runtime::CudaOptions &options) {
@@ -124,6 +126,11 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
       return "--cuda-attention takes single, split or mqa, got '" + it->second + "'";
     options.splitAttention = it->second != "single";
     options.mqaAttention = it->second == "mqa";
+  }
+  if (auto it = cl.options.find("--cuda-moe-mma"); it != cl.options.end()) {
+    if (it->second != "f16" && it->second != "e4m3")
+      return "--cuda-moe-mma takes f16 or e4m3, got '" + it->second + "'";
+    options.moeE4m3Mma = it->second == "e4m3";
   }
   if (auto it = cl.options.find("--cuda-topk"); it != cl.options.end()) {
     if (it->second != "radix" && it->second != "quadratic")

@@ -142,11 +142,11 @@ TEST_F(CudaFlags, KernelsFlagRejectsUnknownFamily) {
 }
 
 /// --cuda-attention picks CudaOptions::splitAttention and mqaAttention;
-/// split (without the MQA kernels) is the default.
+/// split with the MQA kernels is the default.
 TEST_F(CudaFlags, AttentionFlagSelectsSplitKv) {
   CommandLine cl;
   EXPECT_TRUE(apply(cl).splitAttention);
-  EXPECT_FALSE(apply(cl).mqaAttention);
+  EXPECT_TRUE(apply(cl).mqaAttention);
   struct Case {
     const char *value;
     bool split, mqa;
@@ -161,6 +161,20 @@ TEST_F(CudaFlags, AttentionFlagSelectsSplitKv) {
   std::string error;
   apply(cl, &error);
   EXPECT_EQ(error, "--cuda-attention takes single, split or mqa, got 'wide'");
+}
+
+/// --cuda-moe-mma picks CudaOptions::moeE4m3Mma; the f16 tiles are the default.
+TEST_F(CudaFlags, MoeMmaFlagSelectsE4m3) {
+  CommandLine cl;
+  EXPECT_FALSE(apply(cl).moeE4m3Mma);
+  cl.options["--cuda-moe-mma"] = "e4m3";
+  EXPECT_TRUE(apply(cl).moeE4m3Mma);
+  cl.options["--cuda-moe-mma"] = "f16";
+  EXPECT_FALSE(apply(cl).moeE4m3Mma);
+  cl.options["--cuda-moe-mma"] = "fp4";
+  std::string error;
+  apply(cl, &error);
+  EXPECT_EQ(error, "--cuda-moe-mma takes f16 or e4m3, got 'fp4'");
 }
 
 } // namespace

@@ -28,17 +28,17 @@ inline constexpr int kGemvCombineBytes = kGemvWarps * 32 * 4 * 4;
 /// reference's block: probabilities are rounded against its running max).
 inline constexpr int kSparseBlock = 64;
 /// The MQA split-KV attention kernels (sparse_attention.cu, "MQA split-KV"):
-/// q values per lane (D <= 32 * kMqaMaxLane), heads per block (the adapter's
-/// choice, at most kMqaMaxHeads: the kernels' shared arrays), PV threads and
-/// the (head, channel) pairs each owns (heads per block * D <= kMqaPvThreads
-/// * kMqaMaxPairs), and the floats of one staging round (its entries: this
-/// over D).
-inline constexpr int kMqaMaxLane = 32;
+/// q values per lane (D <= 32 * kMqaMaxLane, D % 16 == 0), heads per block
+/// (the adapter's choice, at most kMqaMaxHeads: every logits warp holds the
+/// group's queries in registers), PV threads and the channel pairs each owns
+/// (D <= 2 * kMqaPvThreads * kMqaPvRounds). A block stages its kSparseBlock
+/// entries as bf16: kSparseBlock * D * 2 bytes of dynamic shared memory (64
+/// KiB at D = 512).
+inline constexpr int kMqaMaxLane = 16;
 inline constexpr int kMqaMaxHeads = 8;
-inline constexpr int kMqaHeadsPerBlock = 4;
+inline constexpr int kMqaHeadsPerBlock = 8;
 inline constexpr int kMqaPvThreads = 256;
-inline constexpr int kMqaMaxPairs = 16;
-inline constexpr int kMqaStageFloats = 8192;
+inline constexpr int kMqaPvRounds = 2;
 static_assert(kMqaHeadsPerBlock <= kMqaMaxHeads, "the MQA kernels hold kMqaMaxHeads heads");
 /// Splits of one mHC mix row in dsc_hc_mixes_dot_fast (fewer only where the
 /// finish kernel's shared memory needs it: cuda::hcSplits, a function of the

@@ -140,9 +140,15 @@ struct CudaOptions {
   /// With splitAttention: the split path's logits and PV by one block per
   /// (row, entry block, group of heads), each entry block's values read once
   /// for the group instead of once per head (the heads share their KV).
-  /// Designed byte-identical to split; off until shown so on the device
-  /// (docs/cuda-kernels-attention.md).
-  bool mqaAttention = false;
+  /// Byte-identical to split (scripts/device-split-attention.sh compares
+  /// the logits on the device; docs/cuda-kernels-attention.md).
+  bool mqaAttention = true;
+  /// The fast MoE up/down kernels sum each 32-K block of (FP4 or FP8 weight
+  /// x FP8 activation) products with one E4M3 mma (m16n8k32) instead of two
+  /// f16 mmas after widening: fewer instructions per weight byte, but the
+  /// FP8 tensor cores accumulate with fewer bits than fp32
+  /// (docs/cuda-kernels-dense.md). Off unless shown inside the GPU gates.
+  bool moeE4m3Mma = false;
 };
 
 struct EngineOptions {
