@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds one git-ignored carry folder for a device call (docs/device.md):
 # each kind fits the 64 MiB a call carries together with the tracked tree.
-# The plans in DIR are gzipped: scripts/device-unpack.sh DIR on the device first.
+# The plans in DIR are xz-compressed (~11x: their cubins) and the tools stripped:
+# scripts/device-unpack.sh DIR on the device first.
 # usage: scripts/device-carry.sh KIND DIR   (DIR under the repo root, e.g. .dev-gold6;
 #        /.dev*/ is ignored by git; the build must be current: cmake --build build)
 #   golden-tiny6   bin/dsc-run, tiny6.dscp (--layer-boundaries), golden/tiny6/{model,expected,expected_short,config}
@@ -74,7 +75,8 @@ PY
 esac
 # Plans travel gzipped (scripts/device-unpack.sh DIR restores them there;
 # the device scripts run it first).
-find "$DIR" -name '*.dscp' -exec gzip -f {} +
+find "$DIR" -name '*.dscp' -exec xz -9 -T2 -f {} +
+find "$DIR/bin" -type f -exec strip {} + 2>/dev/null || true
 TREE=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)
 SIZE=$(du -sb "$DIR" | cut -f1)
 echo "$DIR: $SIZE bytes + tracked tree $TREE = $((SIZE + TREE)) of 67108864"

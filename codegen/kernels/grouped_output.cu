@@ -19,6 +19,7 @@
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/gemm.cuh"
 #include "codegen/kernels/gemv.cuh"
+#include "codegen/kernels/lane_gemv.cuh"
 #include "codegen/kernels/reduce.cuh"
 
 DSC_KERNEL void
@@ -72,5 +73,6 @@ DSC_KERNEL void dsc_grouped_output_woa_fast(
 DSC_GEMV_ACT_QUANT_ENTRY(dsc_grouped_output_act_quant_fast)
 
 DSC_GEMV_QUANTIZED_ENTRY(dsc_grouped_output_fp8_fast, fp8Gemv)
+DSC_LANE_GEMV_ENTRY(dsc_grouped_output_fp8_lanes, false)
 
 DSC_GEMV_SPLITK_REDUCE_ENTRY(dsc_grouped_output_splitk_reduce_fast)

@@ -24,6 +24,7 @@
 #include "codegen/kernels/attention.cuh"
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/gemv.cuh"
+#include "codegen/kernels/lane_gemv.cuh"
 
 DSC_KERNEL void dsc_index_queries_act(const unsigned short *x, long long S,
                                       long long K, float *codes,
@@ -95,5 +96,6 @@ DSC_KERNEL void dsc_index_queries_rope_qdq(
 DSC_GEMV_ACT_QUANT_ENTRY(dsc_index_queries_act_quant_fast)
 
 DSC_GEMV_QUANTIZED_ENTRY(dsc_index_queries_gemm_fast, fp8Gemv)
+DSC_LANE_GEMV_ENTRY(dsc_index_queries_gemm_lanes, false)
 
 DSC_GEMV_SPLITK_REDUCE_ENTRY(dsc_index_queries_splitk_reduce_fast)

@@ -42,6 +42,7 @@
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/gemm.cuh"
 #include "codegen/kernels/gemv.cuh"
+#include "codegen/kernels/lane_gemv.cuh"
 
 namespace dsc_dense_moe {
 /// moeSwiglu of one element: bf16( w * (silu(min(g,lim)) * clamp(u,+-lim)) ).
@@ -364,6 +365,128 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
                                    const unsigned char *s2, const unsigned char *s2s,
                                    const int *ids, long long k, long long E, float *outs) {
   dsc_moe_fast::downFast<true>(hq, gCodes, gScales, T, I, D, w2, w2s, s2, s2s, ids, k, E, outs);
+}
+
+// Lane-block path (lane_gemv.cuh; CudaOptions::laneGemv, the default): the
+// same steps and operands as the fast path, one warp per (t, slot, 8 rows).
+//===----------------------------------------------------------------------===//
+
+namespace dsc_moe_lanes {
+/// One warp item: token t, slot (k = the shared expert), first of 8 output
+/// rows r0, the slot's expert x (routed slots: ids[t, slot], else 0) and
+/// the rows the lane reads (clamped to the last: computed, not written):
+/// rg = r0 + g (its weight row), ra / rb = r0 + 2t, + 1 (its output rows).
+struct Item {
+  long long t, slot, r0, x, rg, ra, rb;
+  bool routed, valid;
+};
+__device__ __forceinline__ Item item(long long n, long long k, long long rowsOut, const int *ids,
+                                     long long E) {
+  const long long tiles = (rowsOut + dsc_lanes::kTileRows - 1) / dsc_lanes::kTileRows,
+                  perToken = (k + 1) * tiles;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  Item it;
+  it.t = n / perToken;
+  const long long rem = n - it.t * perToken;
+  it.slot = rem / tiles;
+  it.r0 = (rem - it.slot * tiles) * dsc_lanes::kTileRows;
+  auto clamp = [&](long long row) { return row < rowsOut ? row : rowsOut - 1; };
+  it.rg = clamp(it.r0 + g);
+  it.ra = clamp(it.r0 + 2 * t);
+  it.rb = clamp(it.r0 + 2 * t + 1);
+  it.routed = it.slot < k;
+  it.x = it.routed ? ids[it.t * k + it.slot] : 0;
+  it.valid = !it.routed || (it.x >= 0 && it.x < E);
+  return it;
+}
+} // namespace dsc_moe_lanes
+
+DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
+    dsc_moe_experts_up_lanes(const __grid_constant__ dsc::abi::MoeExpertsParams p,
+                             const unsigned short *xq, const unsigned char *gCodes,
+                             const float *gScales, long long T, long long D, long long I,
+                             const unsigned char *w1, const unsigned char *w1s,
+                             const unsigned char *w3, const unsigned char *w3s,
+                             const unsigned char *s1, const unsigned char *s1s,
+                             const unsigned char *s3, const unsigned char *s3s, const int *ids,
+                             const float *weights, long long k, long long E, unsigned short *h) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const dsc_moe_fast::Smem m = dsc_moe_fast::setup(xq, gCodes, gScales, T, D, smem);
+  const float lim = (float)p.swiglu_limit;
+  const int lane = threadIdx.x & 31, t = lane & 3;
+  const long long kb = D / 32, items = T * (k + 1) * ((I + 7) / 8);
+  for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
+    const dsc_moe_lanes::Item it = dsc_moe_lanes::item(n, k, I, ids, E);
+    unsigned short *hs = h + (it.t * (k + 1) + it.slot) * I;
+    if (!it.valid) { // an invalid slot contributes nothing (warp-uniform)
+      if (lane < dsc_lanes::kTileRows && it.r0 + lane < I)
+        hs[it.r0 + lane] = 0;
+      continue;
+    }
+    float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    if (it.routed) {
+      const long long e = it.x * I;
+      const unsigned char *wr[2] = {w1 + (e + it.rg) * (D / 2), w3 + (e + it.rg) * (D / 2)},
+                          *sa[2] = {w1s + (e + it.ra) * kb, w3s + (e + it.ra) * kb},
+                          *sb[2] = {w1s + (e + it.rb) * kb, w3s + (e + it.rb) * kb};
+      dsc_lanes::laneDots<true, 2, 1>(wr, sa, sb, m.codes, m.scales, D, it.t, 1, 0, kb, acc);
+    } else {
+      const unsigned char *wr[2] = {s1 + it.rg * D, s3 + it.rg * D},
+                          *sa[2] = {s1s + (it.ra / 32) * kb, s3s + (it.ra / 32) * kb},
+                          *sb[2] = {s1s + (it.rb / 32) * kb, s3s + (it.rb / 32) * kb};
+      dsc_lanes::laneDots<false, 2, 1>(wr, sa, sb, m.codes, m.scales, D, it.t, 1, 0, kb, acc);
+    }
+    dsc_lanes::reduceResidues<2>(acc[0]);
+    dsc_lanes::reduceResidues<2>(acc[1]);
+    if (lane < 4) { // activation row 0 (token t), output rows r0 + 2t, r0 + 2t + 1
+      const float rw = it.routed ? weights[it.t * k + it.slot] : 0.0f;
+      for (int i = 0; i < 2; ++i) {
+        const long long row = it.r0 + 2 * t + i;
+        if (row < I)
+          hs[row] = dsc_dense_moe::swiglu(roundToBf16(acc[0][i]), roundToBf16(acc[1][i]), lim,
+                                          it.routed, rw);
+      }
+    }
+  }
+}
+
+DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
+    dsc_moe_experts_down_lanes(const unsigned short *hq, const unsigned char *gCodes,
+                               const float *gScales, long long T, long long I, long long D,
+                               const unsigned char *w2, const unsigned char *w2s,
+                               const unsigned char *s2, const unsigned char *s2s, const int *ids,
+                               long long k, long long E, float *outs) {
+  extern __shared__ __align__(16) unsigned char smem[];
+  const dsc_moe_fast::Smem m = dsc_moe_fast::setup(hq, gCodes, gScales, T * (k + 1), I, smem);
+  const int lane = threadIdx.x & 31, t = lane & 3;
+  const long long kb = I / 32, items = T * (k + 1) * ((D + 7) / 8);
+  for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
+    const dsc_moe_lanes::Item it = dsc_moe_lanes::item(n, k, D, ids, E);
+    if (!it.valid)
+      continue; // warp-uniform; the combine step skips the slot
+    const long long hrow = it.t * (k + 1) + it.slot;
+    float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+    if (it.routed) {
+      const long long e = it.x * D;
+      const unsigned char *wr = w2 + (e + it.rg) * (I / 2), *sa = w2s + (e + it.ra) * kb,
+                          *sb = w2s + (e + it.rb) * kb;
+      dsc_lanes::laneDots<true, 1, 1>(&wr, &sa, &sb, m.codes, m.scales, I, hrow, 1, 0, kb, acc);
+    } else {
+      const unsigned char *wr = s2 + it.rg * I, *sa = s2s + (it.ra / 32) * kb,
+                          *sb = s2s + (it.rb / 32) * kb;
+      dsc_lanes::laneDots<false, 1, 1>(&wr, &sa, &sb, m.codes, m.scales, I, hrow, 1, 0, kb,
+                                       acc);
+    }
+    dsc_lanes::reduceResidues<2>(acc[0]);
+    if (lane < 4) {
+      float *o = outs + hrow * D;
+      for (int i = 0; i < 2; ++i) {
+        const long long row = it.r0 + 2 * t + i;
+        if (row < D)
+          o[row] = roundToBf16(acc[0][i]);
+      }
+    }
+  }
 }
 
 DSC_KERNEL void dsc_moe_experts_combine_fast(const float *outs, const int *ids, long long T,

@@ -94,6 +94,8 @@ public:
   bool mqaAttention = false;
   /// CudaOptions::moeE4m3Mma: the MoE up/down tiles on the FP8 tensor cores.
   bool moeE4m3Mma = false;
+  /// CudaOptions::laneGemv: the lane-block GEMV tiles (lane_gemv.cuh).
+  bool laneGemv = true;
 
   CudaLaunchContext(const runtime::Plan &plan, const runtime::Program &program,
                     const runtime::Launch &launch, const runtime::KernelSpec &kernel,

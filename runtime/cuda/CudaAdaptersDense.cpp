@@ -284,8 +284,12 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
     auto up = operand(upShared, xp, Tt, D, qx);
     if (!up)
       return up.status();
-    const char *upEntry = c.moeE4m3Mma ? "dsc_moe_experts_up_fast_e4m3" : "dsc_moe_experts_up_fast";
-    if (Status s = c.launchEntry(upEntry, tileGrid(slots * ceilDiv(I, 16)), gemvBlock(), up->smem,
+    const char *upEntry = c.laneGemv     ? "dsc_moe_experts_up_lanes"
+                          : c.moeE4m3Mma ? "dsc_moe_experts_up_fast_e4m3"
+                                         : "dsc_moe_experts_up_fast";
+    const Dim3 upGrid = c.laneGemv ? gemvGrid(slots * ceilDiv(I, kLaneTileRows))
+                                   : tileGrid(slots * ceilDiv(I, 16));
+    if (Status s = c.launchEntry(upEntry, upGrid, gemvBlock(), up->smem,
                                  args(p, up->x, up->codes, up->scales, Tt, D, I, r1, r1s, r3, r3s,
                                       s1, s1s, s3, s3s, ip, wp, k, E, hp));
         !s)
@@ -293,9 +297,12 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
     auto down = operand(downShared, hp, slots, I, qh);
     if (!down)
       return down.status();
-    const char *downEntry =
-        c.moeE4m3Mma ? "dsc_moe_experts_down_fast_e4m3" : "dsc_moe_experts_down_fast";
-    if (Status s = c.launchEntry(downEntry, tileGrid(slots * ceilDiv(D, 16)), gemvBlock(),
+    const char *downEntry = c.laneGemv     ? "dsc_moe_experts_down_lanes"
+                            : c.moeE4m3Mma ? "dsc_moe_experts_down_fast_e4m3"
+                                           : "dsc_moe_experts_down_fast";
+    const Dim3 downGrid = c.laneGemv ? gemvGrid(slots * ceilDiv(D, kLaneTileRows))
+                                     : tileGrid(slots * ceilDiv(D, 16));
+    if (Status s = c.launchEntry(downEntry, downGrid, gemvBlock(),
                                  down->smem,
                                  args(down->x, down->codes, down->scales, Tt, I, D, r2, r2s, s2,
                                       s2s, ip, k, E, op));

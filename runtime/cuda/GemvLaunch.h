@@ -35,6 +35,9 @@ inline Dim3 gemvGrid(long long rows) {
   return Dim3{unsigned(b < 1 ? 1 : b > kMaxGemvBlocks ? kMaxGemvBlocks : b), 1, 1};
 }
 inline Dim3 gemvBlock() { return block1(32 * kGemvWarps); }
+/// Weight rows of one warp of the lane-block tiles (lane_gemv.cuh
+/// kTileRows): their grids are gemvGrid(tiles), one warp per tile.
+constexpr long long kLaneTileRows = abi::kLaneTileRows;
 /// Blocks of the tensor-core GEMVs (gemv.cuh tcGemv, the MoE steps): one per
 /// `tiles` (16 weight rows x 8 activation rows), grid-strided beyond the cap.
 inline Dim3 tileGrid(long long tiles) {
@@ -79,6 +82,17 @@ inline long long gemvSplits(long long N, long long K) {
     splits *= 2;
   return splits;
 }
+/// K splits of the lane-block GEMV (lane_gemv.cuh laneGemv: one warp per 8
+/// weight rows): enough warps to fill the SMs (132 x 16) when N has few
+/// tiles, each split keeping >= 8 K blocks (two steps of four). A function of
+/// N and K only, never of M.
+inline long long laneSplits(long long N, long long K) {
+  const long long tiles = ceilDiv(N, kLaneTileRows), kb = K / 32;
+  long long splits = 1;
+  while (splits < 16 && tiles * splits < 132 * 16 && kb / (splits * 2) >= 8)
+    splits *= 2;
+  return splits;
+}
 /// Whether `blocks` blocks should each act_quant all of [M, K] in shared
 /// memory (no extra launch) rather than read one global act_quant: only
 /// while the redundant work stays small (the bytes are the same either way).
@@ -93,11 +107,25 @@ constexpr long long kSplitRowChunk = 512;
 /// quantises it into scratch first and the GEMV reads the codes from there;
 /// with K splits (gemvSplits) the partials go to scratch and
 /// `<prefix>_splitk_reduce_fast` sums them, kSplitRowChunk rows at a time.
+/// With CudaOptions::laneGemv the entry's `_lanes` twin (lane_gemv.cuh
+/// DSC_LANE_GEMV_ENTRY, same arguments) runs instead of `entry` (`..._fast`),
+/// one warp per (8 weight rows, 8 activation rows, K split: laneSplits).
 inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, const char *entry,
                             CUdeviceptr xp, long long M, long long K, CUdeviceptr wp,
                             CUdeviceptr sp, long long N, CUdeviceptr yp) {
   CUdeviceptr none = 0;
-  long long splits = gemvSplits(N, K);
+  std::string lanesEntry = entry;
+  const bool lanes = c.laneGemv && lanesEntry.size() > 5 &&
+                     lanesEntry.compare(lanesEntry.size() - 5, 5, "_fast") == 0;
+  if (lanes)
+    lanesEntry.replace(lanesEntry.size() - 5, 5, "_lanes");
+  entry = lanes ? lanesEntry.c_str() : entry;
+  // The grid of `rows` activation rows: blocks of tiles (tileGrid) or warps of items.
+  auto gridOf = [&](long long rows, long long splits) {
+    return lanes ? gemvGrid(ceilDiv(N, kLaneTileRows) * ceilDiv(rows, 8) * splits)
+                 : tileGrid(ceilDiv(N, 16) * ceilDiv(rows, 8) * splits);
+  };
+  long long splits = lanes ? laneSplits(N, K) : gemvSplits(N, K);
   const long long chunk = splits > 1 ? (M < kSplitRowChunk ? M : kSplitRowChunk) : M;
   CUdeviceptr partial = 0;
   if (splits > 1) {
@@ -106,8 +134,7 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, con
       return p.status();
     partial = *p;
   }
-  const bool shared =
-      quantizeInBlocks(tileGrid(ceilDiv(N, 16) * ceilDiv(chunk, 8) * splits).x, chunk, K);
+  const bool shared = quantizeInBlocks(gridOf(chunk, splits).x, chunk, K);
   ActQuant q;
   if (!shared) {
     auto qs = actQuantScratch(c, chunk, K);
@@ -118,7 +145,7 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, con
   for (long long m0 = 0; m0 < M; m0 += chunk) {
     long long rows = M - m0 < chunk ? M - m0 : chunk;
     CUdeviceptr x = xp + CUdeviceptr(m0 * K * 2), y = yp + CUdeviceptr(m0 * N * 2);
-    const Dim3 grid = tileGrid(ceilDiv(N, 16) * ceilDiv(rows, 8) * splits);
+    const Dim3 grid = gridOf(rows, splits);
     if (shared) {
       if (Status s = c.launchEntry(entry, grid, gemvBlock(), quantBytes(rows, K) + kCombineBytes,
                                    args(x, none, none, rows, K, wp, sp, N, y, splits, partial));

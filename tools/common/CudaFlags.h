@@ -14,7 +14,10 @@
 //                              splitAttention) or split-KV with the MQA logits
 //                              and PV kernels (CudaOptions::mqaAttention)
 //   --cuda-moe-mma f16|e4m3    the MoE up/down tiles' mma (CudaOptions::
-//                              moeE4m3Mma)
+//                              moeE4m3Mma; with --cuda-gemv tiles)
+//   --cuda-gemv lanes|tiles    the FP8/FP4 decode GEMVs on the lane-block
+//                              tiles or gemv.cuh's 16-row tiles
+//                              (CudaOptions::laneGemv)
 // and, where a flag is not given, from the environment variables the
 // runtime read before: DSC_CUDA_GRAPHS=0 (off) / =2 (log), DSC_CUDA_SYNC
 // (anything but empty or 0), DSC_CUDA_TOPK_QUADRATIC=1; and
@@ -39,13 +42,14 @@ namespace dsc::tools {
 /// The valued options and the flags to add to parseCommandLine's lists.
 inline const std::vector<std::string> kCudaValuedOptions = {"--cuda-graphs", "--cuda-topk",
                                                             "--cuda-kernels", "--cuda-attention",
-                                                            "--cuda-moe-mma", "--cpu-threads"};
+                                                            "--cuda-moe-mma", "--cuda-gemv",
+                                                            "--cpu-threads"};
 inline const std::vector<std::string> kCudaFlags = {"--cuda-sync"};
 /// One line for a usage text.
 inline constexpr const char *kCudaUsage =
     "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]\n"
     "                 [--cuda-kernels fast|cpu-order[=FAMILY,...]] [--cuda-attention single|split|mqa]\n"
-    "                 [--cuda-moe-mma f16|e4m3] [--cpu-threads N]";
+    "                 [--cuda-moe-mma f16|e4m3] [--cuda-gemv lanes|tiles] [--cpu-threads N]";
 
 /// The DSC_CUDA_* variables, as the runtime used to read them.
 inline void applyCudaEnvironment(runtime::CudaOptions &options) {
@@ -131,6 +135,11 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
     if (it->second != "f16" && it->second != "e4m3")
       return "--cuda-moe-mma takes f16 or e4m3, got '" + it->second + "'";
     options.moeE4m3Mma = it->second == "e4m3";
+  }
+  if (auto it = cl.options.find("--cuda-gemv"); it != cl.options.end()) {
+    if (it->second != "lanes" && it->second != "tiles")
+      return "--cuda-gemv takes lanes or tiles, got '" + it->second + "'";
+    options.laneGemv = it->second == "lanes";
   }
   if (auto it = cl.options.find("--cuda-topk"); it != cl.options.end()) {
     if (it->second != "radix" && it->second != "quadratic")

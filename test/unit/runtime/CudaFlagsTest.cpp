@@ -177,6 +177,20 @@ TEST_F(CudaFlags, MoeMmaFlagSelectsE4m3) {
   EXPECT_EQ(error, "--cuda-moe-mma takes f16 or e4m3, got 'fp4'");
 }
 
+/// --cuda-gemv picks CudaOptions::laneGemv; the lane-block tiles are the default.
+TEST_F(CudaFlags, GemvFlagSelectsLaneBlocks) {
+  CommandLine cl;
+  EXPECT_TRUE(apply(cl).laneGemv);
+  cl.options["--cuda-gemv"] = "tiles";
+  EXPECT_FALSE(apply(cl).laneGemv);
+  cl.options["--cuda-gemv"] = "lanes";
+  EXPECT_TRUE(apply(cl).laneGemv);
+  cl.options["--cuda-gemv"] = "rows";
+  std::string error;
+  apply(cl, &error);
+  EXPECT_EQ(error, "--cuda-gemv takes lanes or tiles, got 'rows'");
+}
+
 } // namespace
 
 namespace {

@@ -24,6 +24,9 @@ inline constexpr int kGemvRowsPerPass = 4;
 /// Bytes of the warp-combine buffer of the tensor-core tiles: per warp, per
 /// lane, four fp32 accumulators.
 inline constexpr int kGemvCombineBytes = kGemvWarps * 32 * 4 * 4;
+/// Weight rows of one warp of the lane-block GEMV tiles
+/// (codegen/kernels/lane_gemv.cuh: the mma's 8 B columns).
+inline constexpr int kLaneTileRows = 8;
 /// Entries per online-softmax block of the sparse attention walk (the
 /// reference's block: probabilities are rounded against its running max).
 inline constexpr int kSparseBlock = 64;

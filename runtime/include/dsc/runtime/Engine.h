@@ -149,6 +149,12 @@ struct CudaOptions {
   /// FP8 tensor cores accumulate with fewer bits than fp32
   /// (docs/cuda-kernels-dense.md). Off unless shown inside the GPU gates.
   bool moeE4m3Mma = false;
+  /// The FP8/FP4 decode GEMVs (the MoE up/down steps) on the lane-block
+  /// tiles (codegen/kernels/lane_gemv.cuh: each lane reads whole 32-K scale
+  /// blocks with 16-byte loads, the FP4 experts on the E4M3 mma after a
+  /// two-op nibble decode) instead of gemv.cuh's 16-row tiles; false keeps
+  /// the tiles (and with them moeE4m3Mma) for comparisons.
+  bool laneGemv = true;
 };
 
 struct EngineOptions {
