@@ -93,6 +93,19 @@ inline long long laneSplits(long long N, long long K) {
     splits *= 2;
   return splits;
 }
+/// The lane-block kernels' dynamic shared memory: when the blocks hold the
+/// activations (act_quant in the block or a staged copy: quantBytes rounded
+/// to 16), those and one ring per warp (`ring`: the largest of the kernel's
+/// matrices, abi::kLaneRingBytes); else none (the register path).
+inline size_t laneSmem(bool xInShared, long long M, long long K, size_t ring) {
+  return xInShared ? (quantBytes(M, K) + 15) / 16 * 16 + kGemvWarps * ring : 0;
+}
+/// Whether a lane-block kernel copies global act_quant codes of [M, K] into
+/// each block's shared memory (the staged rings need the activations there).
+constexpr size_t kLaneStageLimit = 64 * 1024;
+inline bool laneStagesActivations(long long M, long long K) {
+  return quantBytes(M, K) <= kLaneStageLimit;
+}
 /// Whether `blocks` blocks should each act_quant all of [M, K] in shared
 /// memory (no extra launch) rather than read one global act_quant: only
 /// while the redundant work stays small (the bytes are the same either way).
@@ -135,6 +148,12 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, con
     partial = *p;
   }
   const bool shared = quantizeInBlocks(gridOf(chunk, splits).x, chunk, K);
+  const long long stage = lanes && !shared && laneStagesActivations(chunk, K) ? 1 : 0;
+  const size_t ring = size_t(abi::kLaneRingBytes<false, 1>); // FP8's, the larger
+  auto smemOf = [&](long long rows) {
+    return lanes ? laneSmem(shared || stage, rows, K, ring)
+                 : (shared ? quantBytes(rows, K) : 0) + kCombineBytes;
+  };
   ActQuant q;
   if (!shared) {
     auto qs = actQuantScratch(c, chunk, K);
@@ -147,8 +166,12 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, con
     CUdeviceptr x = xp + CUdeviceptr(m0 * K * 2), y = yp + CUdeviceptr(m0 * N * 2);
     const Dim3 grid = gridOf(rows, splits);
     if (shared) {
-      if (Status s = c.launchEntry(entry, grid, gemvBlock(), quantBytes(rows, K) + kCombineBytes,
-                                   args(x, none, none, rows, K, wp, sp, N, y, splits, partial));
+      if (Status s = lanes ? c.launchEntry(entry, grid, gemvBlock(), smemOf(rows),
+                                           args(x, none, none, rows, K, wp, sp, N, y, splits,
+                                                partial, stage))
+                           : c.launchEntry(entry, grid, gemvBlock(), smemOf(rows),
+                                           args(x, none, none, rows, K, wp, sp, N, y, splits,
+                                                partial));
           !s)
         return s;
     } else {
@@ -157,9 +180,12 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, con
                                    args(x, rows, K, q.codes, q.scales));
           !s)
         return s;
-      if (Status s = c.launchEntry(entry, grid, gemvBlock(), kCombineBytes,
-                                   args(none, q.codes, q.scales, rows, K, wp, sp, N, y, splits,
-                                        partial));
+      if (Status s = lanes ? c.launchEntry(entry, grid, gemvBlock(), smemOf(rows),
+                                           args(none, q.codes, q.scales, rows, K, wp, sp, N, y,
+                                                splits, partial, stage))
+                           : c.launchEntry(entry, grid, gemvBlock(), smemOf(rows),
+                                           args(none, q.codes, q.scales, rows, K, wp, sp, N, y,
+                                                splits, partial));
           !s)
         return s;
     }
