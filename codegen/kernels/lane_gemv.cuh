@@ -307,24 +307,25 @@ template <bool kFp4, int kMats> __host__ __device__ constexpr int ringBytes() {
 
 /// The activation operand of a lane-block kernel in dynamic shared memory:
 /// act_quant of x by the block (x != null), else a copy of the global
-/// codes/scales when `stage` (the host sized the memory for it), else the
-/// global ones (xs false: the register path). `ring` is where the warps'
-/// rings start (16-byte aligned). All threads must call it.
+/// codes/scales when stage == 1 (the host sized the memory for it), else the
+/// global ones. `ring` is where the warps' rings start (16-byte aligned);
+/// staged: stage != 0 with the activations in shared memory (else the
+/// register path). All threads must call it.
 struct Activations {
   const unsigned char *codes;
   const float *scales;
-  bool xs;
+  bool staged;
   unsigned char *ring;
 };
 __device__ __forceinline__ Activations stageActivations(const unsigned short *x,
                                                         const unsigned char *gCodes,
                                                         const float *gScales, long long M,
-                                                        long long K, bool stage,
+                                                        long long K, long long stage,
                                                         unsigned char *smem) {
   const long long kb = K / 32, bytes = (dsc_gemv::quantBytes(M, K) + 15) / 16 * 16;
   if (x) {
     dsc_gemv::quantizeToShared(x, M, K, smem);
-  } else if (stage) {
+  } else if (stage == 1) {
     const uint4 *src = reinterpret_cast<const uint4 *>(gCodes);
     uint4 *dst = reinterpret_cast<uint4 *>(smem);
     for (long long i = threadIdx.x; i < M * K / 16; i += blockDim.x)
@@ -336,7 +337,8 @@ __device__ __forceinline__ Activations stageActivations(const unsigned short *x,
   } else {
     return Activations{gCodes, gScales, false, smem};
   }
-  return Activations{smem, reinterpret_cast<const float *>(smem + M * K), true, smem + bytes};
+  return Activations{smem, reinterpret_cast<const float *>(smem + M * K), stage != 0,
+                     smem + bytes};
 }
 
 /// Whether laneDotsStaged applies: whole groups of four K blocks from j0,
@@ -425,7 +427,7 @@ __device__ __forceinline__ void laneDotsAuto(const Activations &act,
                                              const void *scaleBase, long long K, long long m0,
                                              int rows, long long j0, long long j1, int ringStride,
                                              float (*acc)[Shape<kFp4, kMats, kMaxRows>::kAcc]) {
-  if (act.xs && stageable(K / 32, j0, scaleBase))
+  if (act.staged && stageable(K / 32, j0, scaleBase))
     laneDotsStaged<kFp4, kMats, kMaxRows>(wRow, sRow0, sRow1, act.codes, act.scales, K, m0, rows,
                                           j0, j1, act.ring + (threadIdx.x >> 5) * ringStride,
                                           acc);
@@ -481,7 +483,7 @@ __device__ void laneGemv(const unsigned short *x, const unsigned char *gCodes,
                          const unsigned char *wScale, long long N, unsigned short *y,
                          long long splits, float *partial, long long stage) {
   extern __shared__ __align__(16) unsigned char laneSmem[];
-  const Activations act = stageActivations(x, gCodes, gScales, M, K, stage != 0, laneSmem);
+  const Activations act = stageActivations(x, gCodes, gScales, M, K, stage, laneSmem);
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const long long kb = K / 32, rowBytes = kFp4 ? K / 2 : K;
   const long long nTiles = (N + kTileRows - 1) / kTileRows, mTiles = (M + 7) / 8;

@@ -413,7 +413,7 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
                              long long stage) {
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_lanes::Activations act =
-      dsc_lanes::stageActivations(xq, gCodes, gScales, T, D, stage != 0, smem);
+      dsc_lanes::stageActivations(xq, gCodes, gScales, T, D, stage, smem);
   constexpr int kRing = dsc::abi::kLaneRingBytes<false, 2>; // the larger (FP8) ring
   const float lim = (float)p.swiglu_limit;
   const int lane = threadIdx.x & 31, t = lane & 3;
@@ -461,7 +461,7 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 3)
                                long long k, long long E, float *outs, long long stage) {
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_lanes::Activations act =
-      dsc_lanes::stageActivations(hq, gCodes, gScales, T * (k + 1), I, stage != 0, smem);
+      dsc_lanes::stageActivations(hq, gCodes, gScales, T * (k + 1), I, stage, smem);
   constexpr int kRing = dsc::abi::kLaneRingBytes<false, 1>; // the larger (FP8) ring
   const int lane = threadIdx.x & 31, t = lane & 3;
   const long long kb = I / 32, items = T * (k + 1) * ((D + 7) / 8);

@@ -276,8 +276,8 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
     };
     auto operand = [&](bool shared, CUdeviceptr x, long long rows, long long K, const ActQuant &q,
                        size_t ring) -> Expected<Operand> {
-      const long long stage = c.laneGemv && !shared && laneStagesActivations(rows, K) ? 1 : 0;
-      const size_t smem = c.laneGemv ? laneSmem(shared || stage, rows, K, ring)
+      const long long stage = laneStage(c, shared, rows, K);
+      const size_t smem = c.laneGemv ? laneSmem(shared, stage, rows, K, ring)
                                      : (shared ? quantBytes(rows, K) : 0) + kCombineBytes;
       if (shared)
         return Operand{x, 0, 0, smem, stage};

@@ -93,18 +93,26 @@ inline long long laneSplits(long long N, long long K) {
     splits *= 2;
   return splits;
 }
-/// The lane-block kernels' dynamic shared memory: when the blocks hold the
-/// activations (act_quant in the block or a staged copy: quantBytes rounded
-/// to 16), those and one ring per warp (`ring`: the largest of the kernel's
-/// matrices, abi::kLaneRingBytes); else none (the register path).
-inline size_t laneSmem(bool xInShared, long long M, long long K, size_t ring) {
-  return xInShared ? (quantBytes(M, K) + 15) / 16 * 16 + kGemvWarps * ring : 0;
+/// The lane-block kernels' `stage` argument (lane_gemv.cuh
+/// stageActivations): 0 the register path, 1 copy the global act_quant codes
+/// into shared memory and stream the weights through the rings, 2 the rings
+/// with the activations quantised in the block (`shared`).
+inline long long laneStage(const CudaLaunchContext &c, bool shared, long long M, long long K);
+/// The lane-block kernels' dynamic shared memory: the activations when the
+/// blocks hold them (act_quant in the block or a staged copy: quantBytes
+/// rounded to 16) and, staged, one ring per warp (`ring`: the largest of the
+/// kernel's matrices, abi::kLaneRingBytes).
+inline size_t laneSmem(bool shared, long long stage, long long M, long long K, size_t ring) {
+  return (shared || stage == 1 ? (quantBytes(M, K) + 15) / 16 * 16 : 0) +
+         (stage != 0 ? kGemvWarps * ring : 0);
 }
 /// Whether a lane-block kernel copies global act_quant codes of [M, K] into
 /// each block's shared memory (the staged rings need the activations there).
 constexpr size_t kLaneStageLimit = 64 * 1024;
-inline bool laneStagesActivations(long long M, long long K) {
-  return quantBytes(M, K) <= kLaneStageLimit;
+inline long long laneStage(const CudaLaunchContext &c, bool shared, long long M, long long K) {
+  if (!c.laneGemv || !c.laneStaging)
+    return 0;
+  return shared ? 2 : quantBytes(M, K) <= kLaneStageLimit ? 1 : 0;
 }
 /// Whether `blocks` blocks should each act_quant all of [M, K] in shared
 /// memory (no extra launch) rather than read one global act_quant: only
@@ -148,10 +156,10 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, con
     partial = *p;
   }
   const bool shared = quantizeInBlocks(gridOf(chunk, splits).x, chunk, K);
-  const long long stage = lanes && !shared && laneStagesActivations(chunk, K) ? 1 : 0;
+  const long long stage = lanes ? laneStage(c, shared, chunk, K) : 0;
   const size_t ring = size_t(abi::kLaneRingBytes<false, 1>); // FP8's, the larger
   auto smemOf = [&](long long rows) {
-    return lanes ? laneSmem(shared || stage, rows, K, ring)
+    return lanes ? laneSmem(shared, stage, rows, K, ring)
                  : (shared ? quantBytes(rows, K) : 0) + kCombineBytes;
   };
   ActQuant q;

@@ -155,6 +155,11 @@ struct CudaOptions {
   /// two-op nibble decode) instead of gemv.cuh's 16-row tiles; false keeps
   /// the tiles (and with them moeE4m3Mma) for comparisons.
   bool laneGemv = true;
+  /// With laneGemv: the weights stream through a per-warp cp.async ring in
+  /// shared memory (the activations copied there first) instead of register
+  /// double buffering. Off: slower on the H200 in session 7 (3.26 vs 3.05 ms
+  /// at rw6 decode), kept for the measurements that decide.
+  bool laneStaging = false;
 };
 
 struct EngineOptions {
