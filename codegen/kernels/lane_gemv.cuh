@@ -46,15 +46,9 @@ namespace dsc_lanes {
 
 /// Weight rows of one warp tile.
 constexpr int kTileRows = dsc::abi::kLaneTileRows;
-/// The FP4 decode's 2^-6, carried back by the activation scale.
-constexpr float kFp4Unscale = 64.0f;
-
-/// Eight E2M1 nibbles (element 2i in the low nibble of byte i) as E4M3 bytes
-/// of value * 2^-6: `even` = elements 0, 2, 4, 6, `odd` = 1, 3, 5, 7.
-__device__ __forceinline__ void e2m1x8ToE4m3Scaled(unsigned w, unsigned &even, unsigned &odd) {
-  even = ((w << 2) & 0x1C1C1C1Cu) | ((w << 4) & 0x80808080u);
-  odd = ((w >> 2) & 0x1C1C1C1Cu) | (w & 0x80808080u);
-}
+/// The FP4 decode's 2^-6 (numerics e2m1x8ToE4m3Scaled), carried back by
+/// the activation scale.
+constexpr float kFp4Unscale = kE2m1ToE4m3ScaledUnscale;
 
 /// d = A x B for one 16 x 8 x 32 E4M3 tile, zero accumulator.
 __device__ __forceinline__ void mmaE4m3(float *d, unsigned a0, unsigned a1, unsigned a2,
@@ -160,8 +154,8 @@ __device__ __forceinline__ void accumulateStep(const StepOperands<kFp4, kMats, k
         }
 #pragma unroll
       for (int x = 0; x < kMats; ++x) {
-        unsigned we, wo;
-        e2m1x8ToE4m3Scaled(word(cur.w[x][0], s), we, wo);
+        const E4m3Pair wp = e2m1x8ToE4m3Scaled(word(cur.w[x][0], s));
+        const unsigned we = wp.even, wo = wp.odd;
 #pragma unroll
         for (int p = 0; p < kPasses; ++p) {
           float d[4];

@@ -138,6 +138,26 @@ TEST(NumericsE2M1, SignSaturationNaN) {
   }
 }
 
+/// e2m1x8ToE4m3Scaled against the two decoders: every code in every one of
+/// the eight nibble positions (the other nibbles set to a different code)
+/// becomes the E4M3 byte of exactly e2m1 * 2^-6 in its even/odd byte.
+TEST(NumericsE2M1, PackedToScaledE4M3) {
+  for (uint32_t code = 0; code < 16; ++code)
+    for (int pos = 0; pos < 8; ++pos) {
+      uint32_t word = 0;
+      for (int n = 0; n < 8; ++n)
+        word |= uint32_t(n == pos ? code : (code + 5 + n) % 16) << (4 * n);
+      const E4m3Pair p = e2m1x8ToE4m3Scaled(word);
+      for (int n = 0; n < 8; ++n) {
+        const uint32_t c = (word >> (4 * n)) & 0xFu;
+        const uint8_t byte = uint8_t(((n % 2 ? p.odd : p.even) >> (8 * (n / 2))) & 0xFFu);
+        EXPECT_EQ(e4m3ToFloat(byte) * kE2m1ToE4m3ScaledUnscale, e2m1ToFloat(uint8_t(c)))
+            << "code " << c << " at nibble " << n;
+        EXPECT_EQ(byte & 0x80u, (c & 8u) << 4) << "the sign of code " << c << " (-0 stays -0)";
+      }
+    }
+}
+
 TEST(NumericsUE8M0, EncodeDecode) {
   EXPECT_EQ(ue8m0ToFloat(127), 1.0f);
   EXPECT_EQ(ue8m0ToFloat(0), p2(-127));

@@ -156,6 +156,24 @@ DSC_HD constexpr float e2m1ToFloat(uint8_t code) {
   return (code & 8u) ? floatFromBits(floatBits(m) | 0x80000000u) : m;
 }
 
+/// Eight packed E2M1 codes (element 2i in the low nibble of byte i of
+/// `word`) as E4M3 bytes of value * 2^-6, in two logic ops per four values:
+/// the magnitude bits (e1 e0 m) go to bits 2-4 and the sign to bit 7, which
+/// is E4M3 with exponent field 0 0 e1 e0 and mantissa m 0 0, i.e. exactly
+/// e2m1 * 2^-6 (0.5 -> the subnormal 2^-7). `even` holds elements 0, 2, 4, 6
+/// (byte i: element 2i), `odd` elements 1, 3, 5, 7. The lane-block GEMV
+/// (codegen/kernels/lane_gemv.cuh) feeds these to the E4M3 tensor cores and
+/// folds the 2^6 into the activation scale.
+struct E4m3Pair {
+  uint32_t even, odd;
+};
+DSC_HD constexpr E4m3Pair e2m1x8ToE4m3Scaled(uint32_t word) {
+  return E4m3Pair{((word << 2) & 0x1C1C1C1Cu) | ((word << 4) & 0x80808080u),
+                  ((word >> 2) & 0x1C1C1C1Cu) | (word & 0x80808080u)};
+}
+/// The power of two e2m1x8ToE4m3Scaled's bytes carry less than the codes.
+inline constexpr float kE2m1ToE4m3ScaledUnscale = 64.0f;
+
 //===--------------------------------------------------------------------===//
 // UE8M0 (float8_e8m0fnu) and power-of-two scales
 //===--------------------------------------------------------------------===//
