@@ -96,8 +96,6 @@ public:
   bool moeE4m3Mma = false;
   /// CudaOptions::laneGemv: the lane-block GEMV tiles (lane_gemv.cuh).
   bool laneGemv = true;
-  /// CudaOptions::laneStaging: the lane-block tiles' cp.async rings.
-  bool laneStaging = false;
 
   CudaLaunchContext(const runtime::Plan &plan, const runtime::Program &program,
                     const runtime::Launch &launch, const runtime::KernelSpec &kernel,

@@ -267,17 +267,17 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
                 yp = c.outputs[0]->ptr + CUdeviceptr(t0 * D * 2);
     // The activation operands of a step: x (quantised in the blocks) or the
     // codes of a global act_quant, and the dynamic shared memory that goes with it.
-    // The lane-block kernels copy global codes into shared memory when they
-    // fit (`stage`) and add one ring per warp (FP8's, the larger).
+    // The lane-block kernels keep an f16 copy of the activations in shared
+    // memory when it fits (`stage`).
     struct Operand {
       CUdeviceptr x = 0, codes = 0, scales = 0;
       size_t smem = 0;
       long long stage = 0;
     };
-    auto operand = [&](bool shared, CUdeviceptr x, long long rows, long long K, const ActQuant &q,
-                       size_t ring) -> Expected<Operand> {
-      const long long stage = laneStage(c, shared, rows, K);
-      const size_t smem = c.laneGemv ? laneSmem(shared, stage, rows, K, ring)
+    auto operand = [&](bool shared, CUdeviceptr x, long long rows, long long K,
+                       const ActQuant &q) -> Expected<Operand> {
+      const long long stage = c.laneGemv ? laneStage(shared, rows, K) : 0;
+      const size_t smem = c.laneGemv ? laneSmem(shared, stage, rows, K)
                                      : (shared ? quantBytes(rows, K) : 0) + kCombineBytes;
       if (shared)
         return Operand{x, 0, 0, smem, stage};
@@ -287,7 +287,7 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
         return s;
       return Operand{0, q.codes, q.scales, smem, stage};
     };
-    auto up = operand(upShared, xp, Tt, D, qx, size_t(abi::kLaneRingBytes<false, 2>));
+    auto up = operand(upShared, xp, Tt, D, qx);
     if (!up)
       return up.status();
     const char *upEntry = c.laneGemv     ? "dsc_moe_experts_up_lanes"
@@ -304,7 +304,7 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
                                         r3s, s1, s1s, s3, s3s, ip, wp, k, E, hp));
     if (!upStatus)
       return upStatus;
-    auto down = operand(downShared, hp, slots, I, qh, size_t(abi::kLaneRingBytes<false, 1>));
+    auto down = operand(downShared, hp, slots, I, qh);
     if (!down)
       return down.status();
     const char *downEntry = c.laneGemv     ? "dsc_moe_experts_down_lanes"

@@ -17,7 +17,6 @@ CudaEngineState::CudaEngineState(hal::Device device, const runtime::CudaOptions 
   mqaAttention = options.mqaAttention;
   moeE4m3Mma = options.moeE4m3Mma;
   laneGemv = options.laneGemv;
-  laneStaging = options.laneStaging;
 }
 
 runtime::Expected<CUfunction> CudaEngineState::function(const runtime::Plan &plan, int64_t module,

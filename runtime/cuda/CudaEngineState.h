@@ -74,7 +74,6 @@ public:
   bool mqaAttention = false;    ///< CudaOptions::mqaAttention (CudaLaunchContext)
   bool moeE4m3Mma = false;       ///< CudaOptions::moeE4m3Mma (CudaLaunchContext)
   bool laneGemv = true;          ///< CudaOptions::laneGemv (CudaLaunchContext)
-  bool laneStaging = false;      ///< CudaOptions::laneStaging (CudaLaunchContext)
   /// The session whose capture is open on the stream, or null.
   CudaSession *capturing = nullptr;
   mutable std::mutex mutex;

@@ -19,7 +19,6 @@ BoundLaunch::BoundLaunch(CudaSession &session, runtime::LaunchContext &c)
   mqaAttention = engine_.mqaAttention;
   moeE4m3Mma = engine_.moeE4m3Mma;
   laneGemv = engine_.laneGemv;
-  laneStaging = engine_.laneStaging;
 }
 
 Status BoundLaunch::bind(const runtime::HostTensor &host, const runtime::ValueSlot *slot,

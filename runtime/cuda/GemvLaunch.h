@@ -94,25 +94,20 @@ inline long long laneSplits(long long N, long long K) {
   return splits;
 }
 /// The lane-block kernels' `stage` argument (lane_gemv.cuh
-/// stageActivations): 0 the register path, 1 copy the global act_quant codes
-/// into shared memory and stream the weights through the rings, 2 the rings
-/// with the activations quantised in the block (`shared`).
-inline long long laneStage(const CudaLaunchContext &c, bool shared, long long M, long long K);
-/// The lane-block kernels' dynamic shared memory: the activations when the
-/// blocks hold them (act_quant in the block or a staged copy: quantBytes
-/// rounded to 16) and, staged, one ring per warp (`ring`: the largest of the
-/// kernel's matrices, abi::kLaneRingBytes).
-inline size_t laneSmem(bool shared, long long stage, long long M, long long K, size_t ring) {
-  return (shared || stage == 1 ? (quantBytes(M, K) + 15) / 16 * 16 : 0) +
-         (stage != 0 ? kGemvWarps * ring : 0);
+/// stageActivations): 1 when the blocks keep an f16 copy of the activations
+/// [M, K] in shared memory (up to kLaneStageLimit with the act_quant codes
+/// when those are quantised in the block, `shared`), else 0 (converted from
+/// the codes at each step: the same values).
+constexpr size_t kLaneStageLimit = 96 * 1024;
+inline long long laneStage(bool shared, long long M, long long K) {
+  const size_t codes = shared ? (quantBytes(M, K) + 15) / 16 * 16 : 0;
+  return codes + size_t(2 * M * K) <= kLaneStageLimit ? 1 : 0;
 }
-/// Whether a lane-block kernel copies global act_quant codes of [M, K] into
-/// each block's shared memory (the staged rings need the activations there).
-constexpr size_t kLaneStageLimit = 64 * 1024;
-inline long long laneStage(const CudaLaunchContext &c, bool shared, long long M, long long K) {
-  if (!c.laneGemv || !c.laneStaging)
-    return 0;
-  return shared ? 2 : quantBytes(M, K) <= kLaneStageLimit ? 1 : 0;
+/// The lane-block kernels' dynamic shared memory (stageActivations): the
+/// act_quant codes and scales when quantised in the block, then the f16
+/// copy when staged.
+inline size_t laneSmem(bool shared, long long stage, long long M, long long K) {
+  return (shared ? (quantBytes(M, K) + 15) / 16 * 16 : 0) + (stage ? size_t(2 * M * K) : 0);
 }
 /// Whether `blocks` blocks should each act_quant all of [M, K] in shared
 /// memory (no extra launch) rather than read one global act_quant: only
@@ -156,10 +151,9 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, con
     partial = *p;
   }
   const bool shared = quantizeInBlocks(gridOf(chunk, splits).x, chunk, K);
-  const long long stage = lanes ? laneStage(c, shared, chunk, K) : 0;
-  const size_t ring = size_t(abi::kLaneRingBytes<false, 1>); // FP8's, the larger
+  const long long stage = lanes ? laneStage(shared, chunk, K) : 0;
   auto smemOf = [&](long long rows) {
-    return lanes ? laneSmem(shared, stage, rows, K, ring)
+    return lanes ? laneSmem(shared, stage, rows, K)
                  : (shared ? quantBytes(rows, K) : 0) + kCombineBytes;
   };
   ActQuant q;

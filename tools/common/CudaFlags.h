@@ -15,9 +15,7 @@
 //                              and PV kernels (CudaOptions::mqaAttention)
 //   --cuda-moe-mma f16|e4m3    the MoE up/down tiles' mma (CudaOptions::
 //                              moeE4m3Mma; with --cuda-gemv tiles)
-//   --cuda-gemv lanes|lanes-staged|tiles  the FP8/FP4 decode GEMVs on the
-//                              lane-block tiles (register double buffering or
-//                              cp.async rings: CudaOptions::laneStaging) or
+//   --cuda-gemv lanes|tiles    the FP8/FP4 GEMVs on the lane-block tiles or
 //                              gemv.cuh's 16-row tiles (CudaOptions::laneGemv)
 // and, where a flag is not given, from the environment variables the
 // runtime read before: DSC_CUDA_GRAPHS=0 (off) / =2 (log), DSC_CUDA_SYNC
@@ -50,7 +48,7 @@ inline const std::vector<std::string> kCudaFlags = {"--cuda-sync"};
 inline constexpr const char *kCudaUsage =
     "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]\n"
     "                 [--cuda-kernels fast|cpu-order[=FAMILY,...]] [--cuda-attention single|split|mqa]\n"
-    "                 [--cuda-moe-mma f16|e4m3] [--cuda-gemv lanes|lanes-staged|tiles] [--cpu-threads N]";
+    "                 [--cuda-moe-mma f16|e4m3] [--cuda-gemv lanes|tiles] [--cpu-threads N]";
 
 /// The DSC_CUDA_* variables, as the runtime used to read them.
 inline void applyCudaEnvironment(runtime::CudaOptions &options) {
@@ -138,10 +136,9 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
     options.moeE4m3Mma = it->second == "e4m3";
   }
   if (auto it = cl.options.find("--cuda-gemv"); it != cl.options.end()) {
-    if (it->second != "lanes" && it->second != "lanes-staged" && it->second != "tiles")
-      return "--cuda-gemv takes lanes, lanes-staged or tiles, got '" + it->second + "'";
-    options.laneGemv = it->second != "tiles";
-    options.laneStaging = it->second == "lanes-staged";
+    if (it->second != "lanes" && it->second != "tiles")
+      return "--cuda-gemv takes lanes or tiles, got '" + it->second + "'";
+    options.laneGemv = it->second == "lanes";
   }
   if (auto it = cl.options.find("--cuda-topk"); it != cl.options.end()) {
     if (it->second != "radix" && it->second != "quadratic")

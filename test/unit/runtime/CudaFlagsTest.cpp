@@ -181,19 +181,14 @@ TEST_F(CudaFlags, MoeMmaFlagSelectsE4m3) {
 TEST_F(CudaFlags, GemvFlagSelectsLaneBlocks) {
   CommandLine cl;
   EXPECT_TRUE(apply(cl).laneGemv);
-  EXPECT_FALSE(apply(cl).laneStaging);
   cl.options["--cuda-gemv"] = "tiles";
   EXPECT_FALSE(apply(cl).laneGemv);
   cl.options["--cuda-gemv"] = "lanes";
   EXPECT_TRUE(apply(cl).laneGemv);
-  EXPECT_FALSE(apply(cl).laneStaging);
-  cl.options["--cuda-gemv"] = "lanes-staged";
-  EXPECT_TRUE(apply(cl).laneGemv);
-  EXPECT_TRUE(apply(cl).laneStaging);
   cl.options["--cuda-gemv"] = "rows";
   std::string error;
   apply(cl, &error);
-  EXPECT_EQ(error, "--cuda-gemv takes lanes, lanes-staged or tiles, got 'rows'");
+  EXPECT_EQ(error, "--cuda-gemv takes lanes or tiles, got 'rows'");
 }
 
 } // namespace

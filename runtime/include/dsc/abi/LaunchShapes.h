@@ -27,13 +27,6 @@ inline constexpr int kGemvCombineBytes = kGemvWarps * 32 * 4 * 4;
 /// Weight rows of one warp of the lane-block GEMV tiles
 /// (codegen/kernels/lane_gemv.cuh: the mma's 8 B columns).
 inline constexpr int kLaneTileRows = 8;
-/// Steps (four K blocks each) in flight per warp in the lane-block tiles'
-/// shared-memory ring (cp.async).
-inline constexpr int kLaneStages = 4;
-/// Bytes of one warp's ring: per stage and lane, each matrix's weight block
-/// (16 bytes FP4, 32 FP8) and two 4-byte scale words.
-template <bool kFp4, int kMats>
-inline constexpr int kLaneRingBytes = kLaneStages * 32 * kMats * ((kFp4 ? 16 : 32) + 8);
 /// Entries per online-softmax block of the sparse attention walk (the
 /// reference's block: probabilities are rounded against its running max).
 inline constexpr int kSparseBlock = 64;

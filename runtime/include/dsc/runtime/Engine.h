@@ -149,17 +149,12 @@ struct CudaOptions {
   /// FP8 tensor cores accumulate with fewer bits than fp32
   /// (docs/cuda-kernels-dense.md). Off unless shown inside the GPU gates.
   bool moeE4m3Mma = false;
-  /// The FP8/FP4 decode GEMVs (the MoE up/down steps) on the lane-block
-  /// tiles (codegen/kernels/lane_gemv.cuh: each lane reads whole 32-K scale
-  /// blocks with 16-byte loads, the FP4 experts on the E4M3 mma after a
-  /// two-op nibble decode) instead of gemv.cuh's 16-row tiles; false keeps
-  /// the tiles (and with them moeE4m3Mma) for comparisons.
+  /// The FP8/FP4 GEMVs (linear, grouped output, indexer queries, the MoE
+  /// up/down steps) on the lane-block tiles (codegen/kernels/lane_gemv.cuh:
+  /// each lane reads whole 32-K scale blocks with 16-byte loads, FP4 decoded
+  /// to f16 in two logic ops per pair) instead of gemv.cuh's 16-row tiles;
+  /// false keeps the tiles (and with them moeE4m3Mma) for comparisons.
   bool laneGemv = true;
-  /// With laneGemv: the weights stream through a per-warp cp.async ring in
-  /// shared memory (the activations copied there first) instead of register
-  /// double buffering. Off: slower on the H200 in session 7 (3.26 vs 3.05 ms
-  /// at rw6 decode), kept for the measurements that decide.
-  bool laneStaging = false;
 };
 
 struct EngineOptions {
