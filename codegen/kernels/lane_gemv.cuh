@@ -4,37 +4,39 @@
 // E2M1 with UE8M0 scales [N, K/32]; W [N, K] E4M3 with scales [ceil(N/32),
 // K/32]) times act_quant activations (E4M3 codes [., K] + fp32 scales
 // [., K/32], gemv.cuh quantizeBlocks), built so that a weight byte costs as
-// few instructions as possible: gemv.cuh's 16-row tiles read 4 bytes per
-// load and spend ~10 instructions per FP4 byte (the MoE kernels ran at 30%
-// of bandwidth on them).
+// few instructions as possible (gemv.cuh's tiles spend ~10 per FP4 byte and
+// read 4 bytes per load; the MoE kernels ran at 30% of bandwidth on them).
 // Layout: one warp computes a tile of 8 weight rows n0 .. n0 + 7 by up to 8
 // activation rows over K blocks [j0, j1), four blocks per step. Lane
 // (g = lane / 4, t = lane % 4) loads block j + t of weight row n0 + g whole
-// with 16-byte loads (FP4: one, FP8: two). The weights are the f16 mma's B
-// operand (column g, the k slots of lane t); the activations are its A
-// operand block-diagonally: A row 4r + b holds activation row r's block
-// j + b in the k slots of lane b (lanes whose g % 4 == t feed them) and zeros
-// elsewhere, so D[4r + b][n] is exactly block j + b's partial of weight row
-// n. Every lane reads whole scale blocks, no byte moves between lanes, and a
-// block's partial comes out of the tensor core as the reference's rounding
-// point. Each 8 K values of a block are four f16x2 pairs in numerics'
-// kLanePairOrder, two m16n8k16 mmas, the block's eight chained in fp32.
-//   FP4: numerics e2m1x8ToHalf2Scaled, two logic ops per pair (value *
-//   2^-14, exact); the activation scale carries the 2^14 back.
-//   FP8: a byte permute gathers the pairs, cvt.rn.f16x2.e4m3x2 widens them.
-// (Hopper has no FP8 mma.sync: ptxas lowers the E4M3 m16n8k32 to f16 mmas
-// after 12 conversions each, so these tiles stay on f16.)
-// Activations: in shared memory as f16 in the pair order when the block
-// holds them (laneStage, the host decides by size), else converted from the
-// codes at each step: the same values, so the same bytes.
+// with 16-byte loads (FP4: one, FP8: two). The weights are the mma's B operand
+// (column g, the k slots of lane t); the activations are its A operand
+// block-diagonally: A row 4r + b holds activation row r's block j + b in the
+// k slots of lane b (lanes whose g % 4 == t feed them) and zeros elsewhere, so
+// D[4r + b][n] is exactly block j + b's partial of weight row n. Every lane
+// thus reads whole scale blocks, no byte moves between lanes, and a block's
+// partial comes out of the tensor core as the reference's rounding point.
+//   FP4: the m16n8k32 E4M3 mma. A nibble becomes an E4M3 byte of value *
+//   2^-6 in two logic ops per four values (numerics e2m1x8ToE4m3Scaled:
+//   magnitude bits to bits 2-4, sign to bit 7, exact); the activation scale
+//   carries the 2^6 back (exact: powers of two). The four steps of a block
+//   chain in the fp32 accumulator. (Hopper has no FP8 mma.sync: ptxas lowers
+//   each E4M3 m16n8k32 to two f16 m16n8k16 after widening the operands, so
+//   the products are exact and the accumulation is the f16 path's; measured
+//   in session 7, that lowering costs fewer instructions than decoding the
+//   nibbles to f16 pairs by hand.)
+//   FP8: the m16n8k16 f16 mma after widening (cvt.rn.f16x2.e4m3x2, exact),
+//   the eight steps of a block chained in the fp32 accumulator as gemv.cuh.
 // Numerics: per block, acc += (partial * a_s) * w_s in fp32 as the CPU
 // reference; the order of the sum over blocks differs (each lane sums the
-// blocks of its residue j % 4 in K order, then a fixed xor tree over the
-// four residues): deterministic, and a row's result never depends on the
-// other rows of the call (A rows of other activation rows are zero in its k
-// slots) nor on where its activations were read from.
-// Invariants: K % 32 == 0; 16-byte aligned weight rows and codes.
-// Bound: the weight bytes at memory bandwidth.
+// blocks of its residue j % 4 in K order, then a fixed xor tree over the four
+// residues): deterministic, and a row's result never depends on the other
+// rows of the call (A rows of other activation rows are zero in its k slots).
+// Invariants: K % 32 == 0; weight rows, codes and scale rows as the callers
+// pass them (16-byte aligned weight rows and codes rows).
+// Bound: the weight bytes at memory bandwidth. Measured (ncu, rw6 decode):
+// ~144 warp instructions per 16 FP4 bytes a lane loads, 62% issue-active at
+// 14 warps per SM: issue-bound, not memory-bound (docs/perf.md, session 7).
 // Include after common.cuh and gemv.cuh.
 //===----------------------------------------------------------------------===//
 #ifndef DSC_CODEGEN_KERNELS_LANE_GEMV_CUH
@@ -47,232 +49,187 @@ namespace dsc_lanes {
 
 /// Weight rows of one warp tile.
 constexpr int kTileRows = dsc::abi::kLaneTileRows;
+/// The FP4 decode's 2^-6 (numerics e2m1x8ToE4m3Scaled), carried back by
+/// the activation scale.
+constexpr float kFp4Unscale = kE2m1ToE4m3ScaledUnscale;
 
-/// cvt.rn.f16x2.e4m3x2 of the low / high 16 bits of v (exact).
-__device__ __forceinline__ unsigned e4m3LoToHalf2(unsigned v) {
-  return dsc_gemv::e4m3x2ToHalf2(v & 0xffffu);
-}
-__device__ __forceinline__ unsigned e4m3HiToHalf2(unsigned v) {
-  return dsc_gemv::e4m3x2ToHalf2(v >> 16);
-}
-/// Eight E4M3 codes (lo: elements 0-3, hi: 4-7) as f16x2 pairs in
-/// kLanePairOrder.
-__device__ __forceinline__ void e4m3x8ToHalf2Pairs(unsigned lo, unsigned hi, unsigned *p) {
-  const unsigned a = __byte_perm(lo, hi, kLanePairSelect0);
-  const unsigned b = __byte_perm(lo, hi, kLanePairSelect1);
-  p[0] = e4m3LoToHalf2(a);
-  p[1] = e4m3HiToHalf2(a);
-  p[2] = e4m3LoToHalf2(b);
-  p[3] = e4m3HiToHalf2(b);
+/// d += A x B for one 16 x 8 x 32 E4M3 tile (fp32 accumulator).
+__device__ __forceinline__ void mmaE4m3(float *d, unsigned a0, unsigned a1, unsigned a2,
+                                        unsigned a3, unsigned b0, unsigned b1) {
+  asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
 __device__ __forceinline__ unsigned word(const uint4 &v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
 
-/// The activations of a lane-block kernel: codes/scales (shared or global)
-/// and, when the block holds them, the f16 pair-order copy `half` [M, K].
-struct Activations {
-  const unsigned char *codes;
-  const float *scales;
-  const uint4 *half; ///< null: convert from the codes at each step
-};
-
-/// Prepares the activations in dynamic shared memory: act_quant of x by the
-/// block (x != null: codes + scales at smem) or the global codes, then, when
-/// `stage`, their f16 pair-order copy after them. All threads must call it.
-/// Bytes: laneSmemBytes (runtime/cuda/GemvLaunch.h mirrors it).
-__device__ __forceinline__ Activations stageActivations(const unsigned short *x,
-                                                        const unsigned char *gCodes,
-                                                        const float *gScales, long long M,
-                                                        long long K, long long stage,
-                                                        unsigned char *smem) {
-  Activations a{gCodes, gScales, nullptr};
-  long long offset = 0;
-  if (x) {
-    dsc_gemv::quantizeToShared(x, M, K, smem);
-    a.codes = smem;
-    a.scales = reinterpret_cast<const float *>(smem + M * K);
-    offset = (dsc_gemv::quantBytes(M, K) + 15) / 16 * 16;
-  }
-  if (stage) {
-    uint4 *half = reinterpret_cast<uint4 *>(smem + offset);
-    const uint2 *src = reinterpret_cast<const uint2 *>(a.codes);
-    for (long long i = threadIdx.x; i < M * K / 8; i += blockDim.x) {
-      const uint2 c = src[i];
-      unsigned p[4];
-      e4m3x8ToHalf2Pairs(c.x, c.y, p);
-      half[i] = make_uint4(p[0], p[1], p[2], p[3]);
-    }
-    __syncthreads();
-    a.half = half;
-  }
-  return a;
-}
-
-/// One step's prefetched operands of a lane: its weight block jq + t of each
-/// matrix and, for its D role (block jq + b), the weight scale bytes of rows
-/// n0 + 2t / + 1 and the activation scales.
-template <bool kFp4, int kMats, int kPasses, int kHalves> struct Step {
-  static constexpr int kWLoads = kFp4 ? 1 : 2;
-  uint4 w[kMats][kWLoads];
-  unsigned char ws0[kMats], ws1[kMats];
-  float as[kPasses][kHalves];
+/// Words of one 32-byte block of a lane (codes or FP8 weights).
+struct Block32 {
+  uint4 lo, hi;
+  __device__ __forceinline__ unsigned at(int i) const { return i < 4 ? word(lo, i) : word(hi, i - 4); }
 };
 
 /// One warp's tile: for each of kMats matrices x sharing the activations,
 /// weight row wRow[x] (this lane's row n0 + g; K/2 bytes FP4, K bytes FP8),
-/// the scale rows of weight rows n0 + 2t (sRow0[x]) and n0 + 2t + 1
-/// (sRow1[x]) (FP4: [N, K/32] rows; FP8: the 32-row group's row), activation
-/// rows m0 .. m0 + rows - 1 (rows <= kMaxRows <= 8), K blocks [j0, j1).
+/// the scale rows of weight rows n0 + 2t (sRow0[x]) and n0 + 2t + 1 (sRow1[x])
+/// (FP4: [N, K/32] rows; FP8: the 32-row group's row), activation rows m0 ..
+/// m0 + rows - 1 (rows <= kMaxRows <= 8) of codes/scales, K blocks [j0, j1).
 /// Adds to acc[x][4p + i] the block-residue sums of pass p: i = 0, 1 ->
 /// (activation row 4p + r, weight rows n0 + 2t, n0 + 2t + 1), i = 2, 3 ->
-/// (4p + r + 2, the same weight rows), r = lane / 16; reduceResidues then
-/// leaves the totals in the lanes with (lane / 4) % 4 == 0. The next step's
-/// weights and scales load while one computes (up to 4 activation rows;
-/// prefill's 8-row tiles load and compute in turn: registers).
+/// (4p + r + 2, the same weight rows), r = (lane / 16); reduceResidues then
+/// leaves the totals in the lanes with (lane / 4) % 4 == 0.
 template <bool kFp4, int kMats, int kMaxRows>
-__device__ __forceinline__ void laneDots(const Activations &act, const unsigned char *const *wRow,
+__device__ __forceinline__ void laneDots(const unsigned char *const *wRow,
                                          const unsigned char *const *sRow0,
-                                         const unsigned char *const *sRow1, long long K,
-                                         long long m0, int rows, long long j0, long long j1,
-                                         float (*acc)[4 * ((kMaxRows + 3) / 4)]) {
-  constexpr int kPasses = (kMaxRows + 3) / 4, kHalves = kMaxRows > 2 ? 2 : 1;
+                                         const unsigned char *const *sRow1,
+                                         const unsigned char *codes, const float *scales,
+                                         long long K, long long m0, int rows, long long j0,
+                                         long long j1, float (*acc)[4 * ((kMaxRows + 3) / 4)]) {
+  constexpr int kPasses = (kMaxRows + 3) / 4;
+  constexpr int kHalves = kMaxRows > 2 ? 2 : 1; // activation rows 4p + r + 2 in use
+  constexpr int kWLoads = kFp4 ? 1 : 2;
   constexpr long long kBlockBytes = kFp4 ? 16 : 32;
-  using Ops = Step<kFp4, kMats, kPasses, kHalves>;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, b = g & 3, r = g >> 2;
   const long long kb = K / 32;
   const bool feeds = b == t;
-  // This lane's activation rows (pass p, half h: row 4p + r + 2h), clamped.
-  long long arow[kPasses][kHalves];
+  const unsigned char *arow[kPasses][kHalves];
+  const float *srow[kPasses][kHalves];
   bool av[kPasses][kHalves];
 #pragma unroll
   for (int p = 0; p < kPasses; ++p)
 #pragma unroll
     for (int h = 0; h < kHalves; ++h) {
-      av[p][h] = 4 * p + r + 2 * h < rows;
-      arow[p][h] = m0 + (av[p][h] ? 4 * p + r + 2 * h : 0);
+      const int ar = 4 * p + r + 2 * h;
+      av[p][h] = ar < rows;
+      arow[p][h] = codes + (m0 + (av[p][h] ? ar : 0)) * K;
+      srow[p][h] = scales + (m0 + (av[p][h] ? ar : 0)) * kb;
     }
-  const int n = (int)(j1 - j0), steps = (n + 3) / 4; // only the last step can be partial
-  auto load = [=](int i, Ops &st) {
-    const long long jl = j0 + 4 * i + t, jd = j0 + 4 * i + b;
-    const bool lv = jl < j1, dv = jd < j1;
+  // One step's operands: this lane's weight block jq + t (and, feeding, its
+  // activation block), and for the D role the scales of block jq + b. The
+  // next step's are loaded while this one computes.
+  struct Step {
+    uint4 w[kMats][kWLoads];
+    Block32 a[kPasses][kHalves];
+    unsigned char ws0[kMats], ws1[kMats];
+    float as[kPasses][kHalves];
+  };
+  auto load = [&](long long jq, Step &st) {
+    const long long jl = jq + t, jd = jq + b;
 #pragma unroll
     for (int x = 0; x < kMats; ++x) {
 #pragma unroll
-      for (int u = 0; u < Ops::kWLoads; ++u)
-        st.w[x][u] = lv ? dsc_gemv::load16(wRow[x] + jl * kBlockBytes + 16 * u)
-                        : dsc_gemv::zero16();
-      st.ws0[x] = dv ? __ldg(sRow0[x] + jd) : (unsigned char)0;
-      st.ws1[x] = dv ? __ldg(sRow1[x] + jd) : (unsigned char)0;
+      for (int u = 0; u < kWLoads; ++u)
+        st.w[x][u] = jl < j1 ? dsc_gemv::load16(wRow[x] + jl * kBlockBytes + 16 * u)
+                             : dsc_gemv::zero16();
+      st.ws0[x] = jd < j1 ? __ldg(sRow0[x] + jd) : (unsigned char)0;
+      st.ws1[x] = jd < j1 ? __ldg(sRow1[x] + jd) : (unsigned char)0;
     }
 #pragma unroll
     for (int p = 0; p < kPasses; ++p)
 #pragma unroll
-      for (int h = 0; h < kHalves; ++h)
-        st.as[p][h] = dv && av[p][h] ? act.scales[arow[p][h] * kb + jd] : 0.0f;
+      for (int h = 0; h < kHalves; ++h) {
+        const bool on = feeds && jl < j1 && av[p][h];
+        const uint4 *src = reinterpret_cast<const uint4 *>(arow[p][h] + (on ? jl : 0) * 32);
+        st.a[p][h].lo = on ? src[0] : dsc_gemv::zero16();
+        st.a[p][h].hi = on ? src[1] : dsc_gemv::zero16();
+        st.as[p][h] = jd < j1 && av[p][h] ? srow[p][h][jd] : 0.0f;
+      }
   };
-  // The activation pairs of group s (8 values) of this lane's block jl.
-  auto pairs = [&](long long jl, bool lv, int p, int h, int s, unsigned *q) {
-    const bool on = feeds && lv && av[p][h];
-    if (act.half) {
-      const uint4 v = on ? act.half[(arow[p][h] * K + jl * 32) / 8 + s] : dsc_gemv::zero16();
-      q[0] = v.x;
-      q[1] = v.y;
-      q[2] = v.z;
-      q[3] = v.w;
-    } else {
-      const uint2 c = on ? *reinterpret_cast<const uint2 *>(act.codes + arow[p][h] * K +
-                                                            jl * 32 + 8 * s)
-                         : make_uint2(0u, 0u);
-      e4m3x8ToHalf2Pairs(c.x, c.y, q);
-    }
-  };
-  auto compute = [&](int i, const Ops &st) {
-    const long long jl = j0 + 4 * i + t;
-    const bool lv = jl < j1;
+  // Up to 4 activation rows the next step's operands load while this one
+  // computes; 8 rows would spill at two blocks per SM (prefill's shapes).
+  constexpr bool kAhead = kMaxRows <= 4;
+  Step cur, nxt;
+  if (kAhead)
+    load(j0, cur);
+  for (long long jq = j0; jq < j1; jq += 4) {
+    if (kAhead)
+      load(jq + 4, nxt);
+    else
+      load(jq, cur);
     float part[kMats][kPasses][4];
 #pragma unroll
     for (int x = 0; x < kMats; ++x)
 #pragma unroll
       for (int p = 0; p < kPasses; ++p)
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          part[x][p][e] = 0.0f;
+        for (int i = 0; i < 4; ++i)
+          part[x][p][i] = 0.0f;
+    if (kFp4) {
 #pragma unroll
-    for (int s = 0; s < 4; ++s) { // K values 8s .. 8s + 7 of the block
-      unsigned xa[kPasses][2][4];
+      for (int s = 0; s < 4; ++s) { // word s: elements 8s .. 8s + 7 of the block
+        unsigned ae[kPasses][2], ao[kPasses][2];
 #pragma unroll
-      for (int p = 0; p < kPasses; ++p)
+        for (int p = 0; p < kPasses; ++p)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          if (h < kHalves)
-            pairs(jl, lv, p, h, s, xa[p][h]);
-          else
-            xa[p][h][0] = xa[p][h][1] = xa[p][h][2] = xa[p][h][3] = 0u;
+          for (int h = 0; h < 2; ++h) {
+            const int hh = h < kHalves ? h : 0;
+            const unsigned c0 = h < kHalves ? cur.a[p][hh].at(2 * s) : 0u;
+            const unsigned c1 = h < kHalves ? cur.a[p][hh].at(2 * s + 1) : 0u;
+            ae[p][h] = __byte_perm(c0, c1, 0x6420);
+            ao[p][h] = __byte_perm(c0, c1, 0x7531);
+          }
+#pragma unroll
+        for (int x = 0; x < kMats; ++x) {
+          const E4m3Pair wp = e2m1x8ToE4m3Scaled(word(cur.w[x][0], s));
+#pragma unroll
+          for (int p = 0; p < kPasses; ++p)
+            mmaE4m3(part[x][p], ae[p][0], ae[p][1], ao[p][0], ao[p][1], wp.even, wp.odd);
         }
+      }
+    } else {
 #pragma unroll
-      for (int x = 0; x < kMats; ++x) {
-        unsigned wp[4];
-        if (kFp4) {
-          const Half2x4 hw = e2m1x8ToHalf2Scaled(word(st.w[x][0], s));
-          wp[0] = hw.p[0];
-          wp[1] = hw.p[1];
-          wp[2] = hw.p[2];
-          wp[3] = hw.p[3];
-        } else {
-          const uint4 &v = st.w[x][s / 2];
-          e4m3x8ToHalf2Pairs(word(v, 2 * (s % 2)), word(v, 2 * (s % 2) + 1), wp);
-        }
+      for (int s = 0; s < 8; ++s) { // word s: elements 4s .. 4s + 3 of the block
+        unsigned a[kPasses][4];
 #pragma unroll
         for (int p = 0; p < kPasses; ++p) {
-          dsc_gemv::mmaF16(part[x][p], xa[p][0][0], xa[p][1][0], xa[p][0][1], xa[p][1][1], wp[0],
-                           wp[1], part[x][p]);
-          dsc_gemv::mmaF16(part[x][p], xa[p][0][2], xa[p][1][2], xa[p][0][3], xa[p][1][3], wp[2],
-                           wp[3], part[x][p]);
+          const unsigned c0 = cur.a[p][0].at(s);
+          const unsigned c1 = kHalves == 2 ? cur.a[p][kHalves - 1].at(s) : 0u;
+          a[p][0] = dsc_gemv::e4m3x2ToHalf2(c0 & 0xffffu);
+          a[p][2] = dsc_gemv::e4m3x2ToHalf2(c0 >> 16);
+          a[p][1] = kHalves == 2 ? dsc_gemv::e4m3x2ToHalf2(c1 & 0xffffu) : 0u;
+          a[p][3] = kHalves == 2 ? dsc_gemv::e4m3x2ToHalf2(c1 >> 16) : 0u;
+        }
+#pragma unroll
+        for (int x = 0; x < kMats; ++x) {
+          const unsigned wsw = word(cur.w[x][s / 4], s % 4);
+          const unsigned b0 = dsc_gemv::e4m3x2ToHalf2(wsw & 0xffffu);
+          const unsigned b1 = dsc_gemv::e4m3x2ToHalf2(wsw >> 16);
+#pragma unroll
+          for (int p = 0; p < kPasses; ++p)
+            dsc_gemv::mmaF16(part[x][p], a[p][0], a[p][1], a[p][2], a[p][3], b0, b1,
+                             part[x][p]);
         }
       }
     }
-    if (j0 + 4 * i + b >= j1)
-      return;
+    // This lane's D role: block jq + b of activation rows (4p + r, 4p + r + 2).
+    if (jq + b < j1) {
 #pragma unroll
-    for (int p = 0; p < kPasses; ++p) {
-      float as[2];
+      for (int p = 0; p < kPasses; ++p) {
+        float as[2];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        as[h] = h < kHalves ? st.as[p][h < kHalves ? h : 0] : 0.0f;
-        if (kFp4)
-          as[h] *= kE2m1ToHalf2ScaledUnscale; // exact: powers of two
-      }
+        for (int h = 0; h < 2; ++h) {
+          as[h] = h < kHalves ? cur.as[p][h < kHalves ? h : 0] : 0.0f;
+          if (kFp4)
+            as[h] *= kFp4Unscale;
+        }
 #pragma unroll
-      for (int x = 0; x < kMats; ++x) {
-        const float ws0 = ue8m0ToFloat(st.ws0[x]), ws1 = ue8m0ToFloat(st.ws1[x]);
-        float *o = acc[x] + 4 * p;
-        o[0] = __fadd_rn(o[0], __fmul_rn(__fmul_rn(part[x][p][0], as[0]), ws0));
-        o[1] = __fadd_rn(o[1], __fmul_rn(__fmul_rn(part[x][p][1], as[0]), ws1));
-        if (kHalves == 2) {
-          o[2] = __fadd_rn(o[2], __fmul_rn(__fmul_rn(part[x][p][2], as[1]), ws0));
-          o[3] = __fadd_rn(o[3], __fmul_rn(__fmul_rn(part[x][p][3], as[1]), ws1));
+        for (int x = 0; x < kMats; ++x) {
+          const float ws0 = ue8m0ToFloat(cur.ws0[x]), ws1 = ue8m0ToFloat(cur.ws1[x]);
+          float *o = acc[x] + 4 * p;
+          o[0] = __fadd_rn(o[0], __fmul_rn(__fmul_rn(part[x][p][0], as[0]), ws0));
+          o[1] = __fadd_rn(o[1], __fmul_rn(__fmul_rn(part[x][p][1], as[0]), ws1));
+          if (kHalves == 2) {
+            o[2] = __fadd_rn(o[2], __fmul_rn(__fmul_rn(part[x][p][2], as[1]), ws0));
+            o[3] = __fadd_rn(o[3], __fmul_rn(__fmul_rn(part[x][p][3], as[1]), ws1));
+          }
         }
       }
     }
-  };
-  if (kMaxRows > 4) {
-    for (int i = 0; i < steps; ++i) {
-      Ops cur;
-      load(i, cur);
-      compute(i, cur);
-    }
-    return;
-  }
-  Ops cur, nxt;
-  if (steps > 0)
-    load(0, cur);
-  for (int i = 0; i < steps; ++i) {
-    if (i + 1 < steps)
-      load(i + 1, nxt);
-    compute(i, cur);
-    cur = nxt;
+    if (kAhead)
+      cur = nxt;
   }
 }
 
@@ -290,36 +247,43 @@ template <int kN> __device__ __forceinline__ void reduceResidues(float *v) {
 
 /// laneDots of one tile with its activation rows' count picked at run time
 /// (the instantiations compute a row identically: rows never meet).
-template <bool kFp4>
-__device__ __forceinline__ void laneDotsRows(const Activations &act, const unsigned char *wRow,
-                                             const unsigned char *sRow0,
-                                             const unsigned char *sRow1, long long K,
-                                             long long m0, int rows, long long j0, long long j1,
-                                             float (*acc)[8]) {
+template <bool kFp4, int kMats>
+__device__ __forceinline__ void laneDotsRows(const unsigned char *const *wRow,
+                                             const unsigned char *const *sRow0,
+                                             const unsigned char *const *sRow1,
+                                             const unsigned char *codes, const float *scales,
+                                             long long K, long long m0, int rows, long long j0,
+                                             long long j1, float (*acc)[8]) {
   if (rows <= 2)
-    laneDots<kFp4, 1, 2>(act, &wRow, &sRow0, &sRow1, K, m0, rows, j0, j1,
-                         reinterpret_cast<float(*)[4]>(acc));
+    laneDots<kFp4, kMats, 2>(wRow, sRow0, sRow1, codes, scales, K, m0, rows, j0, j1,
+                             reinterpret_cast<float(*)[4]>(acc));
   else if (rows <= 4)
-    laneDots<kFp4, 1, 4>(act, &wRow, &sRow0, &sRow1, K, m0, rows, j0, j1,
-                         reinterpret_cast<float(*)[4]>(acc));
+    laneDots<kFp4, kMats, 4>(wRow, sRow0, sRow1, codes, scales, K, m0, rows, j0, j1,
+                             reinterpret_cast<float(*)[4]>(acc));
   else
-    laneDots<kFp4, 1, 8>(act, &wRow, &sRow0, &sRow1, K, m0, rows, j0, j1, acc);
+    laneDots<kFp4, kMats, 8>(wRow, sRow0, sRow1, codes, scales, K, m0, rows, j0, j1, acc);
 }
 
 /// The lane-block GEMV/GEMM: y[m, n] = bf16(sum) for x [M, K] and W [N, K]
 /// (FP8, scales [ceil(N/32), K/32]) or [N, K/2] (kFp4, scales [N, K/32]);
 /// one warp per item (8 weight rows x 8 activation rows x one of `splits`
 /// K ranges), grid-strided; splits > 1: fp32 partials [splits, M, N] for
-/// dsc_gemv::splitKReduce. The activations as stageActivations (x != null:
-/// act_quant in the block; `stage`: the f16 copy in shared memory). All
-/// threads must call it.
+/// dsc_gemv::splitKReduce. x != null: the block act_quants x into dynamic
+/// shared memory first (dsc_gemv::quantBytes(M, K)), else codes/scales are
+/// global. All threads must call it (the staging barrier).
 template <bool kFp4>
 __device__ void laneGemv(const unsigned short *x, const unsigned char *gCodes,
                          const float *gScales, long long M, long long K, const unsigned char *w,
                          const unsigned char *wScale, long long N, unsigned short *y,
-                         long long splits, float *partial, long long stage) {
+                         long long splits, float *partial) {
   extern __shared__ __align__(16) unsigned char laneSmem[];
-  const Activations act = stageActivations(x, gCodes, gScales, M, K, stage, laneSmem);
+  const unsigned char *codes = gCodes;
+  const float *scales = gScales;
+  if (x) {
+    dsc_gemv::quantizeToShared(x, M, K, laneSmem);
+    codes = laneSmem;
+    scales = reinterpret_cast<const float *>(laneSmem + M * K);
+  }
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const long long kb = K / 32, rowBytes = kFp4 ? K / 2 : K;
   const long long nTiles = (N + kTileRows - 1) / kTileRows, mTiles = (M + 7) / 8;
@@ -333,9 +297,11 @@ __device__ void laneGemv(const unsigned short *x, const unsigned char *gCodes,
     const int rows = (int)(M - m0 < 8 ? M - m0 : 8);
     auto clamp = [&](long long row) { return row < N ? row : N - 1; };
     const long long rg = clamp(n0 + g), ra = clamp(n0 + 2 * t), rb = clamp(n0 + 2 * t + 1);
+    const unsigned char *wr = w + rg * rowBytes;
+    const unsigned char *sa = wScale + (kFp4 ? ra : ra / 32) * kb;
+    const unsigned char *sb = wScale + (kFp4 ? rb : rb / 32) * kb;
     float acc[1][8] = {{0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}};
-    laneDotsRows<kFp4>(act, w + rg * rowBytes, wScale + (kFp4 ? ra : ra / 32) * kb,
-                       wScale + (kFp4 ? rb : rb / 32) * kb, K, m0, rows, k0, k1, acc);
+    laneDotsRows<kFp4, 1>(&wr, &sa, &sb, codes, scales, K, m0, rows, k0, k1, acc);
     reduceResidues<8>(acc[0]);
     if (((lane >> 2) & 3) == 0) {
       const int r = lane >> 4;
@@ -355,15 +321,15 @@ __device__ void laneGemv(const unsigned short *x, const unsigned char *gCodes,
 
 } // namespace dsc_lanes
 
-/// A lane-block GEMV entry: DSC_GEMV_QUANTIZED_ENTRY's arguments and
-/// `stage` (laneGemv; the adapters' quantizedGemv launches `<name>` as the
-/// `_lanes` twin of `<prefix>_fast`); kFp4: the weight format.
+/// A lane-block GEMV entry with the signature of DSC_GEMV_QUANTIZED_ENTRY
+/// (the adapters' quantizedGemv launches `<name>` for `<prefix>_fast`'s
+/// `_lanes` twin); kFp4: the weight format.
 #define DSC_LANE_GEMV_ENTRY(name, kFp4)                                                       \
   DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)                             \
       name(const unsigned short *x, const unsigned char *codes, const float *scales,          \
            long long M, long long K, const unsigned char *w, const unsigned char *wScale,     \
-           long long N, unsigned short *y, long long splits, float *partial, long long stage) { \
-    dsc_lanes::laneGemv<kFp4>(x, codes, scales, M, K, w, wScale, N, y, splits, partial, stage); \
+           long long N, unsigned short *y, long long splits, float *partial) {                \
+    dsc_lanes::laneGemv<kFp4>(x, codes, scales, M, K, w, wScale, N, y, splits, partial);      \
   }
 
 #endif // DSC_CODEGEN_KERNELS_LANE_GEMV_CUH

@@ -409,11 +409,9 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
                              const unsigned char *w3, const unsigned char *w3s,
                              const unsigned char *s1, const unsigned char *s1s,
                              const unsigned char *s3, const unsigned char *s3s, const int *ids,
-                             const float *weights, long long k, long long E, unsigned short *h,
-                             long long stage) {
+                             const float *weights, long long k, long long E, unsigned short *h) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const dsc_lanes::Activations act =
-      dsc_lanes::stageActivations(xq, gCodes, gScales, T, D, stage, smem);
+  const dsc_moe_fast::Smem m = dsc_moe_fast::setup(xq, gCodes, gScales, T, D, smem);
   const float lim = (float)p.swiglu_limit;
   const int lane = threadIdx.x & 31, t = lane & 3;
   const long long kb = D / 32, items = T * (k + 1) * ((I + 7) / 8);
@@ -431,12 +429,12 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
       const unsigned char *wr[2] = {w1 + (e + it.rg) * (D / 2), w3 + (e + it.rg) * (D / 2)},
                           *sa[2] = {w1s + (e + it.ra) * kb, w3s + (e + it.ra) * kb},
                           *sb[2] = {w1s + (e + it.rb) * kb, w3s + (e + it.rb) * kb};
-      dsc_lanes::laneDots<true, 2, 1>(act, wr, sa, sb, D, it.t, 1, 0, kb, acc);
+      dsc_lanes::laneDots<true, 2, 1>(wr, sa, sb, m.codes, m.scales, D, it.t, 1, 0, kb, acc);
     } else {
       const unsigned char *wr[2] = {s1 + it.rg * D, s3 + it.rg * D},
                           *sa[2] = {s1s + (it.ra / 32) * kb, s3s + (it.ra / 32) * kb},
                           *sb[2] = {s1s + (it.rb / 32) * kb, s3s + (it.rb / 32) * kb};
-      dsc_lanes::laneDots<false, 2, 1>(act, wr, sa, sb, D, it.t, 1, 0, kb, acc);
+      dsc_lanes::laneDots<false, 2, 1>(wr, sa, sb, m.codes, m.scales, D, it.t, 1, 0, kb, acc);
     }
     dsc_lanes::reduceResidues<2>(acc[0]);
     dsc_lanes::reduceResidues<2>(acc[1]);
@@ -457,10 +455,9 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 3)
                                const float *gScales, long long T, long long I, long long D,
                                const unsigned char *w2, const unsigned char *w2s,
                                const unsigned char *s2, const unsigned char *s2s, const int *ids,
-                               long long k, long long E, float *outs, long long stage) {
+                               long long k, long long E, float *outs) {
   extern __shared__ __align__(16) unsigned char smem[];
-  const dsc_lanes::Activations act =
-      dsc_lanes::stageActivations(hq, gCodes, gScales, T * (k + 1), I, stage, smem);
+  const dsc_moe_fast::Smem m = dsc_moe_fast::setup(hq, gCodes, gScales, T * (k + 1), I, smem);
   const int lane = threadIdx.x & 31, t = lane & 3;
   const long long kb = I / 32, items = T * (k + 1) * ((D + 7) / 8);
   for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
@@ -473,11 +470,12 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 3)
       const long long e = it.x * D;
       const unsigned char *wr = w2 + (e + it.rg) * (I / 2), *sa = w2s + (e + it.ra) * kb,
                           *sb = w2s + (e + it.rb) * kb;
-      dsc_lanes::laneDots<true, 1, 1>(act, &wr, &sa, &sb, I, hrow, 1, 0, kb, acc);
+      dsc_lanes::laneDots<true, 1, 1>(&wr, &sa, &sb, m.codes, m.scales, I, hrow, 1, 0, kb, acc);
     } else {
       const unsigned char *wr = s2 + it.rg * I, *sa = s2s + (it.ra / 32) * kb,
                           *sb = s2s + (it.rb / 32) * kb;
-      dsc_lanes::laneDots<false, 1, 1>(act, &wr, &sa, &sb, I, hrow, 1, 0, kb, acc);
+      dsc_lanes::laneDots<false, 1, 1>(&wr, &sa, &sb, m.codes, m.scales, I, hrow, 1, 0, kb,
+                                       acc);
     }
     dsc_lanes::reduceResidues<2>(acc[0]);
     if (lane < 4) {

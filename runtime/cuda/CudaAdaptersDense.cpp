@@ -267,25 +267,19 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
                 yp = c.outputs[0]->ptr + CUdeviceptr(t0 * D * 2);
     // The activation operands of a step: x (quantised in the blocks) or the
     // codes of a global act_quant, and the dynamic shared memory that goes with it.
-    // The lane-block kernels keep an f16 copy of the activations in shared
-    // memory when it fits (`stage`).
     struct Operand {
       CUdeviceptr x = 0, codes = 0, scales = 0;
       size_t smem = 0;
-      long long stage = 0;
     };
     auto operand = [&](bool shared, CUdeviceptr x, long long rows, long long K,
                        const ActQuant &q) -> Expected<Operand> {
-      const long long stage = c.laneGemv ? laneStage(shared, rows, K) : 0;
-      const size_t smem = c.laneGemv ? laneSmem(shared, stage, rows, K)
-                                     : (shared ? quantBytes(rows, K) : 0) + kCombineBytes;
       if (shared)
-        return Operand{x, 0, 0, smem, stage};
+        return Operand{x, 0, 0, quantBytes(rows, K) + kCombineBytes};
       if (Status s = c.launchEntry("dsc_moe_experts_act_quant_fast", gemvGrid(rows * (K / 32)),
                                    gemvBlock(), 0, args(x, rows, K, q.codes, q.scales));
           !s)
         return s;
-      return Operand{0, q.codes, q.scales, smem, stage};
+      return Operand{0, q.codes, q.scales, kCombineBytes};
     };
     auto up = operand(upShared, xp, Tt, D, qx);
     if (!up)
@@ -295,15 +289,11 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
                                          : "dsc_moe_experts_up_fast";
     const Dim3 upGrid = c.laneGemv ? gemvGrid(slots * ceilDiv(I, kLaneTileRows))
                                    : tileGrid(slots * ceilDiv(I, 16));
-    Status upStatus =
-        c.laneGemv ? c.launchEntry(upEntry, upGrid, gemvBlock(), up->smem,
-                                   args(p, up->x, up->codes, up->scales, Tt, D, I, r1, r1s, r3,
-                                        r3s, s1, s1s, s3, s3s, ip, wp, k, E, hp, up->stage))
-                   : c.launchEntry(upEntry, upGrid, gemvBlock(), up->smem,
-                                   args(p, up->x, up->codes, up->scales, Tt, D, I, r1, r1s, r3,
-                                        r3s, s1, s1s, s3, s3s, ip, wp, k, E, hp));
-    if (!upStatus)
-      return upStatus;
+    if (Status s = c.launchEntry(upEntry, upGrid, gemvBlock(), up->smem,
+                                 args(p, up->x, up->codes, up->scales, Tt, D, I, r1, r1s, r3, r3s,
+                                      s1, s1s, s3, s3s, ip, wp, k, E, hp));
+        !s)
+      return s;
     auto down = operand(downShared, hp, slots, I, qh);
     if (!down)
       return down.status();
@@ -312,15 +302,12 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
                                            : "dsc_moe_experts_down_fast";
     const Dim3 downGrid = c.laneGemv ? gemvGrid(slots * ceilDiv(D, kLaneTileRows))
                                      : tileGrid(slots * ceilDiv(D, 16));
-    Status downStatus =
-        c.laneGemv ? c.launchEntry(downEntry, downGrid, gemvBlock(), down->smem,
-                                   args(down->x, down->codes, down->scales, Tt, I, D, r2, r2s,
-                                        s2, s2s, ip, k, E, op, down->stage))
-                   : c.launchEntry(downEntry, downGrid, gemvBlock(), down->smem,
-                                   args(down->x, down->codes, down->scales, Tt, I, D, r2, r2s,
-                                        s2, s2s, ip, k, E, op));
-    if (!downStatus)
-      return downStatus;
+    if (Status s = c.launchEntry(downEntry, downGrid, gemvBlock(),
+                                 down->smem,
+                                 args(down->x, down->codes, down->scales, Tt, I, D, r2, r2s, s2,
+                                      s2s, ip, k, E, op));
+        !s)
+      return s;
     if (Status s = c.launchEntry("dsc_moe_experts_combine_fast", gridFor(Tt * D), block1(), 0,
                                  args(op, ip, Tt, k, E, D, yp));
         !s)

@@ -93,22 +93,6 @@ inline long long laneSplits(long long N, long long K) {
     splits *= 2;
   return splits;
 }
-/// The lane-block kernels' `stage` argument (lane_gemv.cuh
-/// stageActivations): 1 when the blocks keep an f16 copy of the activations
-/// [M, K] in shared memory (up to kLaneStageLimit with the act_quant codes
-/// when those are quantised in the block, `shared`), else 0 (converted from
-/// the codes at each step: the same values).
-constexpr size_t kLaneStageLimit = 96 * 1024;
-inline long long laneStage(bool shared, long long M, long long K) {
-  const size_t codes = shared ? (quantBytes(M, K) + 15) / 16 * 16 : 0;
-  return codes + size_t(2 * M * K) <= kLaneStageLimit ? 1 : 0;
-}
-/// The lane-block kernels' dynamic shared memory (stageActivations): the
-/// act_quant codes and scales when quantised in the block, then the f16
-/// copy when staged.
-inline size_t laneSmem(bool shared, long long stage, long long M, long long K) {
-  return (shared ? (quantBytes(M, K) + 15) / 16 * 16 : 0) + (stage ? size_t(2 * M * K) : 0);
-}
 /// Whether `blocks` blocks should each act_quant all of [M, K] in shared
 /// memory (no extra launch) rather than read one global act_quant: only
 /// while the redundant work stays small (the bytes are the same either way).
@@ -151,11 +135,6 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, con
     partial = *p;
   }
   const bool shared = quantizeInBlocks(gridOf(chunk, splits).x, chunk, K);
-  const long long stage = lanes ? laneStage(shared, chunk, K) : 0;
-  auto smemOf = [&](long long rows) {
-    return lanes ? laneSmem(shared, stage, rows, K)
-                 : (shared ? quantBytes(rows, K) : 0) + kCombineBytes;
-  };
   ActQuant q;
   if (!shared) {
     auto qs = actQuantScratch(c, chunk, K);
@@ -168,12 +147,8 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, con
     CUdeviceptr x = xp + CUdeviceptr(m0 * K * 2), y = yp + CUdeviceptr(m0 * N * 2);
     const Dim3 grid = gridOf(rows, splits);
     if (shared) {
-      if (Status s = lanes ? c.launchEntry(entry, grid, gemvBlock(), smemOf(rows),
-                                           args(x, none, none, rows, K, wp, sp, N, y, splits,
-                                                partial, stage))
-                           : c.launchEntry(entry, grid, gemvBlock(), smemOf(rows),
-                                           args(x, none, none, rows, K, wp, sp, N, y, splits,
-                                                partial));
+      if (Status s = c.launchEntry(entry, grid, gemvBlock(), quantBytes(rows, K) + kCombineBytes,
+                                   args(x, none, none, rows, K, wp, sp, N, y, splits, partial));
           !s)
         return s;
     } else {
@@ -182,12 +157,9 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, con
                                    args(x, rows, K, q.codes, q.scales));
           !s)
         return s;
-      if (Status s = lanes ? c.launchEntry(entry, grid, gemvBlock(), smemOf(rows),
-                                           args(none, q.codes, q.scales, rows, K, wp, sp, N, y,
-                                                splits, partial, stage))
-                           : c.launchEntry(entry, grid, gemvBlock(), smemOf(rows),
-                                           args(none, q.codes, q.scales, rows, K, wp, sp, N, y,
-                                                splits, partial));
+      if (Status s = c.launchEntry(entry, grid, gemvBlock(), kCombineBytes,
+                                   args(none, q.codes, q.scales, rows, K, wp, sp, N, y, splits,
+                                        partial));
           !s)
         return s;
     }

@@ -138,43 +138,24 @@ TEST(NumericsE2M1, SignSaturationNaN) {
   }
 }
 
-/// An f16 bit pattern's value by hand (IEEE binary16: 5 exponent bits, bias
-/// 15, subnormals at 2^-24 steps): the independent decoder for the test below.
-double halfValue(uint32_t bits) {
-  const int e = int((bits >> 10) & 31u), m = int(bits & 1023u);
-  const double v = e == 0 ? std::ldexp(double(m), -24) : std::ldexp(1024.0 + m, e - 25);
-  return (bits & 0x8000u) ? -v : v;
-}
-
-/// e2m1x8ToHalf2Scaled against the E2M1 decoder: every code in every one of
-/// the eight nibble positions (the other nibbles set to other codes) lands in
-/// its kLanePairOrder pair as exactly e2m1 * 2^-14, -0 as -0.
-TEST(NumericsE2M1, PackedToScaledHalf2Pairs) {
+/// e2m1x8ToE4m3Scaled against the two decoders: every code in every one of
+/// the eight nibble positions (the other nibbles set to a different code)
+/// becomes the E4M3 byte of exactly e2m1 * 2^-6 in its even/odd byte.
+TEST(NumericsE2M1, PackedToScaledE4M3) {
   for (uint32_t code = 0; code < 16; ++code)
     for (int pos = 0; pos < 8; ++pos) {
       uint32_t word = 0;
       for (int n = 0; n < 8; ++n)
         word |= uint32_t(n == pos ? code : (code + 5 + n) % 16) << (4 * n);
-      const Half2x4 h = e2m1x8ToHalf2Scaled(word);
-      for (int slot = 0; slot < 8; ++slot) {
-        const int n = kLanePairOrder[slot];
+      const E4m3Pair p = e2m1x8ToE4m3Scaled(word);
+      for (int n = 0; n < 8; ++n) {
         const uint32_t c = (word >> (4 * n)) & 0xFu;
-        const uint32_t half = (h.p[slot / 2] >> (16 * (slot % 2))) & 0xFFFFu;
-        EXPECT_EQ(halfValue(half) * kE2m1ToHalf2ScaledUnscale, double(e2m1ToFloat(uint8_t(c))))
+        const uint8_t byte = uint8_t(((n % 2 ? p.odd : p.even) >> (8 * (n / 2))) & 0xFFu);
+        EXPECT_EQ(e4m3ToFloat(byte) * kE2m1ToE4m3ScaledUnscale, e2m1ToFloat(uint8_t(c)))
             << "code " << c << " at nibble " << n;
-        EXPECT_EQ(half & 0x8000u, (c & 8u) << 12) << "the sign of code " << c;
+        EXPECT_EQ(byte & 0x80u, (c & 8u) << 4) << "the sign of code " << c << " (-0 stays -0)";
       }
     }
-}
-
-/// The pair selectors gather bytes (3, 7, 2, 6) and (1, 5, 0, 4) of two words,
-/// kLanePairOrder's pairs (checked by hand against the PRMT rule: selector
-/// nibble i picks byte i of the result from the 8 bytes lo, hi).
-TEST(NumericsE2M1, LanePairSelectorsFollowThePairOrder) {
-  for (int slot = 0; slot < 8; ++slot) {
-    const uint32_t sel = slot < 4 ? kLanePairSelect0 : kLanePairSelect1;
-    EXPECT_EQ(int((sel >> (4 * (slot % 4))) & 7u), kLanePairOrder[slot]) << "slot " << slot;
-  }
 }
 
 TEST(NumericsUE8M0, EncodeDecode) {

@@ -156,34 +156,23 @@ DSC_HD constexpr float e2m1ToFloat(uint8_t code) {
   return (code & 8u) ? floatFromBits(floatBits(m) | 0x80000000u) : m;
 }
 
-/// The lane-block GEMV's pair order (codegen/kernels/lane_gemv.cuh): eight
-/// consecutive K values become four f16x2 pairs, (3, 7), (2, 6), (1, 5),
-/// (0, 4) (low half first): the order in which two logic ops per pair pull
-/// E2M1 nibbles out of a 32-bit word. Weights and activations use the same
-/// order, so every product meets its own pair.
-inline constexpr int kLanePairOrder[8] = {3, 7, 2, 6, 1, 5, 0, 4};
-struct Half2x4 {
-  uint32_t p[4];
+/// Eight packed E2M1 codes (element 2i in the low nibble of byte i of
+/// `word`) as E4M3 bytes of value * 2^-6, in two logic ops per four values:
+/// the magnitude bits (e1 e0 m) go to bits 2-4 and the sign to bit 7, which
+/// is E4M3 with exponent field 0 0 e1 e0 and mantissa m 0 0, i.e. exactly
+/// e2m1 * 2^-6 (0.5 -> the subnormal 2^-7). `even` holds elements 0, 2, 4, 6
+/// (byte i: element 2i), `odd` elements 1, 3, 5, 7. The lane-block GEMV
+/// (codegen/kernels/lane_gemv.cuh) feeds these to the E4M3 tensor cores and
+/// folds the 2^6 into the activation scale.
+struct E4m3Pair {
+  uint32_t even, odd;
 };
-/// Eight packed E2M1 codes (element i in nibble i of `word`, i.e. element 2j
-/// in the low nibble of byte j) as f16x2 pairs in kLanePairOrder, each value
-/// e2m1 * 2^-14 exactly: the nibble's sign to bit 15 and its magnitude bits
-/// (e1 e0 m) to bits 11-9 of an f16 is e2m1 * 2^-14 (0.5 -> the subnormal
-/// 2^-15). The callers fold the 2^14 back into a power-of-two scale.
-DSC_HD constexpr Half2x4 e2m1x8ToHalf2Scaled(uint32_t word) {
-  Half2x4 h{};
-  for (int k = 0; k < 4; ++k) {
-    const uint32_t q = word << (4 * k);
-    h.p[k] = (q & 0x80008000u) | ((q & 0x70007000u) >> 3);
-  }
-  return h;
+DSC_HD constexpr E4m3Pair e2m1x8ToE4m3Scaled(uint32_t word) {
+  return E4m3Pair{((word << 2) & 0x1C1C1C1Cu) | ((word << 4) & 0x80808080u),
+                  ((word >> 2) & 0x1C1C1C1Cu) | (word & 0x80808080u)};
 }
-/// The power of two e2m1x8ToHalf2Scaled's values carry less than the codes.
-inline constexpr float kE2m1ToHalf2ScaledUnscale = 16384.0f;
-/// The byte selectors (PRMT / __byte_perm) that gather eight bytes of two
-/// words (lo: elements 0-3, hi: 4-7) into kLanePairOrder's pairs: bytes
-/// (3, 7, 2, 6) and (1, 5, 0, 4).
-inline constexpr uint32_t kLanePairSelect0 = 0x6273u, kLanePairSelect1 = 0x4051u;
+/// The power of two e2m1x8ToE4m3Scaled's bytes carry less than the codes.
+inline constexpr float kE2m1ToE4m3ScaledUnscale = 64.0f;
 
 //===--------------------------------------------------------------------===//
 // UE8M0 (float8_e8m0fnu) and power-of-two scales
