@@ -73,8 +73,8 @@ PY
     ;;
   *) echo "unknown kind '$KIND' (golden-tiny6, golden-tiny40, golden, bench, odd, prefill)" >&2; exit 2 ;;
 esac
-# Plans travel gzipped (scripts/device-unpack.sh DIR restores them there;
-# the device scripts run it first).
+# Plans travel xz-compressed (scripts/device-unpack.sh DIR restores them
+# there; the device scripts run it first).
 find "$DIR" -name '*.dscp' -exec xz -9 -T2 -f {} +
 find "$DIR/bin" -type f -exec strip {} + 2>/dev/null || true
 TREE=$(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1)

@@ -30,7 +30,7 @@ while len(ids) < 240:
 open('$T/ids', 'w').write(' '.join(map(str, ids)) + '\n')" || exit 1
 C="$BIN/dsc-compile $G/config.json --engram-map $G/engram_token_map.json --max-seq-len 256"
 if [ -n "${DSC_CED_PLANS:-}" ]; then # plans compiled elsewhere (docs/device.md)
-  "$HERE/device-unpack.sh" $DSC_CED_PLANS || exit 1 # carried gzipped
+  "$HERE/device-unpack.sh" $DSC_CED_PLANS || exit 1 # carried compressed
   cp $DSC_CED_PLANS/{exact,full,exact-c96,full-c32,full-unfused}.dscp $T/ || exit 1
 else
   $C --ced=exact --prefill-chunk 0 -o $T/exact.dscp || exit 1
