@@ -282,28 +282,32 @@ __device__ void upFast(const dsc::abi::MoeExpertsParams p, const unsigned short 
 }
 } // namespace dsc_moe_fast
 
+// The up and down steps' parameters: one list for the fast, e4m3 and lanes
+// entries (the adapter passes them in this order).
+#define DSC_MOE_UP_PARAMS                                                                    \
+  const __grid_constant__ dsc::abi::MoeExpertsParams p, const unsigned short *xq,            \
+      const unsigned char *gCodes, const float *gScales, long long T, long long D,           \
+      long long I, const unsigned char *w1, const unsigned char *w1s,                        \
+      const unsigned char *w3, const unsigned char *w3s, const unsigned char *s1,            \
+      const unsigned char *s1s, const unsigned char *s3, const unsigned char *s3s,           \
+      const int *ids, const float *weights, long long k, long long E, unsigned short *h
+#define DSC_MOE_UP_ARGS                                                                      \
+  p, xq, gCodes, gScales, T, D, I, w1, w1s, w3, w3s, s1, s1s, s3, s3s, ids, weights, k, E, h
+#define DSC_MOE_DOWN_PARAMS                                                                  \
+  const unsigned short *hq, const unsigned char *gCodes, const float *gScales, long long T,  \
+      long long I, long long D, const unsigned char *w2, const unsigned char *w2s,           \
+      const unsigned char *s2, const unsigned char *s2s, const int *ids, long long k,        \
+      long long E, float *outs
+#define DSC_MOE_DOWN_ARGS hq, gCodes, gScales, T, I, D, w2, w2s, s2, s2s, ids, k, E, outs
+
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
-    dsc_moe_experts_up_fast(const __grid_constant__ dsc::abi::MoeExpertsParams p,
-                            const unsigned short *xq, const unsigned char *gCodes,
-                            const float *gScales, long long T, long long D, long long I,
-                            const unsigned char *w1, const unsigned char *w1s,
-                            const unsigned char *w3, const unsigned char *w3s,
-                            const unsigned char *s1, const unsigned char *s1s,
-                            const unsigned char *s3, const unsigned char *s3s, const int *ids,
-                            const float *weights, long long k, long long E, unsigned short *h) {
-  dsc_moe_fast::upFast<false>(p, xq, gCodes, gScales, T, D, I, w1, w1s, w3, w3s, s1, s1s, s3, s3s,
-                              ids, weights, k, E, h);
+    dsc_moe_experts_up_fast(DSC_MOE_UP_PARAMS) {
+  dsc_moe_fast::upFast<false>(DSC_MOE_UP_ARGS);
 }
 
-DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4) dsc_moe_experts_up_fast_e4m3(
-    const __grid_constant__ dsc::abi::MoeExpertsParams p, const unsigned short *xq,
-    const unsigned char *gCodes, const float *gScales, long long T, long long D, long long I,
-    const unsigned char *w1, const unsigned char *w1s, const unsigned char *w3,
-    const unsigned char *w3s, const unsigned char *s1, const unsigned char *s1s,
-    const unsigned char *s3, const unsigned char *s3s, const int *ids, const float *weights,
-    long long k, long long E, unsigned short *h) {
-  dsc_moe_fast::upFast<true>(p, xq, gCodes, gScales, T, D, I, w1, w1s, w3, w3s, s1, s1s, s3, s3s,
-                             ids, weights, k, E, h);
+DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
+    dsc_moe_experts_up_fast_e4m3(DSC_MOE_UP_PARAMS) {
+  dsc_moe_fast::upFast<true>(DSC_MOE_UP_ARGS);
 }
 
 namespace dsc_moe_fast {
@@ -350,21 +354,13 @@ __device__ void downFast(const unsigned short *hq, const unsigned char *gCodes,
 } // namespace dsc_moe_fast
 
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
-    dsc_moe_experts_down_fast(const unsigned short *hq, const unsigned char *gCodes,
-                              const float *gScales, long long T, long long I, long long D,
-                              const unsigned char *w2, const unsigned char *w2s,
-                              const unsigned char *s2, const unsigned char *s2s, const int *ids,
-                              long long k, long long E, float *outs) {
-  dsc_moe_fast::downFast<false>(hq, gCodes, gScales, T, I, D, w2, w2s, s2, s2s, ids, k, E, outs);
+    dsc_moe_experts_down_fast(DSC_MOE_DOWN_PARAMS) {
+  dsc_moe_fast::downFast<false>(DSC_MOE_DOWN_ARGS);
 }
 
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
-    dsc_moe_experts_down_fast_e4m3(const unsigned short *hq, const unsigned char *gCodes,
-                                   const float *gScales, long long T, long long I, long long D,
-                                   const unsigned char *w2, const unsigned char *w2s,
-                                   const unsigned char *s2, const unsigned char *s2s,
-                                   const int *ids, long long k, long long E, float *outs) {
-  dsc_moe_fast::downFast<true>(hq, gCodes, gScales, T, I, D, w2, w2s, s2, s2s, ids, k, E, outs);
+    dsc_moe_experts_down_fast_e4m3(DSC_MOE_DOWN_PARAMS) {
+  dsc_moe_fast::downFast<true>(DSC_MOE_DOWN_ARGS);
 }
 
 // Lane-block path (lane_gemv.cuh; CudaOptions::laneGemv, the default): the
@@ -402,14 +398,8 @@ __device__ __forceinline__ Item item(long long n, long long k, long long rowsOut
 } // namespace dsc_moe_lanes
 
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
-    dsc_moe_experts_up_lanes(const __grid_constant__ dsc::abi::MoeExpertsParams p,
-                             const unsigned short *xq, const unsigned char *gCodes,
-                             const float *gScales, long long T, long long D, long long I,
-                             const unsigned char *w1, const unsigned char *w1s,
-                             const unsigned char *w3, const unsigned char *w3s,
-                             const unsigned char *s1, const unsigned char *s1s,
-                             const unsigned char *s3, const unsigned char *s3s, const int *ids,
-                             const float *weights, long long k, long long E, unsigned short *h) {
+    dsc_moe_experts_up_lanes(DSC_MOE_UP_PARAMS) {
+
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_moe_fast::Smem m = dsc_moe_fast::setup(xq, gCodes, gScales, T, D, smem);
   const float lim = (float)p.swiglu_limit;
@@ -451,11 +441,8 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
 }
 
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 3)
-    dsc_moe_experts_down_lanes(const unsigned short *hq, const unsigned char *gCodes,
-                               const float *gScales, long long T, long long I, long long D,
-                               const unsigned char *w2, const unsigned char *w2s,
-                               const unsigned char *s2, const unsigned char *s2s, const int *ids,
-                               long long k, long long E, float *outs) {
+    dsc_moe_experts_down_lanes(DSC_MOE_DOWN_PARAMS) {
+
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_moe_fast::Smem m = dsc_moe_fast::setup(hq, gCodes, gScales, T * (k + 1), I, smem);
   const int lane = threadIdx.x & 31, t = lane & 3;

@@ -35,6 +35,22 @@ protected:
       EXPECT_EQ(e, "");
     return options;
   }
+  /// A two-valued flag: the field's default without it, `on` and `off`
+  /// set and clear it, and `bad` is a usage error with `error`'s text.
+  static void expectTwoValued(const std::string &flag, const std::string &on,
+                              const std::string &off, bool byDefault, bool CudaOptions::*field,
+                              const std::string &bad, const std::string &error) {
+    CommandLine cl;
+    EXPECT_EQ(apply(cl).*field, byDefault) << flag << " absent";
+    cl.options[flag] = on;
+    EXPECT_TRUE(apply(cl).*field) << flag << " " << on;
+    cl.options[flag] = off;
+    EXPECT_FALSE(apply(cl).*field) << flag << " " << off;
+    cl.options[flag] = bad;
+    std::string got;
+    apply(cl, &got);
+    EXPECT_EQ(got, error);
+  }
 };
 
 TEST_F(CudaFlags, DefaultsWithoutVariablesOrFlags) {
@@ -165,30 +181,14 @@ TEST_F(CudaFlags, AttentionFlagSelectsSplitKv) {
 
 /// --cuda-moe-mma picks CudaOptions::moeE4m3Mma; the f16 tiles are the default.
 TEST_F(CudaFlags, MoeMmaFlagSelectsE4m3) {
-  CommandLine cl;
-  EXPECT_FALSE(apply(cl).moeE4m3Mma);
-  cl.options["--cuda-moe-mma"] = "e4m3";
-  EXPECT_TRUE(apply(cl).moeE4m3Mma);
-  cl.options["--cuda-moe-mma"] = "f16";
-  EXPECT_FALSE(apply(cl).moeE4m3Mma);
-  cl.options["--cuda-moe-mma"] = "fp4";
-  std::string error;
-  apply(cl, &error);
-  EXPECT_EQ(error, "--cuda-moe-mma takes f16 or e4m3, got 'fp4'");
+  expectTwoValued("--cuda-moe-mma", "e4m3", "f16", false, &CudaOptions::moeE4m3Mma, "fp4",
+                  "--cuda-moe-mma takes f16 or e4m3, got 'fp4'");
 }
 
 /// --cuda-gemv picks CudaOptions::laneGemv; the lane-block tiles are the default.
 TEST_F(CudaFlags, GemvFlagSelectsLaneBlocks) {
-  CommandLine cl;
-  EXPECT_TRUE(apply(cl).laneGemv);
-  cl.options["--cuda-gemv"] = "tiles";
-  EXPECT_FALSE(apply(cl).laneGemv);
-  cl.options["--cuda-gemv"] = "lanes";
-  EXPECT_TRUE(apply(cl).laneGemv);
-  cl.options["--cuda-gemv"] = "rows";
-  std::string error;
-  apply(cl, &error);
-  EXPECT_EQ(error, "--cuda-gemv takes lanes or tiles, got 'rows'");
+  expectTwoValued("--cuda-gemv", "lanes", "tiles", true, &CudaOptions::laneGemv, "rows",
+                  "--cuda-gemv takes lanes or tiles, got 'rows'");
 }
 
 } // namespace
