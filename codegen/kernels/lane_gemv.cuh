@@ -19,10 +19,11 @@
 //   FP4: the m16n8k32 E4M3 mma. A nibble becomes an E4M3 byte of value *
 //   2^-6 in two logic ops per four values (numerics e2m1x8ToE4m3Scaled:
 //   magnitude bits to bits 2-4, sign to bit 7, exact); the activation scale
-//   carries the 2^6 back (exact: powers of two). The four steps of a block
-//   chain in the fp32 accumulator. (Hopper has no FP8 mma.sync: ptxas lowers
-//   each E4M3 m16n8k32 to two f16 m16n8k16 after widening the operands, so
-//   the products are exact and the accumulation is the f16 path's; measured
+//   carries the 2^6 back (exact: powers of two). Each step's mma starts from
+//   a zero accumulator and the four steps of a block are summed in fp32.
+//   (Hopper has no FP8 mma.sync: ptxas lowers each E4M3 m16n8k32 to two f16
+//   m16n8k16 after widening the operands, so the products are exact and the
+//   accumulation is the f16 path's; measured
 //   in session 7, that lowering costs fewer instructions than decoding the
 //   nibbles to f16 pairs by hand.)
 //   FP8: the m16n8k16 f16 mma after widening (cvt.rn.f16x2.e4m3x2, exact),
@@ -53,13 +54,14 @@ constexpr int kTileRows = dsc::abi::kLaneTileRows;
 /// the activation scale.
 constexpr float kFp4Unscale = kE2m1ToE4m3ScaledUnscale;
 
-/// d += A x B for one 16 x 8 x 32 E4M3 tile (fp32 accumulator).
+/// d = A x B for one 16 x 8 x 32 E4M3 tile, zero accumulator.
 __device__ __forceinline__ void mmaE4m3(float *d, unsigned a0, unsigned a1, unsigned a2,
                                         unsigned a3, unsigned b0, unsigned b1) {
   asm("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+      "{%8,%9}, {%10,%11,%12,%13};"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "f"(0.0f), "f"(0.0f), "f"(0.0f),
+        "f"(0.0f));
 }
 
 __device__ __forceinline__ unsigned word(const uint4 &v, int i) {
@@ -175,8 +177,16 @@ __device__ __forceinline__ void laneDots(const unsigned char *const *wRow,
         for (int x = 0; x < kMats; ++x) {
           const E4m3Pair wp = e2m1x8ToE4m3Scaled(word(cur.w[x][0], s));
 #pragma unroll
-          for (int p = 0; p < kPasses; ++p)
-            mmaE4m3(part[x][p], ae[p][0], ae[p][1], ao[p][0], ao[p][1], wp.even, wp.odd);
+          for (int p = 0; p < kPasses; ++p) {
+            float d[4];
+            mmaE4m3(d, ae[p][0], ae[p][1], ao[p][0], ao[p][1], wp.even, wp.odd);
+            part[x][p][0] = __fadd_rn(part[x][p][0], d[0]);
+            part[x][p][1] = __fadd_rn(part[x][p][1], d[1]);
+            if (kHalves == 2) {
+              part[x][p][2] = __fadd_rn(part[x][p][2], d[2]);
+              part[x][p][3] = __fadd_rn(part[x][p][3], d[3]);
+            }
+          }
         }
       }
     } else {

@@ -440,7 +440,7 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
   }
 }
 
-DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 3)
+DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
     dsc_moe_experts_down_lanes(DSC_MOE_DOWN_PARAMS) {
 
   extern __shared__ __align__(16) unsigned char smem[];
