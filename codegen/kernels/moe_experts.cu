@@ -36,6 +36,9 @@
 //     out[t, k]) (the CPU's order of the sum over experts);
 //   dsc_moe_experts_act_quant_fast: global act_quant when a row set is too
 //     large for shared memory.
+// With CudaOptions::laneGemv (the default) the up and down steps are
+// dsc_moe_experts_up_lanes / _down_lanes: the same operands and outputs, one
+// warp per (t, slot, 8 rows) on lane_gemv.cuh's lane-block tiles.
 // Bound: the bytes of the chosen experts' weights (3 * I * D / 2 per routed
 // slot + scales, 3 * I * D for the shared expert) at memory bandwidth.
 //===----------------------------------------------------------------------===//
@@ -399,7 +402,6 @@ __device__ __forceinline__ Item item(long long n, long long k, long long rowsOut
 
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
     dsc_moe_experts_up_lanes(DSC_MOE_UP_PARAMS) {
-
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_moe_fast::Smem m = dsc_moe_fast::setup(xq, gCodes, gScales, T, D, smem);
   const float lim = (float)p.swiglu_limit;
@@ -442,7 +444,6 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
 
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
     dsc_moe_experts_down_lanes(DSC_MOE_DOWN_PARAMS) {
-
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_moe_fast::Smem m = dsc_moe_fast::setup(hq, gCodes, gScales, T * (k + 1), I, smem);
   const int lane = threadIdx.x & 31, t = lane & 3;

@@ -61,8 +61,10 @@ Status linear(CudaLaunchContext &c, const abi::LinearParams &p) {
     return runtime::invalidArgument("linear: a quantised linear needs a scale input");
   CUdeviceptr sp = c.inputs[2]->ptr;
   if (fast)
-    return quantizedGemv(c, "dsc_linear", p.quant == Q::fp8 ? "dsc_linear_fp8_fast"
-                                                             : "dsc_linear_fp4_fast",
+    return quantizedGemv(c, "dsc_linear",
+                         p.quant == Q::fp8
+                             ? QuantizedGemvEntries{"dsc_linear_fp8_fast", "dsc_linear_fp8_lanes"}
+                             : QuantizedGemvEntries{"dsc_linear_fp4_fast", "dsc_linear_fp4_lanes"},
                          xp, M, K, wp, sp, N, yp);
   auto q = actQuantScratch(c, M, K);
   if (!q)
@@ -179,8 +181,9 @@ Status groupedOutput(CudaLaunchContext &c, const abi::GroupedOutputParams &p) {
                                  args(p, op, S, Din, ap, R, zp));
         !s)
       return s;
-    return quantizedGemv(c, "dsc_grouped_output", "dsc_grouped_output_fp8_fast", zp, S, K, bp,
-                         bs, D, yp);
+    return quantizedGemv(c, "dsc_grouped_output",
+                         {"dsc_grouped_output_fp8_fast", "dsc_grouped_output_fp8_lanes"}, zp, S, K,
+                         bp, bs, D, yp);
   }
   if (Status s = c.launchEntry("dsc_grouped_output_woa", gridFor(S * K), block1(), 0,
                                args(p, op, S, Din, ap, R, zp));

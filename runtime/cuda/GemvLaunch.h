@@ -75,23 +75,25 @@ inline Expected<ActQuant> actQuantScratch(CudaLaunchContext &c, long long M, lon
 /// when N has few 16-row tiles, each split keeping >= 8 K blocks (one per
 /// warp). A function of N and K only, never of M, so a row's bytes do not
 /// depend on the call's row count.
-inline long long gemvSplits(long long N, long long K) {
-  const long long tiles = ceilDiv(N, 16), kb = K / 32;
+/// The K splits (powers of two up to 16) that give `tiles` work units at
+/// least `units` items while each split keeps >= 8 K blocks: the rule of
+/// gemvSplits and laneSplits, each with its tile and its unit.
+inline long long kSplitsFor(long long tiles, long long K, long long units) {
+  const long long kb = K / 32;
   long long splits = 1;
-  while (splits < 16 && tiles * splits < 2 * 132 && kb / (splits * 2) >= 8)
+  while (splits < 16 && tiles * splits < units && kb / (splits * 2) >= 8)
     splits *= 2;
   return splits;
+}
+inline long long gemvSplits(long long N, long long K) {
+  return kSplitsFor(ceilDiv(N, 16), K, 2 * 132); // blocks of 16 rows: two per SM
 }
 /// K splits of the lane-block GEMV (lane_gemv.cuh laneGemv: one warp per 8
 /// weight rows): enough warps to fill the SMs (132 x 16) when N has few
 /// tiles, each split keeping >= 8 K blocks (two steps of four). A function of
 /// N and K only, never of M.
 inline long long laneSplits(long long N, long long K) {
-  const long long tiles = ceilDiv(N, kLaneTileRows), kb = K / 32;
-  long long splits = 1;
-  while (splits < 16 && tiles * splits < 132 * 16 && kb / (splits * 2) >= 8)
-    splits *= 2;
-  return splits;
+  return kSplitsFor(ceilDiv(N, kLaneTileRows), K, 132 * 16); // warps of 8 rows: 16 per SM
 }
 /// Whether `blocks` blocks should each act_quant all of [M, K] in shared
 /// memory (no extra launch) rather than read one global act_quant: only
@@ -107,19 +109,19 @@ constexpr long long kSplitRowChunk = 512;
 /// quantises it into scratch first and the GEMV reads the codes from there;
 /// with K splits (gemvSplits) the partials go to scratch and
 /// `<prefix>_splitk_reduce_fast` sums them, kSplitRowChunk rows at a time.
-/// With CudaOptions::laneGemv the entry's `_lanes` twin (lane_gemv.cuh
-/// DSC_LANE_GEMV_ENTRY, same arguments) runs instead of `entry` (`..._fast`),
+/// With CudaOptions::laneGemv the lane-block entry (lane_gemv.cuh
+/// DSC_LANE_GEMV_ENTRY, the same arguments) runs instead of the tiles',
 /// one warp per (8 weight rows, 8 activation rows, K split: laneSplits).
-inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix, const char *entry,
-                            CUdeviceptr xp, long long M, long long K, CUdeviceptr wp,
-                            CUdeviceptr sp, long long N, CUdeviceptr yp) {
+struct QuantizedGemvEntries {
+  const char *tiles; ///< DSC_GEMV_QUANTIZED_ENTRY (`..._fast`)
+  const char *lanes; ///< DSC_LANE_GEMV_ENTRY (`..._lanes`)
+};
+inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix,
+                            QuantizedGemvEntries entries, CUdeviceptr xp, long long M, long long K,
+                            CUdeviceptr wp, CUdeviceptr sp, long long N, CUdeviceptr yp) {
   CUdeviceptr none = 0;
-  std::string lanesEntry = entry;
-  const bool lanes = c.laneGemv && lanesEntry.size() > 5 &&
-                     lanesEntry.compare(lanesEntry.size() - 5, 5, "_fast") == 0;
-  if (lanes)
-    lanesEntry.replace(lanesEntry.size() - 5, 5, "_lanes");
-  entry = lanes ? lanesEntry.c_str() : entry;
+  const bool lanes = c.laneGemv;
+  const char *entry = lanes ? entries.lanes : entries.tiles;
   // The grid of `rows` activation rows: blocks of tiles (tileGrid) or warps of items.
   auto gridOf = [&](long long rows, long long splits) {
     return lanes ? gemvGrid(ceilDiv(N, kLaneTileRows) * ceilDiv(rows, 8) * splits)

@@ -152,7 +152,8 @@ struct CudaOptions {
   /// The FP8/FP4 GEMVs (linear, grouped output, indexer queries, the MoE
   /// up/down steps) on the lane-block tiles (codegen/kernels/lane_gemv.cuh:
   /// each lane reads whole 32-K scale blocks with 16-byte loads, FP4 decoded
-  /// to f16 in two logic ops per pair) instead of gemv.cuh's 16-row tiles;
+  /// to E4M3 in two logic ops per four values) instead of gemv.cuh's 16-row
+  /// tiles;
   /// false keeps the tiles (and with them moeE4m3Mma) for comparisons.
   bool laneGemv = true;
 };
