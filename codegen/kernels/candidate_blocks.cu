@@ -23,6 +23,7 @@ DSC_KERNEL void dsc_candidate_blocks(const __grid_constant__ dsc::abi::Candidate
                                      const unsigned short *scores, long long S,
                                      const long long *callState, float *blockVals,
                                      unsigned char *picked, int *ids) {
+  DSC_KERNEL_PROLOGUE();
   const long long ratio = p.ratio, topkBlocks = p.blocks, blockSize = p.block_size;
   const long long startPos = DSC_CALL_START(callState);
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);
@@ -93,6 +94,7 @@ __device__ __forceinline__ float candidateBlockValue(const unsigned short *row, 
 DSC_KERNEL void dsc_candidate_blocks_radix(
     const __grid_constant__ dsc::abi::CandidateBlocksParams p, const unsigned short *scores,
     long long S, const long long *callState, int *ids) {
+  DSC_KERNEL_PROLOGUE();
   const long long ratio = p.ratio, topkBlocks = p.blocks, blockSize = p.block_size;
   const long long startPos = DSC_CALL_START(callState);
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);

@@ -36,7 +36,11 @@
 //   - element counts, strides and offsets are `long long`;
 //   - specialisation constants come as -D NAME=VALUE defines; a template
 //     gives each a default with #ifndef so it compiles stand-alone;
-//   - no INFINITY: use kNegInf / kPosInf (numerics, constexpr).
+//   - no INFINITY: use kNegInf / kPosInf (numerics, constexpr);
+//   - every entry's first statement is DSC_KERNEL_PROLOGUE(); (below): the
+//     runtime may launch any entry as a programmatic dependent launch
+//     (CudaOptions::dependentLaunch), and the test
+//     KernelSources.EveryEntryWaitsForItsPredecessor checks each entry's PTX.
 // Compiled with -std=c++17 -default-device (functions without an execution
 // space annotation are device functions).
 //===----------------------------------------------------------------------===//
@@ -52,6 +56,35 @@
 #include "dsc/numerics/EngramHash.h"
 
 #define DSC_KERNEL extern "C" __global__
+
+// Programmatic dependent launch (PDL, sm_90): with CudaOptions::
+// dependentLaunch the runtime launches every kernel with the
+// programmatic-stream-serialisation attribute, so a kernel may be scheduled
+// while its predecessor in the stream still runs. The prologue first waits
+// until the predecessor grid has completed and its writes are visible
+// (griddepcontrol.wait; nothing of the kernel runs before it, so no read or
+// write can race), then lets the successor be scheduled as soon as every
+// block of this grid has started (griddepcontrol.launch_dependents: the
+// successor's blocks only take the resources this grid's last wave leaves
+// and wait in their own prologue). Without the attribute both are no-ops.
+// Bound: what it saves is the launch latency and block ramp between two
+// kernels (a few microseconds for the small kernels of a decode step).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define DSC_KERNEL_PROLOGUE()                                                                  \
+  do {                                                                                         \
+    asm volatile("griddepcontrol.wait;" ::: "memory");                                         \
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");                            \
+  } while (0)
+#else
+#define DSC_KERNEL_PROLOGUE()                                                                  \
+  do {                                                                                         \
+  } while (0)
+#endif
+/// The module's mark that its entries begin with DSC_KERNEL_PROLOGUE: the
+/// runtime launches a module's entries as dependent launches only when it
+/// finds this symbol (hal::Executable::waitsForPredecessor), so a plan
+/// compiled before the prologue existed still runs, serialised.
+extern "C" __device__ int dsc_kernel_prologue = 1;
 
 // The call state (runtime/cuda/CudaAdapter.h): a device long long[3] =
 // {start position p, tokens S, chunk} written before each call / graph

@@ -17,6 +17,7 @@ DSC_KERNEL void dsc_compress_kv(const __grid_constant__ dsc::abi::CompressKvPara
                                 long long headDim, const float *invFreq, unsigned char *pool,
                                 int values, int tile, int valueType, int scaleType,
                                 int tokensPerPage, int order) {
+  DSC_KERNEL_PROLOGUE();
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
   ropeQuantizeTile(latents, headDim, p.ratio, p.rope.dim, invFreq, l, pool, callState,
                    (long long)blockIdx.x * blockDim.x + threadIdx.x);

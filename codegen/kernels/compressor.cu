@@ -29,6 +29,7 @@
 DSC_KERNEL void dsc_compressor_linear(const unsigned short *x, const unsigned short *w,
                                       long long S, long long dim, long long N, float *outF32,
                                       unsigned short *outBf16) {
+  DSC_KERNEL_PROLOGUE();
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= S * N)
     return;
@@ -43,6 +44,7 @@ DSC_KERNEL void dsc_compressor_linear(const unsigned short *x, const unsigned sh
 DSC_KERNEL void dsc_compressor_linear_fast(const unsigned short *x, const unsigned short *w,
                                            long long S, long long dim, long long N, float *outF32,
                                            unsigned short *outBf16) {
+  DSC_KERNEL_PROLOGUE();
   dsc_gemv::bf16RowGemv<8>(
       N, S, dim, dim, [&](long long n) { return w + n * dim; }, [&](long long) { return x; },
       [&](long long s, long long n, float v) {
@@ -71,6 +73,7 @@ DSC_KERNEL void dsc_compressor_state(const __grid_constant__ dsc::abi::Compresso
                                      const float *kv, const float *score, long long rowFrom,
                                      long long count, const long long *callState, long long d,
                                      float *state) {
+  DSC_KERNEL_PROLOGUE();
   // slot0 = start % r from the call state: 0 in prefill, the token's slot in decode.
   const long long ratio = p.ratio;
   compressorStateWrite(kv, score, rowFrom, count, DSC_CALL_START(callState) % ratio, ratio, d,
@@ -104,6 +107,7 @@ DSC_KERNEL void dsc_compressor_pool(const __grid_constant__ dsc::abi::Compressor
                                     const float *kv, const float *score,
                                     const long long *callState, long long d,
                                     unsigned short *pooled) {
+  DSC_KERNEL_PROLOGUE();
   const long long ratio = p.ratio;
   const long long n = DSC_CALL_COMPRESSED_TOKENS(callState, ratio); // groups emitted
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -115,6 +119,7 @@ DSC_KERNEL void dsc_compressor_pool(const __grid_constant__ dsc::abi::Compressor
 DSC_KERNEL void dsc_compressor_pool_groups(const __grid_constant__ dsc::abi::CompressorParams p,
                                            const float *kv, const float *score, long long groups,
                                            long long d, unsigned short *pooled) {
+  DSC_KERNEL_PROLOGUE();
   const long long ratio = p.ratio;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= groups * d || ratio > 16)
@@ -126,12 +131,14 @@ DSC_KERNEL void dsc_compressor_state_at(const __grid_constant__ dsc::abi::Compre
                                         const float *kv, const float *score, long long rowFrom,
                                         long long count, long long slot0, long long d,
                                         float *state) {
+  DSC_KERNEL_PROLOGUE();
   compressorStateWrite(kv, score, rowFrom, count, slot0, p.ratio, d, state);
 }
 
 DSC_KERNEL void dsc_compressor_norm(const __grid_constant__ dsc::abi::CompressorParams p,
                                     const unsigned short *x, const long long *callState,
                                     long long d, const unsigned short *w, unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   const long long ratio = p.ratio;
   const float eps = (float)p.eps;
   const long long rows = DSC_CALL_COMPRESSED_TOKENS(callState, ratio); // latents emitted

@@ -8,6 +8,7 @@
 
 DSC_KERNEL void dsc_concat(const unsigned char *in, unsigned char *out, long long rows,
                            long long widthBytes, long long outWidthBytes, long long offsetBytes) {
+  DSC_KERNEL_PROLOGUE();
   const long long n = rows * widthBytes;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {

@@ -7,6 +7,7 @@
 
 DSC_KERNEL void dsc_copy_mean(const unsigned short *h, long long S, long long hc, long long D,
                               unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   const long long n = S * D;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {

@@ -8,6 +8,7 @@
 
 DSC_KERNEL void dsc_embed(const int *ids, const unsigned short *table, unsigned short *out,
                           long long S, long long D, long long vocab) {
+  DSC_KERNEL_PROLOGUE();
   const long long n = S * D;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {

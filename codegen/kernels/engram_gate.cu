@@ -16,6 +16,7 @@ DSC_KERNEL void dsc_engram_gate(const __grid_constant__ dsc::abi::EngramGatePara
                                 const unsigned short *h, long long S, long long hc, long long D,
                                 const unsigned short *kv, const unsigned short *qW,
                                 const unsigned short *kW, float invSqrtD, unsigned short *out) {
+  DSC_KERNEL_PROLOGUE();
   const float eps = (float)p.eps;
   __shared__ float gate;
   for (long long sc = blockIdx.x; sc < S * hc; sc += gridDim.x) {

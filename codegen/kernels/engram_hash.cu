@@ -18,6 +18,7 @@
 DSC_KERNEL void dsc_engram_hash_map(const int *ids, const long long *tokenMap, long long mapSize,
                                     long long *history, const long long *callState,
                                     long long S) {
+  DSC_KERNEL_PROLOGUE();
   const long long start = DSC_CALL_START(callState);
   for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < S;
        t += (long long)gridDim.x * blockDim.x) {
@@ -31,6 +32,7 @@ DSC_KERNEL void dsc_engram_hash(const __grid_constant__ dsc::abi::EngramHashPara
                                 long long S, long long padId, const long long *mult,
                                 const long long *primes, const long long *offsets,
                                 long long *hashes) {
+  DSC_KERNEL_PROLOGUE();
   const int maxNgram = (int)p.max_ngram, heads = (int)p.heads, layers = (int)p.layers.count;
   const long long start = DSC_CALL_START(callState);
   const long long cols = (long long)(maxNgram - 1) * heads;

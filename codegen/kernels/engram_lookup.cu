@@ -13,6 +13,7 @@ DSC_KERNEL void dsc_engram_lookup(const __grid_constant__ dsc::abi::EngramLookup
                                   long long hashStride, const unsigned char *table,
                                   const unsigned char *tableScale, long long rows, long long hd,
                                   unsigned short *out) {
+  DSC_KERNEL_PROLOGUE();
   const long long *slotHashes = hashes + p.slot * cols;
   const long long n = S * cols * hd, nb = hd / 32;
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n;

@@ -469,11 +469,13 @@ __device__ void bf16Gemv(const unsigned short *x, long long ldx, long long M, lo
 #define DSC_GEMV_ACT_QUANT_ENTRY(name)                                                         \
   DSC_KERNEL void name(const unsigned short *x, long long M, long long K, unsigned char *codes, \
                        float *scales) {                                                        \
+    DSC_KERNEL_PROLOGUE();                                                                    \
     dsc_gemv::quantizeBlocks(x, M * (K / 32), dsc_gemv::firstRow(), dsc_gemv::rowStride(),     \
                              codes, scales);                                                   \
   }
 #define DSC_GEMV_SPLITK_REDUCE_ENTRY(name)                                                     \
   DSC_KERNEL void name(const float *partial, long long splits, long long MN, unsigned short *y) { \
+    DSC_KERNEL_PROLOGUE();                                                                    \
     dsc_gemv::splitKReduce(partial, splits, MN, y);                                            \
   }
 /// `fn` is fp8Gemv or fp4Gemv.
@@ -482,6 +484,7 @@ __device__ void bf16Gemv(const unsigned short *x, long long ldx, long long M, lo
                        long long M, long long K, const unsigned char *w,                        \
                        const unsigned char *wScale, long long N, unsigned short *y,             \
                        long long splits, float *partial) {                                      \
+    DSC_KERNEL_PROLOGUE();                                                                    \
     dsc_gemv::fn(x, codes, scales, M, K, w, wScale, N, y, splits, partial);                     \
   }
 

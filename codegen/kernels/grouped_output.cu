@@ -27,6 +27,7 @@ dsc_grouped_output_woa(const __grid_constant__ dsc::abi::GroupedOutputParams p,
                        const unsigned short *o, long long S, long long Din,
                        const unsigned short *woA, long long R,
                        unsigned short *z) {
+  DSC_KERNEL_PROLOGUE();
   const long long G = p.groups;
   const long long n = S * G * R;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
@@ -45,6 +46,7 @@ DSC_KERNEL void dsc_grouped_output_act_quant(const unsigned short *z,
                                              long long M, long long K,
                                              unsigned char *codes,
                                              float *scales) {
+  DSC_KERNEL_PROLOGUE();
   dsc_dense_gemm::actQuant(z, M, K, codes, scales);
 }
 
@@ -53,6 +55,7 @@ DSC_KERNEL void dsc_grouped_output_fp8(const unsigned char *codes,
                                        long long K, const unsigned char *w,
                                        const unsigned char *wScale, long long N,
                                        unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   dsc_dense_gemm::storeBf16Outputs(M, N, y, [&](long long m, long long c) {
     return dsc_dense_gemm::fp8Out(codes, scales, m, K, w, wScale, c);
   });
@@ -62,6 +65,7 @@ DSC_KERNEL void dsc_grouped_output_woa_fast(
     const __grid_constant__ dsc::abi::GroupedOutputParams p,
     const unsigned short *o, long long S, long long Din,
     const unsigned short *woA, long long R, unsigned short *z) {
+  DSC_KERNEL_PROLOGUE();
   const long long G = p.groups, K = G * R;
   // Output row gr of group gr / R reads that group's slice of o.
   dsc_gemv::bf16RowGemv(

@@ -9,6 +9,7 @@
 DSC_KERNEL void dsc_hc_expand(const __grid_constant__ dsc::abi::HcExpandParams p,
                               const unsigned short *x, unsigned short *out, long long S,
                               long long D) {
+  DSC_KERNEL_PROLOGUE();
   const long long copies = p.copies;
   const long long n = S * copies * D;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;

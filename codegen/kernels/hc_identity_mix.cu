@@ -5,6 +5,7 @@
 #include "codegen/kernels/common.cuh"
 
 DSC_KERNEL void dsc_hc_identity_mix(float *mix, long long S, long long copies) {
+  DSC_KERNEL_PROLOGUE();
   const long long n = S * copies;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x)

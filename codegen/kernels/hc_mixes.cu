@@ -134,6 +134,7 @@ DSC_KERNEL void dsc_hc_mixes(const __grid_constant__ dsc::abi::HcMixesParams p,
                              const unsigned short *h, long long S, long long hc, long long D,
                              const float *fn, const float *scale, const float *base, float *pre,
                              float *post, float *comb) {
+  DSC_KERNEL_PROLOGUE();
   const int iters = (int)p.sinkhorn_iters;
   const float normEps = (float)p.norm_eps, eps = (float)p.eps;
   __shared__ float mixes[80];
@@ -161,6 +162,7 @@ DSC_KERNEL void dsc_hc_mixes(const __grid_constant__ dsc::abi::HcMixesParams p,
 DSC_KERNEL void dsc_hc_mixes_dot_fast(const unsigned short *h, long long S, long long width,
                                       const float *fn, long long nmix, long long splits,
                                       double *partial, float *groupSums) {
+  DSC_KERNEL_PROLOGUE();
   const int lane = threadIdx.x & 31;
   const long long perToken = (nmix + 1) * splits, items = S * perToken;
   const long long chunk = (width + splits - 1) / splits;
@@ -199,6 +201,7 @@ DSC_KERNEL void dsc_hc_mixes_finish_fast(const __grid_constant__ dsc::abi::HcMix
                                          long long hc, long long D, const float *scale,
                                          const float *base, float *pre, float *post,
                                          float *comb) {
+  DSC_KERNEL_PROLOGUE();
   const int iters = (int)p.sinkhorn_iters;
   const float normEps = (float)p.norm_eps, eps = (float)p.eps;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;

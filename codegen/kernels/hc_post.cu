@@ -9,6 +9,7 @@
 DSC_KERNEL void dsc_hc_post(const unsigned short *x, const unsigned short *res, const float *post,
                             const float *comb, long long S, long long hc, long long D,
                             unsigned short *out) {
+  DSC_KERNEL_PROLOGUE();
   const long long n = S * hc * D;
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n;
        e += (long long)gridDim.x * blockDim.x) {

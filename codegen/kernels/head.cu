@@ -15,6 +15,7 @@
 
 DSC_KERNEL void dsc_head(const unsigned short *x, long long rows, long long D,
                          const unsigned short *w, long long V, float *logits) {
+  DSC_KERNEL_PROLOGUE();
   const long long n = rows * V;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
@@ -28,6 +29,7 @@ DSC_KERNEL void dsc_head(const unsigned short *x, long long rows, long long D,
 
 DSC_KERNEL void dsc_head_fast(const unsigned short *x, long long rows, long long D,
                               const unsigned short *w, long long V, float *logits) {
+  DSC_KERNEL_PROLOGUE();
   dsc_gemv::bf16RowGemv(
       V, rows, D, D, [&](long long v) { return w + v * D; }, [&](long long) { return x; },
       [&](long long r, long long v, float dot) { logits[r * V + v] = dot; });

@@ -26,6 +26,7 @@ DSC_KERNEL void dsc_index_keys_linear(const __grid_constant__ dsc::abi::IndexKey
                                       const unsigned short *x, const unsigned short *w,
                                       const long long *callState, long long dim, long long N,
                                       unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   const long long n = DSC_CALL_COMPRESSED_TOKENS(callState, p.ratio);
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n * N)
@@ -38,6 +39,7 @@ DSC_KERNEL void dsc_index_keys_linear_fast(const __grid_constant__ dsc::abi::Ind
                                            const unsigned short *x, const unsigned short *w,
                                            const long long *callState, long long dim, long long N,
                                            unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   const long long n = DSC_CALL_COMPRESSED_TOKENS(callState, p.ratio);
   const int lane = threadIdx.x & 31;
   const long long warps = (long long)gridDim.x * (blockDim.x >> 5);
@@ -59,6 +61,7 @@ DSC_KERNEL void dsc_index_keys_linear_fast(const __grid_constant__ dsc::abi::Ind
 DSC_KERNEL void dsc_index_keys_norm(const __grid_constant__ dsc::abi::IndexKeysParams p,
                                     unsigned short *k, const long long *callState, long long d,
                                     const unsigned short *w) {
+  DSC_KERNEL_PROLOGUE();
   const long long rows = DSC_CALL_COMPRESSED_TOKENS(callState, p.ratio);
   for (long long r = blockIdx.x; r < rows; r += gridDim.x) {
     unsigned short *kr = k + r * d;
@@ -72,6 +75,7 @@ DSC_KERNEL void dsc_index_keys_write(const __grid_constant__ dsc::abi::IndexKeys
                                      long long dk, const float *invFreq, unsigned char *pool,
                                      int values, int tile, int valueType, int scaleType,
                                      int tokensPerPage, int order) {
+  DSC_KERNEL_PROLOGUE();
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
   ropeQuantizeTile(k, dk, p.ratio, p.rope.dim, invFreq, l, pool, callState,
                    (long long)blockIdx.x * blockDim.x + threadIdx.x);

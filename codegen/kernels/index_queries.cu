@@ -29,6 +29,7 @@
 DSC_KERNEL void dsc_index_queries_act(const unsigned short *x, long long S,
                                       long long K, float *codes,
                                       float *scales) {
+  DSC_KERNEL_PROLOGUE();
   const long long kb = K / kFp8ActBlock;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= S * kb)
@@ -49,6 +50,7 @@ DSC_KERNEL void dsc_index_queries_gemm(const float *codes, const float *aScales,
                                        const unsigned char *wScale, long long S,
                                        long long K, long long N,
                                        unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= S * N)
     return;
@@ -72,6 +74,7 @@ DSC_KERNEL void dsc_index_queries_rope_qdq(
     const __grid_constant__ dsc::abi::IndexQueriesParams p,
     const unsigned short *qb, long long S, long long H, long long dk,
     const float *invFreq, const long long *callState, unsigned short *q) {
+  DSC_KERNEL_PROLOGUE();
   const long long ropeDim = p.rope.dim;
   const long long startPos = DSC_CALL_START(callState);
   const long long blocks = dk / kFp4E8M0Block;

@@ -44,6 +44,7 @@ DSC_KERNEL void dsc_indexer_score(const __grid_constant__ dsc::abi::IndexerScore
                                   long long S, long long H, long long dk,
                                   const long long *callState, long long ratio,
                                   unsigned short *scores) {
+  DSC_KERNEL_PROLOGUE();
   const float weightScale = (float)p.weight_scale;
   const long long startPos = DSC_CALL_START(callState);
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio); // row stride T
@@ -77,6 +78,7 @@ DSC_KERNEL void dsc_indexer_score_fast(const __grid_constant__ dsc::abi::Indexer
                                        long long S, long long H, long long dk,
                                        const long long *callState, long long ratio,
                                        unsigned short *scores) {
+  DSC_KERNEL_PROLOGUE();
   const float weightScale = (float)p.weight_scale;
   const long long startPos = DSC_CALL_START(callState);
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio); // row stride T

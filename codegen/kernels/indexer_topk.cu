@@ -59,6 +59,7 @@ DSC_KERNEL void dsc_indexer_topk_select(const __grid_constant__ dsc::abi::Indexe
                                         const unsigned short *scores, const int *candidates,
                                         long long blocks, long long S,
                                         const long long *callState, unsigned char *selected) {
+  DSC_KERNEL_PROLOGUE();
   const long long blockSize = p.block_size, ratio = p.ratio, k = p.topk;
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);
   const long long used = k < width ? k : width;
@@ -79,6 +80,7 @@ DSC_KERNEL void dsc_indexer_topk_select(const __grid_constant__ dsc::abi::Indexe
 DSC_KERNEL void dsc_indexer_topk_emit(const __grid_constant__ dsc::abi::IndexerTopKParams p,
                                       const unsigned char *selected, long long S,
                                       const long long *callState, long long offset, int *topk) {
+  DSC_KERNEL_PROLOGUE();
   const long long k = p.topk, ratio = p.ratio;
   const long long startPos = DSC_CALL_START(callState);
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);
@@ -106,6 +108,7 @@ DSC_KERNEL void dsc_indexer_topk_radix(const __grid_constant__ dsc::abi::Indexer
                                        const unsigned short *scores, const int *candidates,
                                        long long blocks, long long S,
                                        const long long *callState, long long offset, int *topk) {
+  DSC_KERNEL_PROLOGUE();
   const long long blockSize = p.block_size, ratio = p.ratio, k = p.topk;
   const long long startPos = DSC_CALL_START(callState);
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);

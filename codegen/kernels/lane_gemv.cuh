@@ -339,6 +339,7 @@ __device__ void laneGemv(const unsigned short *x, const unsigned char *gCodes,
       name(const unsigned short *x, const unsigned char *codes, const float *scales,          \
            long long M, long long K, const unsigned char *w, const unsigned char *wScale,     \
            long long N, unsigned short *y, long long splits, float *partial) {                \
+    DSC_KERNEL_PROLOGUE();                                                                    \
     dsc_lanes::laneGemv<kFp4>(x, codes, scales, M, K, w, wScale, N, y, splits, partial);      \
   }
 

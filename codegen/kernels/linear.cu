@@ -28,6 +28,7 @@
 DSC_KERNEL void dsc_linear_act_quant(const unsigned short *x, long long M,
                                      long long K, unsigned char *codes,
                                      float *scales) {
+  DSC_KERNEL_PROLOGUE();
   dsc_dense_gemm::actQuant(x, M, K, codes, scales);
 }
 
@@ -35,6 +36,7 @@ DSC_KERNEL void dsc_linear_fp8(const unsigned char *codes, const float *scales,
                                long long M, long long K, const unsigned char *w,
                                const unsigned char *wScale, long long N,
                                unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   dsc_dense_gemm::storeBf16Outputs(M, N, y, [&](long long m, long long c) {
     return dsc_dense_gemm::fp8Out(codes, scales, m, K, w, wScale, c);
   });
@@ -44,6 +46,7 @@ DSC_KERNEL void dsc_linear_fp4(const unsigned char *codes, const float *scales,
                                long long M, long long K, const unsigned char *w,
                                const unsigned char *wScale, long long N,
                                unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   dsc_dense_gemm::storeBf16Outputs(M, N, y, [&](long long m, long long c) {
     return dsc_dense_gemm::fp4Out(codes, scales, m, K, w, wScale, c);
   });
@@ -52,6 +55,7 @@ DSC_KERNEL void dsc_linear_fp4(const unsigned char *codes, const float *scales,
 DSC_KERNEL void dsc_linear_bf16(const unsigned short *x, long long M,
                                 long long K, const unsigned short *w,
                                 long long N, unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   const long long n = M * N;
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
@@ -79,6 +83,7 @@ DSC_LANE_GEMV_ENTRY(dsc_linear_fp4_lanes, true)
 DSC_KERNEL void dsc_linear_bf16_fast(const unsigned short *x, long long M,
                                      long long K, const unsigned short *w,
                                      long long N, unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   dsc_gemv::bf16Gemv(x, K, M, K, w, N, y);
 }
 

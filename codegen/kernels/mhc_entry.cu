@@ -45,6 +45,7 @@ __device__ void preNorm(const dsc::abi::RmsNormParams &p, const unsigned short *
 DSC_KERNEL void dsc_mhc_pre_norm(const __grid_constant__ dsc::abi::RmsNormParams p,
                                  const unsigned short *h, long long S, long long hc, long long D,
                                  const float *pre, const unsigned short *w, unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   dsc_mhc_entry::preNorm<false>(p, h, S, hc, D, pre, w, y);
 }
 
@@ -52,5 +53,6 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kNormThreads)
     dsc_mhc_pre_norm_fast(const __grid_constant__ dsc::abi::RmsNormParams p,
                           const unsigned short *h, long long S, long long hc, long long D,
                           const float *pre, const unsigned short *w, unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   dsc_mhc_entry::preNorm<true>(p, h, S, hc, D, pre, w, y);
 }

@@ -63,6 +63,7 @@ __device__ unsigned short swiglu(float g, float u, float lim, bool routed, float
 } // namespace dsc_dense_moe
 
 DSC_KERNEL void dsc_moe_experts_zero(float *acc, long long n) {
+  DSC_KERNEL_PROLOGUE();
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x)
     acc[i] = 0.0f;
@@ -70,6 +71,7 @@ DSC_KERNEL void dsc_moe_experts_zero(float *acc, long long n) {
 
 DSC_KERNEL void dsc_moe_experts_order(const int *ids, long long T, long long k, long long E,
                                       int *order) {
+  DSC_KERNEL_PROLOGUE();
   for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < T;
        t += (long long)gridDim.x * blockDim.x) {
     const int *id = ids + t * k;
@@ -92,6 +94,7 @@ DSC_KERNEL void dsc_moe_experts_order(const int *ids, long long T, long long k, 
 
 DSC_KERNEL void dsc_moe_experts_act_quant(const unsigned short *x, long long M, long long K,
                                           unsigned char *codes, float *scales) {
+  DSC_KERNEL_PROLOGUE();
   dsc_dense_gemm::actQuant(x, M, K, codes, scales);
 }
 
@@ -102,6 +105,7 @@ DSC_KERNEL void dsc_moe_experts_up_fp4(const __grid_constant__ dsc::abi::MoeExpe
                                        const unsigned char *w3, const unsigned char *w3s,
                                        const int *ids, const float *weights, const int *order,
                                        long long k, long long rank, unsigned short *h) {
+  DSC_KERNEL_PROLOGUE();
   const float lim = (float)p.swiglu_limit;
   const long long n = T * I;
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n;
@@ -126,6 +130,7 @@ DSC_KERNEL void dsc_moe_experts_down_fp4(const unsigned char *codes, const float
                                          const unsigned char *w2, const unsigned char *w2s,
                                          const int *ids, const int *order, long long k,
                                          long long rank, float *acc) {
+  DSC_KERNEL_PROLOGUE();
   const long long n = T * D;
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n;
        e += (long long)gridDim.x * blockDim.x) {
@@ -146,6 +151,7 @@ DSC_KERNEL void dsc_moe_experts_up_fp8(const __grid_constant__ dsc::abi::MoeExpe
                                        const unsigned char *w1, const unsigned char *w1s,
                                        const unsigned char *w3, const unsigned char *w3s,
                                        unsigned short *h) {
+  DSC_KERNEL_PROLOGUE();
   const float lim = (float)p.swiglu_limit;
   const long long n = T * I;
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n;
@@ -161,6 +167,7 @@ DSC_KERNEL void dsc_moe_experts_down_fp8(const unsigned char *codes, const float
                                          long long T, long long I, long long D,
                                          const unsigned char *w2, const unsigned char *w2s,
                                          const float *acc, unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   const long long n = T * D;
   for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < n;
        e += (long long)gridDim.x * blockDim.x) {
@@ -305,11 +312,13 @@ __device__ void upFast(const dsc::abi::MoeExpertsParams p, const unsigned short 
 
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
     dsc_moe_experts_up_fast(DSC_MOE_UP_PARAMS) {
+  DSC_KERNEL_PROLOGUE();
   dsc_moe_fast::upFast<false>(DSC_MOE_UP_ARGS);
 }
 
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
     dsc_moe_experts_up_fast_e4m3(DSC_MOE_UP_PARAMS) {
+  DSC_KERNEL_PROLOGUE();
   dsc_moe_fast::upFast<true>(DSC_MOE_UP_ARGS);
 }
 
@@ -358,11 +367,13 @@ __device__ void downFast(const unsigned short *hq, const unsigned char *gCodes,
 
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
     dsc_moe_experts_down_fast(DSC_MOE_DOWN_PARAMS) {
+  DSC_KERNEL_PROLOGUE();
   dsc_moe_fast::downFast<false>(DSC_MOE_DOWN_ARGS);
 }
 
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
     dsc_moe_experts_down_fast_e4m3(DSC_MOE_DOWN_PARAMS) {
+  DSC_KERNEL_PROLOGUE();
   dsc_moe_fast::downFast<true>(DSC_MOE_DOWN_ARGS);
 }
 
@@ -402,6 +413,7 @@ __device__ __forceinline__ Item item(long long n, long long k, long long rowsOut
 
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
     dsc_moe_experts_up_lanes(DSC_MOE_UP_PARAMS) {
+  DSC_KERNEL_PROLOGUE();
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_moe_fast::Smem m = dsc_moe_fast::setup(xq, gCodes, gScales, T, D, smem);
   const float lim = (float)p.swiglu_limit;
@@ -444,6 +456,7 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
 
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
     dsc_moe_experts_down_lanes(DSC_MOE_DOWN_PARAMS) {
+  DSC_KERNEL_PROLOGUE();
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_moe_fast::Smem m = dsc_moe_fast::setup(hq, gCodes, gScales, T * (k + 1), I, smem);
   const int lane = threadIdx.x & 31, t = lane & 3;
@@ -480,6 +493,7 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
 DSC_KERNEL void dsc_moe_experts_combine_fast(const float *outs, const int *ids, long long T,
                                              long long k, long long E, long long D,
                                              unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < T * D;
        q += (long long)gridDim.x * blockDim.x) {
     const long long t = q / D, d = q - t * D;

@@ -51,6 +51,7 @@ DSC_KERNEL void dsc_moe_gate(const __grid_constant__ dsc::abi::MoeGateParams p,
                              const unsigned short *x, long long T, long long D,
                              const unsigned short *w, const float *bias, long long E,
                              float *weights, int *ids) {
+  DSC_KERNEL_PROLOGUE();
   const long long topk = p.topk;
   const float routeScale = (float)p.route_scale, temperature = (float)p.temperature;
   const bool normalize = p.normalize;
@@ -100,6 +101,7 @@ DSC_KERNEL void dsc_moe_gate_scores_fast(const __grid_constant__ dsc::abi::MoeGa
                                          const unsigned short *x, long long T, long long D,
                                          const unsigned short *w, const float *bias, long long E,
                                          float *scores, float *choice) {
+  DSC_KERNEL_PROLOGUE();
   const float temperature = (float)p.temperature;
   dsc_gemv::bf16RowGemv<8>(
       E, T, D, D, [&](long long e) { return w + e * D; }, [&](long long) { return x; },
@@ -113,6 +115,7 @@ DSC_KERNEL void dsc_moe_gate_scores_fast(const __grid_constant__ dsc::abi::MoeGa
 DSC_KERNEL void dsc_moe_gate_select_fast(const __grid_constant__ dsc::abi::MoeGateParams p,
                                          const float *scores, const float *choice, long long T,
                                          long long E, float *weights, int *ids) {
+  DSC_KERNEL_PROLOGUE();
   const long long topk = p.topk;
   const long long k = topk < E ? topk : E;
   __shared__ unsigned long long keys[2048]; // E <= 2048 (the adapter checks)

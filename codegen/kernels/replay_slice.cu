@@ -10,6 +10,7 @@
 #include "codegen/kernels/common.cuh"
 
 DSC_KERNEL void dsc_replay_slice(const unsigned char *in, unsigned char *out, long long bytes) {
+  DSC_KERNEL_PROLOGUE();
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < bytes;
        i += (long long)gridDim.x * blockDim.x)
     out[i] = in[i];

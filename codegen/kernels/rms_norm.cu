@@ -30,11 +30,13 @@ __device__ void rows(const dsc::abi::RmsNormParams &p, const unsigned short *x, 
 DSC_KERNEL void dsc_rms_norm(const __grid_constant__ dsc::abi::RmsNormParams p,
                              const unsigned short *x, long long rows, long long n,
                              const unsigned short *w, unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   dsc_norm_rows::rows<false>(p, x, rows, n, w, y);
 }
 
 DSC_KERNEL void __launch_bounds__(dsc::abi::kNormThreads)
     dsc_rms_norm_fast(const __grid_constant__ dsc::abi::RmsNormParams p, const unsigned short *x,
                       long long rows, long long n, const unsigned short *w, unsigned short *y) {
+  DSC_KERNEL_PROLOGUE();
   dsc_norm_rows::rows<true>(p, x, rows, n, w, y);
 }

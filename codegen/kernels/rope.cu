@@ -15,6 +15,7 @@
 DSC_KERNEL void dsc_rope(const __grid_constant__ dsc::abi::RopeParams p, const unsigned short *x,
                          unsigned short *y, long long rows, long long heads, long long headDim,
                          const float *invFreq, const long long *callState) {
+  DSC_KERNEL_PROLOGUE();
   const long long ropeDim = p.rope.dim, posStep = p.position_stride;
   const long long pos0 = DSC_CALL_START(callState) * posStep;
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;

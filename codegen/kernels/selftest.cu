@@ -11,6 +11,7 @@
 
 DSC_KERNEL void dsc_selftest(const unsigned short *x, unsigned short *y, float *sum,
                              long long n) {
+  DSC_KERNEL_PROLOGUE();
   __shared__ float scratch[32];
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const float v = i < n ? bf16Load(x, i) * (SELFTEST_SCALE) : 0.0f;

@@ -244,6 +244,7 @@ DSC_KERNEL void dsc_sparse_attention(const __grid_constant__ dsc::abi::SparseAtt
                                      const float *sink, const long long *callState,
                                      long long window, long long windowWidth,
                                      const float *ropeInvFreq, unsigned short *o) {
+  DSC_KERNEL_PROLOGUE();
   dsc_sparse::attend<false>(p, ropeStep, q, S, H, D, rows, R, kvPool, values, tile, valueType,
                             scaleType, tokensPerPage, order, ratio, topk, k, sink, callState,
                             window, windowWidth, ropeInvFreq, o);
@@ -256,6 +257,7 @@ DSC_KERNEL void dsc_sparse_attention_fast(
     int values, int tile, int valueType, int scaleType, int tokensPerPage, int order,
     long long ratio, const int *topk, long long k, const float *sink, const long long *callState,
     long long window, long long windowWidth, const float *ropeInvFreq, unsigned short *o) {
+  DSC_KERNEL_PROLOGUE();
   dsc_sparse::attend<true>(p, ropeStep, q, S, H, D, rows, R, kvPool, values, tile, valueType,
                            scaleType, tokensPerPage, order, ratio, topk, k, sink, callState,
                            window, windowWidth, ropeInvFreq, o);
@@ -328,6 +330,7 @@ DSC_KERNEL void dsc_sparse_attention_logits_fast(
     int tokensPerPage, int order, long long ratio, const int *topk, long long k,
     const long long *callState, long long window, long long windowWidth, long long rowsH,
     float *scratch, long long rowBase) {
+  DSC_KERNEL_PROLOGUE();
   const dsc_sparse::SplitLogitsCall call(p, callState, R, kvPool, ratio, topk, k, windowWidth);
   const float scale = call.scale;
   const long long startPos = call.startPos, ringRows = call.ringRows, nKv = call.nKv;
@@ -369,6 +372,7 @@ DSC_KERNEL void dsc_sparse_attention_pv_fast(long long D, const float *rows, lon
                                              int valueType, int scaleType, int tokensPerPage,
                                              int order, long long K, long long rowsH,
                                              float *scratch) {
+  DSC_KERNEL_PROLOGUE();
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
   const long long nb = (K + dsc::abi::kSparseBlock - 1) / dsc::abi::kSparseBlock;
   const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
@@ -405,6 +409,7 @@ DSC_KERNEL void dsc_sparse_attention_merge_fast(
     const __grid_constant__ dsc::abi::RopeParams ropeStep, long long H, long long D, long long K,
     long long rowsH, float *scratch, const float *sink, const long long *callState,
     const float *ropeInvFreq, unsigned short *o, long long rowBase) {
+  DSC_KERNEL_PROLOGUE();
   const long long nb = (K + dsc::abi::kSparseBlock - 1) / dsc::abi::kSparseBlock;
   const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
   extern __shared__ float acc[]; // D floats
@@ -591,6 +596,7 @@ DSC_KERNEL void dsc_sparse_attention_logits_mqa(
     int values, int tile, int valueType, int scaleType, int tokensPerPage, int order,
     long long ratio, const int *topk, long long k, const long long *callState, long long window,
     long long windowWidth, long long rowsH, float *scratch, long long rowBase, long long headsPer) {
+  DSC_KERNEL_PROLOGUE();
   constexpr int kHeads = dsc_sparse::kMqaMaxHeads, kLane = dsc_sparse::kMqaMaxLane;
   const dsc_sparse::SplitLogitsCall call(p, callState, R, kvPool, ratio, topk, k, windowWidth);
   const float scale = call.scale;
@@ -678,6 +684,7 @@ DSC_KERNEL void dsc_sparse_attention_pv_mqa(long long D, const float *rows, long
                                             int valueType, int scaleType, int tokensPerPage,
                                             int order, long long K, long long rowsH, long long H,
                                             long long headsPer, float *scratch) {
+  DSC_KERNEL_PROLOGUE();
   constexpr int kHeads = dsc_sparse::kMqaMaxHeads, kRounds = dsc_sparse::kMqaPvRounds;
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
   const long long nb = (K + dsc::abi::kSparseBlock - 1) / dsc::abi::kSparseBlock;

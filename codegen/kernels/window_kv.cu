@@ -25,6 +25,7 @@ DSC_KERNEL void dsc_window_kv(const __grid_constant__ dsc::abi::WindowKvParams p
                               const long long *callState, long long writeFrom,
                               unsigned char *ring, int values, int tile, int valueType,
                               int scaleType, int tokensPerPage, int order, float *rows) {
+  DSC_KERNEL_PROLOGUE();
   const long long window = p.window;
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
   const long long pos0 = DSC_CALL_START(callState);
@@ -69,6 +70,7 @@ DSC_KERNEL void dsc_window_kv_ring(const __grid_constant__ dsc::abi::WindowKvPar
                                    const unsigned char *ring, long long headDim, int values,
                                    int tile, int valueType, int scaleType, int tokensPerPage,
                                    int order, float *rows) {
+  DSC_KERNEL_PROLOGUE();
   const long long slots = p.window;
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -82,6 +84,7 @@ DSC_KERNEL void dsc_window_kv_prefix(const __grid_constant__ dsc::abi::WindowKvP
                                      long long count, long long headDim, int values, int tile,
                                      int valueType, int scaleType, int tokensPerPage, int order,
                                      float *rows) {
+  DSC_KERNEL_PROLOGUE();
   const long long window = p.window;
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
   const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;

@@ -26,7 +26,7 @@ namespace dsc::cuda {
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuDriverGetVersion)            \
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemsetD8Async)          \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)               \
-  X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
+  X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuLaunchKernelEx) X(cuModuleGetGlobal)
 
 /// The loaded driver: one per process (the driver itself is process-wide).
 struct CudaDriver {

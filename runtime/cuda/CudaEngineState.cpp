@@ -17,6 +17,12 @@ CudaEngineState::CudaEngineState(hal::Device device, const runtime::CudaOptions 
   mqaAttention = options.mqaAttention;
   moeE4m3Mma = options.moeE4m3Mma;
   laneGemv = options.laneGemv;
+  dependentLaunches = options.dependentLaunch;
+}
+
+bool CudaEngineState::dependentLaunch(int64_t module) const {
+  return dependentLaunches && module >= 0 && size_t(module) < executables_.size() &&
+         executables_[size_t(module)].waitsForPredecessor();
 }
 
 runtime::Expected<CUfunction> CudaEngineState::function(const runtime::Plan &plan, int64_t module,

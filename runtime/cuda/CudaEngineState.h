@@ -52,6 +52,10 @@ public:
   /// Entry `entry` of plan module `module`, loading the module on first use.
   runtime::Expected<CUfunction> function(const runtime::Plan &plan, int64_t module,
                                          const std::string &entry);
+  /// Whether launches of module `module`'s entries go out as programmatic
+  /// dependent launches: CudaOptions::dependentLaunch and the module's
+  /// prologue mark (hal::Executable::waitsForPredecessor). After function().
+  bool dependentLaunch(int64_t module) const;
   /// Constant `name` of kernel specialisation `kernel`, uploaded on first
   /// use (never during a capture) and then cached.
   runtime::Expected<CUdeviceptr> constant(int64_t kernel, const char *name, const void *data,
@@ -74,6 +78,7 @@ public:
   bool mqaAttention = false;    ///< CudaOptions::mqaAttention (CudaLaunchContext)
   bool moeE4m3Mma = false;       ///< CudaOptions::moeE4m3Mma (CudaLaunchContext)
   bool laneGemv = true;          ///< CudaOptions::laneGemv (CudaLaunchContext)
+  bool dependentLaunches = true; ///< CudaOptions::dependentLaunch
   /// The session whose capture is open on the stream, or null.
   CudaSession *capturing = nullptr;
   mutable std::mutex mutex;

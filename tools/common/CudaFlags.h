@@ -17,6 +17,8 @@
 //                              moeE4m3Mma; with --cuda-gemv tiles)
 //   --cuda-gemv lanes|tiles    the FP8/FP4 GEMVs on the lane-block tiles or
 //                              gemv.cuh's 16-row tiles (CudaOptions::laneGemv)
+//   --cuda-pdl on|off          every kernel as a programmatic dependent launch
+//                              (CudaOptions::dependentLaunch)
 // and, where a flag is not given, from the environment variables the
 // runtime read before: DSC_CUDA_GRAPHS=0 (off) / =2 (log), DSC_CUDA_SYNC
 // (anything but empty or 0), DSC_CUDA_TOPK_QUADRATIC=1; and
@@ -42,13 +44,14 @@ namespace dsc::tools {
 inline const std::vector<std::string> kCudaValuedOptions = {"--cuda-graphs", "--cuda-topk",
                                                             "--cuda-kernels", "--cuda-attention",
                                                             "--cuda-moe-mma", "--cuda-gemv",
-                                                            "--cpu-threads"};
+                                                            "--cuda-pdl", "--cpu-threads"};
 inline const std::vector<std::string> kCudaFlags = {"--cuda-sync"};
 /// One line for a usage text.
 inline constexpr const char *kCudaUsage =
     "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]\n"
     "                 [--cuda-kernels fast|cpu-order[=FAMILY,...]] [--cuda-attention single|split|mqa]\n"
-    "                 [--cuda-moe-mma f16|e4m3] [--cuda-gemv lanes|tiles] [--cpu-threads N]";
+    "                 [--cuda-moe-mma f16|e4m3] [--cuda-gemv lanes|tiles] [--cuda-pdl on|off]\n"
+    "                 [--cpu-threads N]";
 
 /// The DSC_CUDA_* variables, as the runtime used to read them.
 inline void applyCudaEnvironment(runtime::CudaOptions &options) {
@@ -139,6 +142,11 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
     if (it->second != "lanes" && it->second != "tiles")
       return "--cuda-gemv takes lanes or tiles, got '" + it->second + "'";
     options.laneGemv = it->second == "lanes";
+  }
+  if (auto it = cl.options.find("--cuda-pdl"); it != cl.options.end()) {
+    if (it->second != "on" && it->second != "off")
+      return "--cuda-pdl takes on or off, got '" + it->second + "'";
+    options.dependentLaunch = it->second == "on";
   }
   if (auto it = cl.options.find("--cuda-topk"); it != cl.options.end()) {
     if (it->second != "radix" && it->second != "quadratic")

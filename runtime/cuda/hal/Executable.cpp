@@ -18,6 +18,10 @@ runtime::Expected<Executable> Executable::load(const CudaDriver &driver, const v
   executable.driver_ = &driver;
   executable.module_ = module;
   executable.name_ = std::move(name);
+  CUdeviceptr mark = 0;
+  size_t markBytes = 0; // absent in modules compiled before the prologue: not an error
+  executable.waitsForPredecessor_ =
+      driver.cuModuleGetGlobal(&mark, &markBytes, module, "dsc_kernel_prologue") == CUDA_SUCCESS;
   return executable;
 }
 
@@ -28,6 +32,7 @@ Executable &Executable::operator=(Executable &&other) noexcept {
   driver_ = other.driver_;
   module_ = other.module_;
   name_ = std::move(other.name_);
+  waitsForPredecessor_ = other.waitsForPredecessor_;
   functions_ = std::move(other.functions_);
   other.module_ = nullptr;
   other.functions_.clear();

@@ -3,7 +3,10 @@
 // What: load() loads one module image (a plan module's cubin,
 // cuModuleLoadData); function(entry) looks an entry point up by name once
 // and caches it; the destructor unloads the module (a failure is logged
-// once, ReleaseLog.h).
+// once, ReleaseLog.h). waitsForPredecessor() says whether the module holds
+// codegen/kernels/common.cuh's `dsc_kernel_prologue` mark: its entries then
+// begin with DSC_KERNEL_PROLOGUE and may be launched as programmatic
+// dependent launches (CudaOptions::dependentLaunch).
 //
 // Why: a plan has one module per kernel template (Plan::modules); the
 // backend loads each on its first launch and keeps it for the Engine's
@@ -39,6 +42,8 @@ public:
   runtime::Expected<CUfunction> function(const std::string &entry);
 
   const std::string &name() const { return name_; }
+  /// The module's entries wait for the preceding grid (see the header).
+  bool waitsForPredecessor() const { return waitsForPredecessor_; }
   explicit operator bool() const { return module_ != nullptr; }
 
 private:
@@ -46,6 +51,7 @@ private:
   const CudaDriver *driver_ = nullptr;
   CUmodule module_ = nullptr;
   std::string name_;
+  bool waitsForPredecessor_ = false;
   std::map<std::string, CUfunction, std::less<>> functions_;
 };
 

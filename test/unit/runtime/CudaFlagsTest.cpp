@@ -191,6 +191,12 @@ TEST_F(CudaFlags, GemvFlagSelectsLaneBlocks) {
                   "--cuda-gemv takes lanes or tiles, got 'rows'");
 }
 
+/// --cuda-pdl picks CudaOptions::dependentLaunch; dependent launches are the default.
+TEST_F(CudaFlags, PdlFlagSelectsDependentLaunch) {
+  expectTwoValued("--cuda-pdl", "on", "off", true, &CudaOptions::dependentLaunch, "yes",
+                  "--cuda-pdl takes on or off, got 'yes'");
+}
+
 } // namespace
 
 namespace {

@@ -156,6 +156,14 @@ struct CudaOptions {
   /// tiles;
   /// false keeps the tiles (and with them moeE4m3Mma) for comparisons.
   bool laneGemv = true;
+  /// Every kernel is launched as a programmatic dependent launch (sm_90
+  /// PDL): it may be scheduled while its predecessor still runs, and its
+  /// prologue (codegen/kernels/common.cuh DSC_KERNEL_PROLOGUE) waits for the
+  /// predecessor's completion before it reads or writes anything, so
+  /// results do not change; what it saves is the launch gap between the
+  /// many small kernels of a decode step. Only modules carrying the
+  /// prologue's mark are launched so (older plans run serialised).
+  bool dependentLaunch = true;
 };
 
 struct EngineOptions {
