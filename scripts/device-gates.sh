@@ -29,12 +29,16 @@ done
 # (The goldens' attention lists have at most 64 entries, so they run the
 # single walk: the split-KV paths are checked on rw6 by
 # scripts/device-split-attention.sh, which device-perf.sh runs.)
-# Byte identity: same input, same bytes; graphs on == off == log.
+# Byte identity: same input, same bytes; graphs on == off == log; PDL on == off.
 python3 $H/../test/tools/dsc-run/Inputs/golden_ids.py $C/golden/tiny6/expected.safetensors /tmp/ids
 for g in on on2 off log; do
   $C/bin/dsc-run $C/tiny6.dscp --backend cuda --weights $C/golden/tiny6/model.safetensors --input-ids /tmp/ids \
     --prefill-len 150 --cuda-graphs ${g%2} --logits-out /tmp/det-$g.npy > $OUT/det-$g.txt 2>&1 || fail=1
 done
+$C/bin/dsc-run $C/tiny6.dscp --backend cuda --weights $C/golden/tiny6/model.safetensors --input-ids /tmp/ids \
+  --prefill-len 150 --cuda-pdl off --logits-out /tmp/det-pdl-off.npy > $OUT/det-pdl-off.txt 2>&1 || fail=1
+cmp -s /tmp/det-on.npy /tmp/det-pdl-off.npy && echo "dependent launches on == off: PASS" \
+  || { echo "dependent launches on == off: FAIL"; fail=1; }
 for g in on2 off log; do
   cmp -s /tmp/det-on.npy /tmp/det-$g.npy && echo "graphs on == $g: PASS" || { echo "graphs on == $g: FAIL"; fail=1; }
 done

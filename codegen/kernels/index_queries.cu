@@ -8,7 +8,8 @@
 //     dot of spec §3.4 (numerics::blockScaledDot's order: per 32-block fp32
 //     partial sum, times aScale, times bScale, added in K order) with the FP8
 //     weight [N, K] and its UE8M0 32x32 scales; bf16 result.
-//   dsc_index_queries_rope_qdq: one thread per (row s, head h, 32-block b):
+//   dsc_index_queries_rope_qdq: one warp per (row s, head h, 32-block b),
+//     lane k value k (the same operations per value):
 //     RoPE at position startPos + s on the channels of the block in the rope
 //     tail (ropeDim = p.rope.dim of p, dsc::abi::IndexQueriesParams, its
 //     first argument; invFreq from the adapter) (bf16), then fp4_act_quant
@@ -77,23 +78,35 @@ DSC_KERNEL void dsc_index_queries_rope_qdq(
   DSC_KERNEL_PROLOGUE();
   const long long ropeDim = p.rope.dim;
   const long long startPos = DSC_CALL_START(callState);
-  const long long blocks = dk / kFp4E8M0Block;
-  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= S * H * blocks)
-    return;
-  const long long v = i / blocks; // (s, h)
-  const long long b = i % blocks;
-  const long long s = v / H;
-  const long long base = v * dk + b * kFp4E8M0Block;
-  float vals[kFp4E8M0Block], out[kFp4E8M0Block];
-  for (int k = 0; k < kFp4E8M0Block; ++k)
-    vals[k] = bf16ToFloat(qb[base + k]);
-  ropeSlice(vals, static_cast<int>(b * kFp4E8M0Block), kFp4E8M0Block,
-            static_cast<int>(dk), static_cast<int>(ropeDim), invFreq,
-            startPos + s, false);
-  qdqFp4E8M0Block(vals, kFp4E8M0Block, out);
-  for (int k = 0; k < kFp4E8M0Block; ++k)
-    q[base + k] = bf16FromFloat(out[k]);
+  const long long blocks = dk / kFp4E8M0Block, tail = dk - ropeDim;
+  const int lane = threadIdx.x & 31;
+  const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+  // One warp per (row s, head h, block b), lane k holding value k (the
+  // block is 32 values): ropeSlice's pair rotation by both lanes of a pair
+  // (each keeps its own half), then qdqFp4E8M0Block with the abs max by a
+  // warp max (absMax's value in any order: a max, NaN if any lane has one).
+  for (long long i = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+       i < S * H * blocks; i += warps) { // warp-uniform
+    const long long v = i / blocks;    // (s, h)
+    const long long b = i % blocks;
+    const long long s = v / H;
+    const long long c = b * kFp4E8M0Block + lane; // this lane's channel
+    float x = bf16ToFloat(qb[v * dk + c]);
+    const float partner = __shfl_xor_sync(0xffffffffu, x, 1);
+    if (c >= tail) { // the pair (c & ~1, c | 1) rotates (tail is even)
+      float re, im;
+      const bool even = (lane & 1) == 0;
+      ropePair(even ? x : partner, even ? partner : x, invFreq[(c - tail) / 2], startPos + s,
+               false, re, im);
+      x = even ? re : im;
+    }
+    const float a = absF(x);
+    const bool nan = __any_sync(0xffffffffu, isNaN(a));
+    const float amax = nan ? kQuietNaN : warpMax(isNaN(a) ? 0.0f : a);
+    const float sc = fp4E8M0Scale(amax);
+    const float out = roundToBf16(e2m1ToFloat(e2m1FromFloat(clampSym(x / sc, kE2M1Max))) * sc);
+    q[v * dk + c] = bf16FromFloat(out);
+  }
 }
 
 DSC_GEMV_ACT_QUANT_ENTRY(dsc_index_queries_act_quant_fast)

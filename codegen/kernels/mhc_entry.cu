@@ -29,12 +29,17 @@ __device__ void preNorm(const dsc::abi::RmsNormParams &p, const unsigned short *
   for (long long s = blockIdx.x; s < S; s += gridDim.x) {
     const float *mix = pre + s * hc;
     const unsigned short *hs = h + s * hc * D;
-    for (long long d = threadIdx.x; d < D; d += blockDim.x) {
-      float acc = 0.0f;
-      for (long long c = 0; c < hc; ++c)
-        acc = __fadd_rn(acc, __fmul_rn(mix[c], bf16ToFloat(hs[c * D + d])));
-      xs[d] = bf16FromFloat(acc);
-    }
+    // Each thread's columns are all loaded before any is stored (blockCopy:
+    // the loads in flight at once; a shared store between them would order them).
+    blockCopy<4>(
+        D,
+        [&](long long d) {
+          float acc = 0.0f;
+          for (long long c = 0; c < hc; ++c)
+            acc = __fadd_rn(acc, __fmul_rn(mix[c], bf16ToFloat(hs[c * D + d])));
+          return bf16FromFloat(acc);
+        },
+        [&](long long d, unsigned short v) { xs[d] = v; });
     __syncthreads();
     auto x = [&](long long i) { return bf16ToFloat(xs[i]); };
     dsc_dense_ts::rmsNormRowWith<kFast>(D, eps, x, w, y + s * D);

@@ -31,7 +31,8 @@
 //   dsc_moe_experts_down_fast: one block per (t, slot, 16 rows d): out[t,
 //     slot, d] = bf16(w2 h[t, slot]) as fp32 (h's act_quant in shared
 //     memory when hq is given);
-//   dsc_moe_experts_combine_fast: one thread per (t, d): acc = sum over the
+//   dsc_moe_experts_combine_fast: grid (D chunks, t), the token's slot order
+//     found once per block (k <= kMoeCombineMaxTopk): acc = sum over the
 //     token's valid slots in ascending expert id of out, y = bf16(acc +
 //     out[t, k]) (the CPU's order of the sum over experts);
 //   dsc_moe_experts_act_quant_fast: global act_quant when a row set is too
@@ -494,17 +495,19 @@ DSC_KERNEL void dsc_moe_experts_combine_fast(const float *outs, const int *ids, 
                                              long long k, long long E, long long D,
                                              unsigned short *y) {
   DSC_KERNEL_PROLOGUE();
-  for (long long q = (long long)blockIdx.x * blockDim.x + threadIdx.x; q < T * D;
-       q += (long long)gridDim.x * blockDim.x) {
-    const long long t = q / D, d = q - t * D;
+  // Grid (ceil(D / (blockDim * kPer)), tokens): thread 0 puts the token's
+  // valid slots in ascending expert id (ties: slot order), as the CPU's
+  // expert loop adds them, into shared memory once; every thread then sums
+  // its kPer channels in that order, their loads issued together.
+  constexpr int kPer = dsc::abi::kMoeCombinePerThread;
+  __shared__ int slots[dsc::abi::kMoeCombineMaxTopk];
+  __shared__ int count;
+  const long long t = blockIdx.y;
+  if (threadIdx.x == 0) {
     const int *id = ids + t * k;
-    const float *o = outs + t * (k + 1) * D + d;
-    // The token's valid slots in ascending expert id (ties: slot order), as
-    // the CPU's expert loop adds them.
-    float total = 0.0f;
-    int last = -1;
+    int n = 0, last = -1;
     long long lastSlot = -1;
-    for (long long n = 0; n < k; ++n) {
+    for (; n < k; ++n) {
       long long best = -1;
       for (long long j = 0; j < k; ++j) {
         const int x = id[j];
@@ -518,8 +521,31 @@ DSC_KERNEL void dsc_moe_experts_combine_fast(const float *outs, const int *ids, 
         break;
       last = id[best];
       lastSlot = best;
-      total = __fadd_rn(total, o[best * D]);
+      slots[n] = int(best);
     }
-    y[q] = bf16FromFloat(__fadd_rn(total, o[k * D]));
+    count = n;
+  }
+  __syncthreads();
+  const int n = count;
+  const float *o = outs + t * (k + 1) * D;
+  const long long d0 = (long long)blockIdx.x * blockDim.x * kPer + threadIdx.x;
+  float total[kPer];
+#pragma unroll
+  for (int u = 0; u < kPer; ++u)
+    total[u] = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    const float *os = o + (long long)slots[i] * D;
+#pragma unroll
+    for (int u = 0; u < kPer; ++u) {
+      const long long d = d0 + (long long)u * blockDim.x;
+      if (d < D)
+        total[u] = __fadd_rn(total[u], os[d]);
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < kPer; ++u) {
+    const long long d = d0 + (long long)u * blockDim.x;
+    if (d < D)
+      y[t * D + d] = bf16FromFloat(__fadd_rn(total[u], o[k * D + d]));
   }
 }

@@ -14,10 +14,10 @@
 //   dsc_moe_gate_scores_fast: one warp per expert row e (16-byte loads),
 //     all tokens in passes: s[t, e], choice[t, e] into global scratch;
 //   dsc_moe_gate_select_fast: one block per token: the choice row as
-//     rankKey keys in shared memory (E <= 2048; larger key = ranks before,
-//     the same tie rule), then k rounds of a warp argmax over them (each a
-//     u64 max, the pick's key cleared), then the same normalisation by
-//     lane 0.
+//     rankKey keys and the scores in shared memory (E <= 2048; larger key =
+//     ranks before, the same tie rule), then k <= 64 rounds of a warp argmax
+//     over them (each a u64 max, the pick's key cleared; no global access
+//     inside a round), then the same normalisation by lane 0.
 // Bound: the 2*E*D bytes of the gate weight at memory bandwidth.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
@@ -118,10 +118,17 @@ DSC_KERNEL void dsc_moe_gate_select_fast(const __grid_constant__ dsc::abi::MoeGa
   DSC_KERNEL_PROLOGUE();
   const long long topk = p.topk;
   const long long k = topk < E ? topk : E;
-  __shared__ unsigned long long keys[2048]; // E <= 2048 (the adapter checks)
+  constexpr int kE = dsc::abi::kMoeSelectMaxExperts, kK = dsc::abi::kMoeSelectMaxTopk;
+  __shared__ unsigned long long keys[kE]; // E <= kE and k <= kK (the adapter checks)
+  __shared__ float score[kE];             // the row's scores: no global load per round
+  __shared__ int pick[kK];                // the rounds' experts
   for (long long t = blockIdx.x; t < T; t += gridDim.x) {
-    for (long long e = threadIdx.x; e < E; e += blockDim.x)
-      keys[e] = rankKey(choice[t * E + e], e);
+    blockCopy(
+        E, [&](long long e) { return make_float2(choice[t * E + e], scores[t * E + e]); },
+        [&](long long e, float2 v) {
+          keys[e] = rankKey(v.x, e);
+          score[e] = v.y;
+        });
     __syncthreads();
     if (threadIdx.x < 32) { // k argmax rounds of warp 0 over the keys
       const int lane = threadIdx.x;
@@ -136,12 +143,16 @@ DSC_KERNEL void dsc_moe_gate_select_fast(const __grid_constant__ dsc::abi::MoeGa
         }
         const long long e = 0xffffffffll - (long long)(best & 0xffffffffull);
         if (lane == 0) {
-          ids[t * topk + j] = (int)e;
-          weights[t * topk + j] = scores[t * E + e];
+          pick[j] = (int)e;
           keys[e] = 0; // taken
         }
         __syncwarp();
       }
+      for (long long j = lane; j < k; j += 32) {
+        ids[t * topk + j] = pick[j];
+        weights[t * topk + j] = score[pick[j]];
+      }
+      __syncwarp();
       if (lane == 0) {
         for (long long j = k; j < topk; ++j) { // k > E: never in a valid plan
           ids[t * topk + j] = -1;

@@ -200,7 +200,7 @@ Status windowKv(CudaLaunchContext &c, const abi::WindowKvParams &p) {
     std::vector<void *> args{&params, &kvp, &S, &dim, &cs, &writeFrom, &ring};
     pool->push(args);
     args.push_back(&own);
-    return launch1D(c, "dsc_window_kv", S * tiles, std::move(args));
+    return launch1D(c, "dsc_window_kv", S * tiles * 32, std::move(args)); // a warp per tile
   }
   if (S != 1)
     return runtime::internalError("window_kv: decode takes one token, got " + std::to_string(S));
@@ -209,7 +209,7 @@ Status windowKv(CudaLaunchContext &c, const abi::WindowKvParams &p) {
   std::vector<void *> args{&params, &kvp, &S, &dim, &cs, &writeFrom, &ring};
   pool->push(args);
   args.push_back(&none);
-  DSC_TRY(launch1D(c, "dsc_window_kv", tiles, std::move(args)));
+  DSC_TRY(launch1D(c, "dsc_window_kv", tiles * 32, std::move(args))); // a warp per tile
   std::vector<void *> ringArgs{&params, &ring, &dim};
   pool->push(ringArgs);
   ringArgs.push_back(&rows);
@@ -410,7 +410,7 @@ Status indexQueries(CudaLaunchContext &c, const abi::IndexQueriesParams &p) {
     DSC_TRY(quantizedGemv(c, "dsc_index_queries",
                           {"dsc_index_queries_gemm_fast", "dsc_index_queries_gemm_lanes"}, qr.ptr,
                           S, K, w.ptr, scale.ptr, N, qb));
-    return launch1D(c, "dsc_index_queries_rope_qdq", S * H * (dk / 32),
+    return launch1D(c, "dsc_index_queries_rope_qdq", S * H * dk, // a warp per 32-block
                     {&params, &qb, &S, &H, &dk, &f, &cs, &out});
   }
   Scratch s;
@@ -424,7 +424,7 @@ Status indexQueries(CudaLaunchContext &c, const abi::IndexQueriesParams &p) {
               qb = s.at(qbp), f = *fc, out = q.ptr, cs = c.callState;
   DSC_TRY(launch1D(c, "dsc_index_queries_act", S * (K / 32), {&qrp, &S, &K, &cp, &scp}));
   DSC_TRY(launch1D(c, "dsc_index_queries_gemm", S * N, {&cp, &scp, &wp, &sp, &S, &K, &N, &qb}));
-  return launch1D(c, "dsc_index_queries_rope_qdq", S * H * (dk / 32),
+  return launch1D(c, "dsc_index_queries_rope_qdq", S * H * dk, // a warp per 32-block
                   {&params, &qb, &S, &H, &dk, &f, &cs, &out});
 }
 

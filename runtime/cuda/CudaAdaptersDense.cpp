@@ -206,8 +206,9 @@ Status moeGate(CudaLaunchContext &c, const abi::MoeGateParams &p) {
     return runtime::invalidArgument("moe_gate: too many experts for the CUDA kernel");
   CUdeviceptr xp = x.ptr, wp = w.ptr, bias = c.inputs.size() > 2 ? c.inputs[2]->ptr : 0,
               weights = c.outputs[0]->ptr, ids = c.outputs[1]->ptr;
-  // The fast select keeps one taken bit per lane entry: E <= 32 * 64.
-  if (!c.cpuOrder(runtime::KernelFamily::MoeGate) && D % 8 == 0 && E <= 2048 && aligned16({xp, wp})) {
+  // The fast select keeps the keys, scores and picks in shared memory.
+  if (!c.cpuOrder(runtime::KernelFamily::MoeGate) && D % 8 == 0 &&
+      E <= abi::kMoeSelectMaxExperts && p.topk <= abi::kMoeSelectMaxTopk && aligned16({xp, wp})) {
     auto scores = c.scratch(size_t(T * E) * sizeof(float));
     auto choice = c.scratch(size_t(T * E) * sizeof(float));
     if (!scores || !choice)
@@ -311,7 +312,8 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
                                       s2s, ip, k, E, op));
         !s)
       return s;
-    if (Status s = c.launchEntry("dsc_moe_experts_combine_fast", gridFor(Tt * D), block1(), 0,
+    const Dim3 combineGrid{unsigned(ceilDiv(D, kBlock * abi::kMoeCombinePerThread)), unsigned(Tt), 1};
+    if (Status s = c.launchEntry("dsc_moe_experts_combine_fast", combineGrid, block1(), 0,
                                  args(op, ip, Tt, k, E, D, yp));
         !s)
       return s;
@@ -328,7 +330,7 @@ Status moeExperts(CudaLaunchContext &c, const abi::MoeExpertsParams &p) {
   if (D % 32 != 0 || I % 32 != 0)
     return runtime::invalidArgument("moe_experts: dim and inter must be multiples of 32");
   if (!c.cpuOrder(runtime::KernelFamily::MoeExperts) && T > 0) {
-    bool ok = true;
+    bool ok = k <= abi::kMoeCombineMaxTopk; // the combine step orders the slots in shared memory
     for (size_t i = 0; i < 15; ++i) // x and every weight: 16-byte rows
       ok = ok && (i == 1 || i == 2 || aligned16({c.inputs[i]->ptr}));
     if (ok)

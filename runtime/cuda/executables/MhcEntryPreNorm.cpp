@@ -38,7 +38,8 @@ Status mhcEntryPreNorm(NativeLaunch &launch) {
   CudaLaunchContext &p = *launch.steps[pre], &n = *launch.steps[norm];
   const CudaTensor &h = *p.inputs[0];
   long long S = h.dim(0), hc = h.dim(1), D = h.dim(2);
-  const bool fits = 2 * D + abi::kTorchBlockSharedBytes <= kMaxSharedBytes && n.inputs[0] == p.outputs[0];
+  const bool fits = 2 * D + abi::kTorchBlockSharedBytes <= kMaxSharedBytes &&
+                    n.inputs[0]->ptr == p.outputs[0]->ptr; // the norm reads the collapsed row
   for (size_t i = 0; i < launch.steps.size(); ++i) {
     if (fits && (i == pre || i == norm)) {
       if (i == norm)

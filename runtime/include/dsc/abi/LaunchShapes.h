@@ -43,6 +43,14 @@ inline constexpr int kMqaHeadsPerBlock = 8;
 inline constexpr int kMqaPvThreads = 256;
 inline constexpr int kMqaPvRounds = 2;
 static_assert(kMqaHeadsPerBlock <= kMqaMaxHeads, "the MQA kernels hold kMqaMaxHeads heads");
+/// The fast MoE gate select (codegen/kernels/moe_gate.cu): experts (keys
+/// and scores in shared memory) and top-k rounds per token it takes.
+inline constexpr int kMoeSelectMaxExperts = 2048;
+inline constexpr int kMoeSelectMaxTopk = 64;
+/// dsc_moe_experts_combine_fast: slots per token it orders (the adapter
+/// checks topk) and channels per thread (grid x = ceil(D / (256 * this))).
+inline constexpr int kMoeCombineMaxTopk = 64;
+inline constexpr int kMoeCombinePerThread = 4;
 /// Splits of one mHC mix row in dsc_hc_mixes_dot_fast (fewer only where the
 /// finish kernel's shared memory needs it: cuda::hcSplits, a function of the
 /// model's widths, never of the call's tokens); the split sums are double,
