@@ -495,34 +495,30 @@ DSC_KERNEL void dsc_moe_experts_combine_fast(const float *outs, const int *ids, 
                                              long long k, long long E, long long D,
                                              unsigned short *y) {
   DSC_KERNEL_PROLOGUE();
-  // Grid (ceil(D / (blockDim * kPer)), tokens): thread 0 puts the token's
-  // valid slots in ascending expert id (ties: slot order), as the CPU's
-  // expert loop adds them, into shared memory once; every thread then sums
-  // its kPer channels in that order, their loads issued together.
-  constexpr int kPer = dsc::abi::kMoeCombinePerThread;
-  __shared__ int slots[dsc::abi::kMoeCombineMaxTopk];
+  // Grid (ceil(D / (blockDim * kPer)), tokens). The token's valid slots in
+  // ascending expert id (ties: slot order), as the CPU's expert loop adds
+  // them: thread j < k ranks slot j among the valid ones (its place in that
+  // order) from the ids staged in shared memory; every thread then sums its
+  // kPer channels in that order, their loads issued together.
+  constexpr int kPer = dsc::abi::kMoeCombinePerThread, kMax = dsc::abi::kMoeCombineMaxTopk;
+  __shared__ int id[kMax], slots[kMax];
   __shared__ int count;
   const long long t = blockIdx.y;
+  if (threadIdx.x < k)
+    id[threadIdx.x] = ids[t * k + threadIdx.x];
+  __syncthreads();
+  auto valid = [&](int j) { return id[j] >= 0 && id[j] < E; };
+  if (threadIdx.x < k && valid(threadIdx.x)) {
+    const int j = threadIdx.x;
+    int rank = 0;
+    for (int i = 0; i < k; ++i)
+      rank += valid(i) && (id[i] < id[j] || (id[i] == id[j] && i < j));
+    slots[rank] = j;
+  }
   if (threadIdx.x == 0) {
-    const int *id = ids + t * k;
-    int n = 0, last = -1;
-    long long lastSlot = -1;
-    for (; n < k; ++n) {
-      long long best = -1;
-      for (long long j = 0; j < k; ++j) {
-        const int x = id[j];
-        if (x < 0 || x >= E)
-          continue;
-        const bool after = x > last || (x == last && j > lastSlot);
-        if (after && (best < 0 || x < id[best] || (x == id[best] && j < best)))
-          best = j;
-      }
-      if (best < 0)
-        break;
-      last = id[best];
-      lastSlot = best;
-      slots[n] = int(best);
-    }
+    int n = 0;
+    for (int i = 0; i < k; ++i)
+      n += valid(i);
     count = n;
   }
   __syncthreads();
@@ -533,6 +529,7 @@ DSC_KERNEL void dsc_moe_experts_combine_fast(const float *outs, const int *ids, 
 #pragma unroll
   for (int u = 0; u < kPer; ++u)
     total[u] = 0.0f;
+#pragma unroll 8
   for (int i = 0; i < n; ++i) {
     const float *os = o + (long long)slots[i] * D;
 #pragma unroll

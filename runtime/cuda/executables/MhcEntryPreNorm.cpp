@@ -11,7 +11,8 @@
 // Invariants: byte-identical to the steps (same fp32 order, same bf16
 // rounding points as dsc_hc_pre and dsc_rms_norm, or dsc_rms_norm_fast:
 // CudaOptions::cpuOrderFamilies' Norm picks the pair); rows wider than the
-// shared-memory budget run the two steps as they are.
+// shared-memory budget, and calls of fewer than kMinFusedRows rows (decode),
+// run the two steps as they are.
 //===----------------------------------------------------------------------===//
 #include "runtime/cuda/CudaAdapter.h"
 #include "runtime/cuda/GemvLaunch.h"
@@ -22,6 +23,10 @@ namespace {
 /// Shared memory of one row's collapsed values (bf16), within the 48 KiB a
 /// kernel gets without opting in.
 constexpr long long kMaxSharedBytes = 48 * 1024;
+/// Rows from which the fused kernel (one block per row) runs: below, the two
+/// steps' kernels are faster (hc_pre spreads one row over many blocks; on
+/// the H200 a decode row took 11.7 us fused against 3.0 + 5.7 us as steps).
+constexpr long long kMinFusedRows = 128;
 } // namespace
 
 Status mhcEntryPreNorm(NativeLaunch &launch) {
@@ -38,7 +43,8 @@ Status mhcEntryPreNorm(NativeLaunch &launch) {
   CudaLaunchContext &p = *launch.steps[pre], &n = *launch.steps[norm];
   const CudaTensor &h = *p.inputs[0];
   long long S = h.dim(0), hc = h.dim(1), D = h.dim(2);
-  const bool fits = 2 * D + abi::kTorchBlockSharedBytes <= kMaxSharedBytes &&
+  const bool fits = S >= kMinFusedRows &&
+                    2 * D + abi::kTorchBlockSharedBytes <= kMaxSharedBytes &&
                     n.inputs[0]->ptr == p.outputs[0]->ptr; // the norm reads the collapsed row
   for (size_t i = 0; i < launch.steps.size(); ++i) {
     if (fits && (i == pre || i == norm)) {

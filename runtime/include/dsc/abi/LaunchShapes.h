@@ -50,7 +50,7 @@ inline constexpr int kMoeSelectMaxTopk = 64;
 /// dsc_moe_experts_combine_fast: slots per token it orders (the adapter
 /// checks topk) and channels per thread (grid x = ceil(D / (256 * this))).
 inline constexpr int kMoeCombineMaxTopk = 64;
-inline constexpr int kMoeCombinePerThread = 4;
+inline constexpr int kMoeCombinePerThread = 1;
 /// Splits of one mHC mix row in dsc_hc_mixes_dot_fast (fewer only where the
 /// finish kernel's shared memory needs it: cuda::hcSplits, a function of the
 /// model's widths, never of the call's tokens); the split sums are double,
