@@ -35,16 +35,9 @@
 // rows of the call (A rows of other activation rows are zero in its k slots).
 // Invariants: K % 32 == 0; weight rows, codes and scale rows as the callers
 // pass them (16-byte aligned weight rows and codes rows).
-// Steps: the weights and their scales load one step ahead (register double
-// buffering of the memory operands only; copying whole steps cost ~70 moves
-// per step), the activations in their step; block offsets are 32-bit and
-// the full steps carry no bounds checks (the last, partial one does); lanes
-// that feed no A row read a zero block. Per step (SASS of the MoE up kernel,
-// two FP4 matrices, 32 weight bytes per lane): 378 -> 260 instructions
-// (session 8); FP8 linear at one activation row 213 -> 156.
-// Bound: the weight bytes at memory bandwidth. Measured (ncu, rw6 decode,
-// session 7): ~144 warp instructions per 16 FP4 bytes a lane loads, 62%
-// issue-active at 14 warps per SM: issue-bound, not memory-bound (docs/perf.md).
+// Bound: the weight bytes at memory bandwidth. Measured (ncu, rw6 decode):
+// ~144 warp instructions per 16 FP4 bytes a lane loads, 62% issue-active at
+// 14 warps per SM: issue-bound, not memory-bound (docs/perf.md, session 7).
 // Include after common.cuh and gemv.cuh.
 //===----------------------------------------------------------------------===//
 #ifndef DSC_CODEGEN_KERNELS_LANE_GEMV_CUH
@@ -60,12 +53,6 @@ constexpr int kTileRows = dsc::abi::kLaneTileRows;
 /// The FP4 decode's 2^-6 (numerics e2m1x8ToE4m3Scaled), carried back by
 /// the activation scale.
 constexpr float kFp4Unscale = kE2m1ToE4m3ScaledUnscale;
-/// A compile-time flag for the step lambdas (NVRTC has no <type_traits>).
-template <bool kValue> struct Flag {
-  static constexpr bool value = kValue;
-};
-/// 32 zero bytes: the A block of lanes that feed no A row (never written).
-__device__ const uint4 kZeroBlock[2] = {};
 
 /// d = A x B for one 16 x 8 x 32 E4M3 tile, zero accumulator.
 __device__ __forceinline__ void mmaE4m3(float *d, unsigned a0, unsigned a1, unsigned a2,
@@ -122,75 +109,48 @@ __device__ __forceinline__ void laneDots(const unsigned char *const *wRow,
       arow[p][h] = codes + (m0 + (av[p][h] ? ar : 0)) * K;
       srow[p][h] = scales + (m0 + (av[p][h] ? ar : 0)) * kb;
     }
-  // One step's operands: the weights and their scales (from memory, loaded
-  // one step ahead) and the activations and their scales (shared memory or
-  // cache, loaded in the step).
-  struct WStep {
+  // One step's operands: this lane's weight block jq + t (and, feeding, its
+  // activation block), and for the D role the scales of block jq + b. The
+  // next step's are loaded while this one computes.
+  struct Step {
     uint4 w[kMats][kWLoads];
-    unsigned char ws0[kMats], ws1[kMats];
-  };
-  struct AStep {
     Block32 a[kPasses][kHalves];
+    unsigned char ws0[kMats], ws1[kMats];
     float as[kPasses][kHalves];
   };
-  // Per-lane bases; block offsets are 32-bit from here on (a row has far
-  // fewer than 2^31 bytes). A lane that does not feed an A row (b != t, or
-  // an activation row past the call's) reads a zero block instead, with
-  // stride 0, so every step's loads are unconditional.
-  const unsigned char *wl[kMats], *s0l[kMats], *s1l[kMats];
-#pragma unroll
-  for (int x = 0; x < kMats; ++x) {
-    wl[x] = wRow[x] + t * kBlockBytes;
-    s0l[x] = sRow0[x] + b;
-    s1l[x] = sRow1[x] + b;
-  }
-  const unsigned char *al[kPasses][kHalves];
-  const float *asl[kPasses][kHalves];
-  int aStride[kPasses][kHalves];
-#pragma unroll
-  for (int p = 0; p < kPasses; ++p)
-#pragma unroll
-    for (int h = 0; h < kHalves; ++h) {
-      const bool on = feeds && av[p][h];
-      al[p][h] = on ? arow[p][h] + t * 32 : reinterpret_cast<const unsigned char *>(kZeroBlock);
-      aStride[p][h] = on ? 32 : 0;
-      asl[p][h] = srow[p][h] + b;
-    }
-  const int jb0 = int(j0), jb1 = int(j1);
-  // One step's operands at block jq: this lane's weight block jq + t (and,
-  // feeding, its activation block), and for the D role the scales of block
-  // jq + b. kGuard: the last, partial step (blocks past jb1 read as zeros).
-  auto loadW = [&](int jq, WStep &st, auto guard) {
-    constexpr bool kGuard = decltype(guard)::value;
-    const bool wIn = !kGuard || jq + t < jb1, dIn = !kGuard || jq + b < jb1;
+  auto load = [&](long long jq, Step &st) {
+    const long long jl = jq + t, jd = jq + b;
 #pragma unroll
     for (int x = 0; x < kMats; ++x) {
 #pragma unroll
       for (int u = 0; u < kWLoads; ++u)
-        st.w[x][u] = wIn ? dsc_gemv::load16(wl[x] + jq * int(kBlockBytes) + 16 * u)
-                         : dsc_gemv::zero16();
-      st.ws0[x] = dIn ? __ldg(s0l[x] + jq) : (unsigned char)0;
-      st.ws1[x] = dIn ? __ldg(s1l[x] + jq) : (unsigned char)0;
+        st.w[x][u] = jl < j1 ? dsc_gemv::load16(wRow[x] + jl * kBlockBytes + 16 * u)
+                             : dsc_gemv::zero16();
+      st.ws0[x] = jd < j1 ? __ldg(sRow0[x] + jd) : (unsigned char)0;
+      st.ws1[x] = jd < j1 ? __ldg(sRow1[x] + jd) : (unsigned char)0;
     }
-  };
-  auto loadA = [&](int jq, AStep &st, auto guard) {
-    constexpr bool kGuard = decltype(guard)::value;
-    const bool wIn = !kGuard || jq + t < jb1, dIn = !kGuard || jq + b < jb1;
 #pragma unroll
     for (int p = 0; p < kPasses; ++p)
 #pragma unroll
       for (int h = 0; h < kHalves; ++h) {
-        const uint4 *src = reinterpret_cast<const uint4 *>(
-            wIn ? al[p][h] + jq * aStride[p][h] : reinterpret_cast<const unsigned char *>(kZeroBlock));
-        st.a[p][h].lo = src[0];
-        st.a[p][h].hi = src[1];
-        st.as[p][h] = dIn ? asl[p][h][jq] : 0.0f;
+        const bool on = feeds && jl < j1 && av[p][h];
+        const uint4 *src = reinterpret_cast<const uint4 *>(arow[p][h] + (on ? jl : 0) * 32);
+        st.a[p][h].lo = on ? src[0] : dsc_gemv::zero16();
+        st.a[p][h].hi = on ? src[1] : dsc_gemv::zero16();
+        st.as[p][h] = jd < j1 && av[p][h] ? srow[p][h][jd] : 0.0f;
       }
   };
-  // One step's arithmetic on the operands of block jq (the same operations
-  // in the same order for every step, guarded or not).
-  auto compute = [&](int jq, const WStep &sw, const AStep &st, auto guard) {
-    constexpr bool kGuard = decltype(guard)::value;
+  // Up to 4 activation rows the next step's operands load while this one
+  // computes; 8 rows would spill at two blocks per SM (prefill's shapes).
+  constexpr bool kAhead = kMaxRows <= 4;
+  Step cur, nxt;
+  if (kAhead)
+    load(j0, cur);
+  for (long long jq = j0; jq < j1; jq += 4) {
+    if (kAhead)
+      load(jq + 4, nxt);
+    else
+      load(jq, cur);
     float part[kMats][kPasses][4];
 #pragma unroll
     for (int x = 0; x < kMats; ++x)
@@ -208,14 +168,14 @@ __device__ __forceinline__ void laneDots(const unsigned char *const *wRow,
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int hh = h < kHalves ? h : 0;
-            const unsigned c0 = h < kHalves ? st.a[p][hh].at(2 * s) : 0u;
-            const unsigned c1 = h < kHalves ? st.a[p][hh].at(2 * s + 1) : 0u;
+            const unsigned c0 = h < kHalves ? cur.a[p][hh].at(2 * s) : 0u;
+            const unsigned c1 = h < kHalves ? cur.a[p][hh].at(2 * s + 1) : 0u;
             ae[p][h] = __byte_perm(c0, c1, 0x6420);
             ao[p][h] = __byte_perm(c0, c1, 0x7531);
           }
 #pragma unroll
         for (int x = 0; x < kMats; ++x) {
-          const E4m3Pair wp = e2m1x8ToE4m3Scaled(word(sw.w[x][0], s));
+          const E4m3Pair wp = e2m1x8ToE4m3Scaled(word(cur.w[x][0], s));
 #pragma unroll
           for (int p = 0; p < kPasses; ++p) {
             float d[4];
@@ -235,8 +195,8 @@ __device__ __forceinline__ void laneDots(const unsigned char *const *wRow,
         unsigned a[kPasses][4];
 #pragma unroll
         for (int p = 0; p < kPasses; ++p) {
-          const unsigned c0 = st.a[p][0].at(s);
-          const unsigned c1 = kHalves == 2 ? st.a[p][kHalves - 1].at(s) : 0u;
+          const unsigned c0 = cur.a[p][0].at(s);
+          const unsigned c1 = kHalves == 2 ? cur.a[p][kHalves - 1].at(s) : 0u;
           a[p][0] = dsc_gemv::e4m3x2ToHalf2(c0 & 0xffffu);
           a[p][2] = dsc_gemv::e4m3x2ToHalf2(c0 >> 16);
           a[p][1] = kHalves == 2 ? dsc_gemv::e4m3x2ToHalf2(c1 & 0xffffu) : 0u;
@@ -244,7 +204,7 @@ __device__ __forceinline__ void laneDots(const unsigned char *const *wRow,
         }
 #pragma unroll
         for (int x = 0; x < kMats; ++x) {
-          const unsigned wsw = word(sw.w[x][s / 4], s % 4);
+          const unsigned wsw = word(cur.w[x][s / 4], s % 4);
           const unsigned b0 = dsc_gemv::e4m3x2ToHalf2(wsw & 0xffffu);
           const unsigned b1 = dsc_gemv::e4m3x2ToHalf2(wsw >> 16);
 #pragma unroll
@@ -255,19 +215,19 @@ __device__ __forceinline__ void laneDots(const unsigned char *const *wRow,
       }
     }
     // This lane's D role: block jq + b of activation rows (4p + r, 4p + r + 2).
-    if (!kGuard || jq + b < jb1) {
+    if (jq + b < j1) {
 #pragma unroll
       for (int p = 0; p < kPasses; ++p) {
         float as[2];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          as[h] = h < kHalves ? st.as[p][h < kHalves ? h : 0] : 0.0f;
+          as[h] = h < kHalves ? cur.as[p][h < kHalves ? h : 0] : 0.0f;
           if (kFp4)
             as[h] *= kFp4Unscale;
         }
 #pragma unroll
         for (int x = 0; x < kMats; ++x) {
-          const float ws0 = ue8m0ToFloat(sw.ws0[x]), ws1 = ue8m0ToFloat(sw.ws1[x]);
+          const float ws0 = ue8m0ToFloat(cur.ws0[x]), ws1 = ue8m0ToFloat(cur.ws1[x]);
           float *o = acc[x] + 4 * p;
           o[0] = __fadd_rn(o[0], __fmul_rn(__fmul_rn(part[x][p][0], as[0]), ws0));
           o[1] = __fadd_rn(o[1], __fmul_rn(__fmul_rn(part[x][p][1], as[0]), ws1));
@@ -278,35 +238,8 @@ __device__ __forceinline__ void laneDots(const unsigned char *const *wRow,
         }
       }
     }
-  };
-  // The weights of the next step load while this one computes (register
-  // double buffering of the memory operands only: the copy between the two
-  // is a few moves); the last, partial step, if any, with guards. Up to 4
-  // activation rows; 8 rows would spill at two blocks per SM (prefill's
-  // shapes): then the weights load in their own step.
-  constexpr bool kAhead = kMaxRows <= 4;
-  const int full = jb0 + (jb1 - jb0) / 4 * 4;
-  const Flag<false> open;
-  const Flag<true> guarded;
-  WStep cur, nxt;
-  AStep act;
-  int jq = jb0;
-  if (kAhead && jq < full)
-    loadW(jq, cur, open);
-  for (; jq < full; jq += 4) {
-    if (!kAhead)
-      loadW(jq, cur, open);
-    else if (jq + 4 < full)
-      loadW(jq + 4, nxt, open);
-    loadA(jq, act, open);
-    compute(jq, cur, act, open);
     if (kAhead)
       cur = nxt;
-  }
-  if (jq < jb1) {
-    loadW(jq, cur, guarded);
-    loadA(jq, act, guarded);
-    compute(jq, cur, act, guarded);
   }
 }
 
