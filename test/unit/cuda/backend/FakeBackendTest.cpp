@@ -137,6 +137,30 @@ TEST_F(FakeCudaBackend, DecodeIsCapturedOnceAndReplayed) {
   EXPECT_EQ(fakeState().execsLive, 0) << "the graph goes with its Session";
 }
 
+/// CudaOptions::dependentLaunch: every launch of a marked module goes out
+/// as a programmatic dependent launch, eager and captured alike; off, or for
+/// modules without the prologue mark (older plans), none does.
+TEST_F(FakeCudaBackend, DependentLaunchesFollowTheOptionAndTheModuleMark) {
+  for (const bool on : {true, false}) {
+    for (const bool marked : {true, false}) {
+      fakeState().reset();
+      fakeState().modulesMarked = marked;
+      CudaOptions cuda;
+      cuda.dependentLaunch = on;
+      std::unique_ptr<Engine> engine = fakeEngine(cuda);
+      ASSERT_TRUE(engine);
+      std::unique_ptr<Session> session = engine->newSession();
+      ASSERT_TRUE(session->prefill(prompt(20)));
+      const long long eager = launchesOf(*session, 5);
+      ASSERT_GT(eager, 0);
+      if (on && marked)
+        EXPECT_EQ(fakeState().dependentLaunches, fakeState().launches) << "every eager launch";
+      else
+        EXPECT_EQ(fakeState().dependentLaunches, 0) << "on " << on << " marked " << marked;
+    }
+  }
+}
+
 TEST_F(FakeCudaBackend, SessionFreesItsDeviceState) {
   std::unique_ptr<Engine> engine = fakeEngine();
   ASSERT_TRUE(engine);

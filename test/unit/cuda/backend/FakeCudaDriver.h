@@ -3,7 +3,9 @@
 // What: fakeCudaDriver() returns a CudaDriver whose entry points run on the
 // host: device memory is host memory (cuMemAlloc is aligned_alloc, copies and
 // memsets are memcpy/memset, run at once), modules and functions are tokens,
-// kernels do nothing, and stream capture records instead of running (a
+// kernels do nothing (plain and dependent launches alike; every module
+// carries the prologue mark unless FakeDriverState::modulesMarked is
+// cleared), and stream capture records instead of running (a
 // captured launch, copy or memset is counted and runs at each cuGraphLaunch
 // only as a count). FakeDriverState counts everything the tests check:
 // live allocations and bytes, loaded modules, function lookups, contexts
@@ -35,6 +37,10 @@ struct FakeDriverState {
   long long contextsRetained = 0, streamsLive = 0;
   long long modulesLive = 0, modulesLoaded = 0, functionLookups = 0;
   long long launches = 0;         ///< kernels run eagerly (or by a graph launch)
+  /// Of those, launched by cuLaunchKernelEx with programmatic stream
+  /// serialisation (eager or captured).
+  long long dependentLaunches = 0;
+  bool modulesMarked = true;      ///< cuModuleGetGlobal finds "dsc_kernel_prologue"
   bool capturing = false;
   long long capturedLaunches = 0; ///< in the capture in progress
   long long captures = 0, capturesEnded = 0, graphsLive = 0, execsLive = 0, graphLaunches = 0;
@@ -194,6 +200,26 @@ inline const cuda::CudaDriver &fakeCudaDriver() {
         ++s.capturedLaunches;
       else
         ++s.launches;
+      return CUDA_SUCCESS;
+    };
+    d.cuLaunchKernelEx = [](const CUlaunchConfig *config, CUfunction, void **,
+                            void **) -> CUresult {
+      FakeDriverState &s = fakeState();
+      for (unsigned i = 0; i < config->numAttrs; ++i)
+        if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
+            config->attrs[i].value.programmaticStreamSerializationAllowed)
+          ++s.dependentLaunches;
+      if (s.capturing)
+        ++s.capturedLaunches;
+      else
+        ++s.launches;
+      return CUDA_SUCCESS;
+    };
+    d.cuModuleGetGlobal = [](CUdeviceptr *p, size_t *bytes, CUmodule, const char *name) -> CUresult {
+      if (!fakeState().modulesMarked || std::strcmp(name, "dsc_kernel_prologue") != 0)
+        return CUDA_ERROR_NOT_FOUND;
+      *p = 0x4000;
+      *bytes = 4;
       return CUDA_SUCCESS;
     };
     d.cuGetErrorName = [](CUresult, const char **name) -> CUresult {

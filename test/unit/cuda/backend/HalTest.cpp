@@ -120,6 +120,21 @@ TEST_F(Hal, ExecutableCachesEntriesAndUnloads) {
   EXPECT_EQ(fakeState().modulesLive, 0);
 }
 
+/// The prologue mark (codegen/kernels/common.cuh dsc_kernel_prologue) is
+/// looked up once at load; a module without it is still a module.
+TEST_F(Hal, ExecutableKnowsWhetherItsEntriesWaitForTheirPredecessor) {
+  const char image[] = "cubin";
+  auto marked = hal::Executable::load(fakeCudaDriver(), image, "rms_norm");
+  ASSERT_TRUE(marked);
+  EXPECT_TRUE(marked->waitsForPredecessor());
+  hal::Executable moved = std::move(marked.value());
+  EXPECT_TRUE(moved.waitsForPredecessor()) << "the mark moves with the module";
+  fakeState().modulesMarked = false;
+  auto old = hal::Executable::load(fakeCudaDriver(), image, "rms_norm");
+  ASSERT_TRUE(old) << "a module compiled before the prologue loads";
+  EXPECT_FALSE(old->waitsForPredecessor());
+}
+
 TEST_F(Hal, CaptureEndsIntoAGraphOrIsAbandoned) {
   CUstream stream = reinterpret_cast<CUstream>(0x2);
   {
