@@ -14,6 +14,8 @@
 #   bench          bin/dsc-bench, rw6.dscp, rw6-full.dscp (--ced=full: M-row steps), tiny6-bench.dscp, tiny40-bench.dscp, golden/{tiny6,tiny40}/model,
 #                  refbench/ -> scripts/device-perf.sh DIR OUT (dsc-bench, the split attention, the peer)
 #   odd            bin/dsc-bench, odd-4.dscp, odd-4-full.dscp -> scripts/device-fast-vs-cpu.sh DIR OUT
+#   kernels        bin/test_cuda_kernels_gpu (GPU kernel tests against the CPU reference:
+#                  test/unit/cuda/kernels) -> DIR/bin/test_cuda_kernels_gpu
 #   prefill        bin/dsc-run, plans/{exact,full,exact-c96,full-c32,full-unfused}.dscp, shared/golden/tiny6/
 #                  {model, expected (input_ids only)} -> DSC_CED_PLANS=DIR/plans scripts/prefill-cuda-test.sh DIR/bin DIR/shared
 set -eu
@@ -41,6 +43,7 @@ case "$KIND" in
   golden-tiny6) golden tiny6 ;;
   golden-tiny40) golden tiny40 ;;
   golden) golden tiny6; golden tiny40; prefillPlans "$DIR/plans"
+    cp $B/tests/test_cuda_kernels_gpu "$DIR/bin/" 2>/dev/null || true
     # and the rw6 decode benchmark (one call can check and time a build)
     cp $B/dsc-bench "$DIR/bin/"
     $B/dsc-compile models/synthetic/released-widths-6.json -o "$DIR/rw6.dscp" ;;
@@ -52,6 +55,8 @@ case "$KIND" in
     $B/dsc-compile $G40/config.json --engram-map $G40/engram_token_map.json -o "$DIR/tiny40-bench.dscp"
     cp $G6/model.safetensors "$DIR/golden/tiny6/"; cp $G40/model.safetensors "$DIR/golden/tiny40/"
     cp -r $SHARED/refbench "$DIR/refbench" ;;
+  kernels)
+    cp $B/tests/test_cuda_kernels_gpu "$DIR/bin/" ;;
   odd)
     cp $B/dsc-bench "$DIR/bin/"
     $B/dsc-compile models/synthetic/odd-4.json -o "$DIR/odd-4.dscp"
@@ -71,7 +76,7 @@ head += b' ' * ((8 - len(head) % 8) % 8)
 open(sys.argv[2], 'wb').write(struct.pack('<Q', len(head)) + head + raw)
 PY
     ;;
-  *) echo "unknown kind '$KIND' (golden-tiny6, golden-tiny40, golden, bench, odd, prefill)" >&2; exit 2 ;;
+  *) echo "unknown kind '$KIND' (golden-tiny6, golden-tiny40, golden, bench, kernels, odd, prefill)" >&2; exit 2 ;;
 esac
 # Plans travel xz-compressed (scripts/device-unpack.sh DIR restores them
 # there; the device scripts run it first).

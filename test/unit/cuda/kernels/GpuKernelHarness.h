@@ -1,0 +1,130 @@
+//===- GpuKernelHarness.h - Run one kernel template's entry on the GPU -----===//
+//
+// What: GpuKernelHarness compiles a kernel template (codegen::compileKernel,
+// sm_90a), loads it on device 0 (hal::Device, hal::Executable) and launches
+// one entry on buffers the test uploads, synchronously, so a test can
+// compare a kernel's output with the CPU reference (runtime/cpu/kernels) at
+// shapes of its choosing, without a plan or a model.
+// Why: the fast kernels were only checked through whole-model runs (the
+// golden gates), which say that something moved but not which kernel at
+// which shape; a kernel under change needs a test of its own (issue 11).
+// Invariants: open() returns null with a reason when there is no CUDA
+// driver, no device or no NVRTC (the tests then skip); buffers live as long
+// as the harness; every launch is followed by a synchronisation, so a fault
+// names the entry.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_TEST_UNIT_CUDA_KERNELS_GPUKERNELHARNESS_H
+#define DSC_TEST_UNIT_CUDA_KERNELS_GPUKERNELHARNESS_H
+
+#include "codegen/KernelCompiler.h"
+#include "runtime/cuda/hal/Device.h"
+#include "runtime/cuda/hal/DeviceBuffer.h"
+#include "runtime/cuda/hal/Executable.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dsc::test {
+
+class GpuKernelHarness {
+public:
+  /// The harness, or null with `why` set (no driver, device or NVRTC).
+  static std::unique_ptr<GpuKernelHarness> open(std::string &why) {
+    if (codegen::nvrtcVersion().empty()) {
+      why = "NVRTC not available in this build";
+      return nullptr;
+    }
+    auto driver = cuda::CudaDriver::get();
+    if (!driver) {
+      why = driver.status().message();
+      return nullptr;
+    }
+    auto device = cuda::hal::Device::open(**driver, 0);
+    if (!device) {
+      why = device.status().message();
+      return nullptr;
+    }
+    if (runtime::Status s = device->makeCurrent(); !s) {
+      why = s.message();
+      return nullptr;
+    }
+    return std::unique_ptr<GpuKernelHarness>(new GpuKernelHarness(std::move(device.value())));
+  }
+
+  const cuda::CudaDriver &driver() const { return device_.driver(); }
+
+  /// Device copy of `bytes` bytes at `data` (null: zero-filled).
+  CUdeviceptr upload(const void *data, size_t bytes) {
+    auto b = cuda::hal::DeviceBuffer::allocate(driver(), bytes ? bytes : 1, "test buffer");
+    if (!b)
+      return 0;
+    const CUdeviceptr p = b->ptr();
+    if (data)
+      driver().cuMemcpyHtoD(p, data, bytes);
+    else
+      driver().cuMemsetD8(p, 0, bytes ? bytes : 1);
+    buffers_.push_back(std::move(b.value()));
+    return p;
+  }
+  template <typename T> CUdeviceptr upload(const std::vector<T> &v) {
+    return upload(v.data(), v.size() * sizeof(T));
+  }
+  template <typename T> std::vector<T> download(CUdeviceptr p, size_t count) const {
+    std::vector<T> v(count);
+    driver().cuMemcpyDtoH(v.data(), p, count * sizeof(T));
+    return v;
+  }
+
+  /// Launches `entry` of template `name` (compiled and loaded on first use)
+  /// and waits for it; the status names the entry on failure.
+  runtime::Status launch(const std::string &name, const std::string &entry, unsigned grid,
+                         unsigned block, size_t sharedBytes, std::vector<void *> args) {
+    auto module = modules_.find(name);
+    if (module == modules_.end()) {
+      auto compiled = codegen::compileKernel(name);
+      if (!compiled)
+        return compiled.status();
+      cubins_[name] = compiled->cubin;
+      auto loaded = cuda::hal::Executable::load(driver(), cubins_[name].data(), name);
+      if (!loaded)
+        return loaded.status();
+      module = modules_.emplace(name, std::move(loaded.value())).first;
+    }
+    auto fn = module->second.function(entry);
+    if (!fn)
+      return fn.status();
+    const cuda::CudaDriver &d = driver();
+    if (sharedBytes > 48 * 1024)
+      if (runtime::Status s = d.check(d.cuFuncSetAttribute(
+                                          *fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          int(sharedBytes)),
+                                      entry + ": dynamic shared memory");
+          !s)
+        return s;
+    if (runtime::Status s = d.check(d.cuLaunchKernel(*fn, grid, 1, 1, block, 1, 1,
+                                                     unsigned(sharedBytes), device_.stream(),
+                                                     args.data(), nullptr),
+                                    "cuLaunchKernel(" + entry + ")");
+        !s)
+      return s;
+    return device_.synchronize();
+  }
+
+private:
+  explicit GpuKernelHarness(cuda::hal::Device device) : device_(std::move(device)) {}
+  cuda::hal::Device device_;
+  std::vector<cuda::hal::DeviceBuffer> buffers_;
+  std::map<std::string, std::vector<uint8_t>> cubins_;
+  std::map<std::string, cuda::hal::Executable> modules_;
+};
+
+/// cuLaunchKernel's argument array: pointers to the arguments.
+template <typename... T> std::vector<void *> kernelArgs(T &...a) {
+  return {const_cast<void *>(static_cast<const void *>(&a))...};
+}
+
+} // namespace dsc::test
+
+#endif // DSC_TEST_UNIT_CUDA_KERNELS_GPUKERNELHARNESS_H

@@ -1,0 +1,161 @@
+//===- LaneGemvGpuTest.cpp - The lane-block GEMVs against the CPU reference -===//
+//
+// dsc_linear_fp8_lanes / _fp4_lanes (codegen/kernels/lane_gemv.cuh, through
+// linear.cu) on the GPU against cpu::linearFp8 / linearFp4 (the reference's
+// block-scaled GEMMs) at odd shapes, M = 1 included, with one K range and
+// with K splits reduced by dsc_linear_splitk_reduce_fast. The kernels sum in
+// their own fixed order (the mma's, then the lanes' xor tree), so an output
+// may differ from the CPU's by one bf16 rounding step of its fp32 sum, never
+// more (outputs that nearly cancel are judged by a step of the outputs' rms /
+// 64); and, what the runtime relies on: two runs give the same bytes, and a
+// row's bytes do not depend on the other rows of the call.
+// Needs a GPU (skips without one). Written in session 8, when no device time
+// was left: first run on the H200 pending.
+//===----------------------------------------------------------------------===//
+#include "test/unit/cuda/kernels/GpuKernelHarness.h"
+
+#include "dsc/numerics/ScalarCodecs.h"
+#include "runtime/cpu/kernels/dense/Linear.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace {
+
+using dsc::test::GpuKernelHarness;
+using dsc::test::kernelArgs;
+
+struct Shape {
+  long long M, N, K, splits;
+};
+
+struct Operands {
+  std::vector<uint16_t> x;     ///< bf16 [M, K]
+  std::vector<uint8_t> w, ws;  ///< E4M3 [N, K] + UE8M0 [ceil(N/32), K/32], or E2M1 [N, K/2] + [N, K/32]
+};
+
+Operands makeOperands(const Shape &s, bool fp4, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  Operands o;
+  o.x.resize(size_t(s.M * s.K));
+  for (uint16_t &v : o.x)
+    v = dsc::numerics::bf16FromFloat(normal(rng));
+  std::uniform_int_distribution<int> byte(0, 255), scale(118, 130);
+  o.w.resize(size_t(fp4 ? s.N * s.K / 2 : s.N * s.K));
+  for (uint8_t &v : o.w) {
+    int b = byte(rng);
+    if (!fp4 && (b & 0x7f) == 0x7f) // no E4M3 NaN codes
+      b &= 0xfe;
+    v = uint8_t(b);
+  }
+  o.ws.resize(size_t((fp4 ? s.N : (s.N + 31) / 32) * (s.K / 32)));
+  for (uint8_t &v : o.ws)
+    v = uint8_t(scale(rng));
+  return o;
+}
+
+/// The GPU's y [M, N] bf16 for the operands (quantised in the block, as the
+/// runtime's decode path does).
+std::vector<uint16_t> runLanes(GpuKernelHarness &h, const Shape &s, bool fp4, const Operands &o) {
+  CUdeviceptr x = h.upload(o.x), w = h.upload(o.w), ws = h.upload(o.ws);
+  CUdeviceptr y = h.upload(nullptr, size_t(s.M * s.N) * 2);
+  CUdeviceptr partial = h.upload(nullptr, size_t(s.splits * s.M * s.N) * 4);
+  CUdeviceptr none = 0;
+  long long M = s.M, K = s.K, N = s.N, splits = s.splits;
+  const size_t smem = size_t(M * K + M * (K / 32) * 4); // dsc_gemv::quantBytes
+  const unsigned items = unsigned(((N + 7) / 8) * ((M + 7) / 8) * splits);
+  const unsigned grid = (items + 7) / 8; // 8 warps per block, one item each
+  const char *entry = fp4 ? "dsc_linear_fp4_lanes" : "dsc_linear_fp8_lanes";
+  dsc::runtime::Status st = h.launch("linear", entry, grid, 256, smem,
+                                     kernelArgs(x, none, none, M, K, w, ws, N, y, splits, partial));
+  EXPECT_TRUE(st) << st.message();
+  if (splits > 1) {
+    long long MN = M * N;
+    st = h.launch("linear", "dsc_linear_splitk_reduce_fast", unsigned((MN + 255) / 256), 256, 0,
+                  kernelArgs(partial, splits, MN, y));
+    EXPECT_TRUE(st) << st.message();
+  }
+  return h.download<uint16_t>(y, size_t(M * N));
+}
+
+/// |a - b| in bf16 rounding steps: one ulp of the larger, but at least one ulp
+/// of `floor` (an output that nearly cancels to zero has a tiny ulp, while
+/// the two sums' difference scales with the terms, not with the result).
+double bf16Steps(uint16_t a, uint16_t b, float floor) {
+  const float fa = dsc::numerics::bf16ToFloat(a), fb = dsc::numerics::bf16ToFloat(b);
+  if (fa == fb)
+    return 0.0;
+  float big = std::fabs(fa) > std::fabs(fb) ? std::fabs(fa) : std::fabs(fb);
+  big = big > floor ? big : floor;
+  const double ulp = std::ldexp(1.0, std::ilogb(big) - 7); // bf16: 8 significant bits
+  return std::fabs(double(fa) - double(fb)) / ulp;
+}
+
+class LaneGemvGpu : public ::testing::TestWithParam<bool> {
+protected:
+  void SetUp() override {
+    std::string why;
+    harness_ = GpuKernelHarness::open(why);
+    if (!harness_)
+      GTEST_SKIP() << why;
+  }
+  std::unique_ptr<GpuKernelHarness> harness_;
+};
+
+TEST_P(LaneGemvGpu, MatchesTheCpuReferenceWithinOneBf16Step) {
+  const bool fp4 = GetParam();
+  for (const Shape &s : {Shape{1, 40, 96, 1}, Shape{1, 1280, 5120, 4}, Shape{3, 77, 160, 1},
+                         Shape{8, 264, 512, 3}, Shape{13, 8, 2304, 2}}) {
+    SCOPED_TRACE("M " + std::to_string(s.M) + " N " + std::to_string(s.N) + " K " +
+                 std::to_string(s.K) + " splits " + std::to_string(s.splits));
+    const Operands o = makeOperands(s, fp4, uint32_t(s.M * 7919 + s.N * 31 + s.K));
+    std::vector<uint16_t> cpu(size_t(s.M * s.N));
+    if (fp4)
+      dsc::cpu::linearFp4(o.x.data(), s.M, s.K, o.w.data(), o.ws.data(), s.N, cpu.data());
+    else
+      dsc::cpu::linearFp8(o.x.data(), s.M, s.K, o.w.data(), o.ws.data(), s.N, cpu.data());
+    const std::vector<uint16_t> gpu = runLanes(*harness_, s, fp4, o);
+    double sumSq = 0.0; // the outputs' rms / 64 is the floor of the step size
+    for (uint16_t v : cpu)
+      sumSq += double(dsc::numerics::bf16ToFloat(v)) * dsc::numerics::bf16ToFloat(v);
+    const float floor = float(std::sqrt(sumSq / double(cpu.size())) / 64.0);
+    size_t equal = 0, worst = 0;
+    double worstSteps = 0.0;
+    for (size_t i = 0; i < cpu.size(); ++i) {
+      const double d = bf16Steps(gpu[i], cpu[i], floor);
+      equal += d == 0.0;
+      if (d > worstSteps) {
+        worstSteps = d;
+        worst = i;
+      }
+    }
+    EXPECT_LE(worstSteps, 1.0) << "output " << worst << ": gpu "
+                               << dsc::numerics::bf16ToFloat(gpu[worst]) << " cpu "
+                               << dsc::numerics::bf16ToFloat(cpu[worst]);
+    EXPECT_GE(double(equal), 0.9 * double(cpu.size())) << "most outputs round the same";
+    EXPECT_EQ(runLanes(*harness_, s, fp4, o), gpu) << "same input, same bytes";
+  }
+}
+
+TEST_P(LaneGemvGpu, ARowsBytesDoNotDependOnTheOtherRows) {
+  const bool fp4 = GetParam();
+  const Shape all{8, 96, 640, 2};
+  const Operands o = makeOperands(all, fp4, 17);
+  const std::vector<uint16_t> together = runLanes(*harness_, all, fp4, o);
+  for (long long m : {0LL, 5LL, 7LL}) {
+    Operands one = o;
+    one.x.assign(o.x.begin() + m * all.K, o.x.begin() + (m + 1) * all.K);
+    const std::vector<uint16_t> alone =
+        runLanes(*harness_, Shape{1, all.N, all.K, all.splits}, fp4, one);
+    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), together.begin() + m * all.N))
+        << "row " << m;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, LaneGemvGpu, ::testing::Values(false, true),
+                         [](const auto &info) { return info.param ? "Fp4" : "Fp8"; });
+
+} // namespace
