@@ -81,6 +81,12 @@ public:
   /// and waits for it; the status names the entry on failure.
   runtime::Status launch(const std::string &name, const std::string &entry, unsigned grid,
                          unsigned block, size_t sharedBytes, std::vector<void *> args) {
+    return launch2D(name, entry, grid, 1, block, sharedBytes, std::move(args));
+  }
+  /// The same with a grid of gridX x gridY blocks.
+  runtime::Status launch2D(const std::string &name, const std::string &entry, unsigned gridX,
+                           unsigned gridY, unsigned block, size_t sharedBytes,
+                           std::vector<void *> args) {
     auto module = modules_.find(name);
     if (module == modules_.end()) {
       auto compiled = codegen::compileKernel(name);
@@ -103,7 +109,7 @@ public:
                                       entry + ": dynamic shared memory");
           !s)
         return s;
-    if (runtime::Status s = d.check(d.cuLaunchKernel(*fn, grid, 1, 1, block, 1, 1,
+    if (runtime::Status s = d.check(d.cuLaunchKernel(*fn, gridX, gridY, 1, block, 1, 1,
                                                      unsigned(sharedBytes), device_.stream(),
                                                      args.data(), nullptr),
                                     "cuLaunchKernel(" + entry + ")");

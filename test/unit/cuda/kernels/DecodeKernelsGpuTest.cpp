@@ -1,0 +1,138 @@
+//===- DecodeKernelsGpuTest.cpp - Session-8 decode kernels against the CPU ===//
+//
+// The kernels spread over warps in session 8, byte for byte against the CPU
+// reference: dsc_index_queries_rope_qdq (one warp per 32-value block: RoPE
+// then FP4 E8M0 QDQ) against dsc_rope (itself within one bf16 step of
+// cpu::applyRope: the device's sinf/cosf) + numerics::qdqFp4E8M0Row (what
+// cpu::indexQueries does after its GEMM), and dsc_moe_experts_combine_fast
+// (slots ranked once per block) against the CPU's order of the sum over
+// experts (valid slots in ascending expert id, ties in slot order, then the
+// shared expert). Needs a GPU (skips without one); written in session 8 with
+// no device time left: first run on the H200 pending.
+//===----------------------------------------------------------------------===//
+#include "test/unit/cuda/kernels/GpuKernelHarness.h"
+
+#include "dsc/abi/KernelParams.h"
+#include "dsc/numerics/Quantize.h"
+#include "dsc/numerics/Rope.h"
+#include "dsc/numerics/ScalarCodecs.h"
+#include "runtime/cpu/kernels/attention/Rope.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+namespace {
+
+using dsc::test::GpuKernelHarness;
+using dsc::test::kernelArgs;
+
+class DecodeKernelsGpu : public ::testing::Test {
+protected:
+  void SetUp() override {
+    std::string why;
+    harness_ = GpuKernelHarness::open(why);
+    if (!harness_)
+      GTEST_SKIP() << why;
+  }
+  std::unique_ptr<GpuKernelHarness> harness_;
+};
+
+TEST_F(DecodeKernelsGpu, IndexQueriesRopeQdqEqualsRopeThenTheNumericsQdq) {
+  const long long H = 5, dk = 128, ropeDim = 64;
+  for (const long long S : {1LL, 3LL}) {
+    for (const long long startPos : {0LL, 777LL, 65535LL}) {
+      std::mt19937 rng(uint32_t(S * 131 + startPos));
+      std::normal_distribution<float> normal(0.0f, 2.0f);
+      std::vector<uint16_t> qb(size_t(S * H * dk));
+      for (uint16_t &v : qb)
+        v = dsc::numerics::bf16FromFloat(normal(rng));
+      qb[7] = dsc::numerics::bf16FromFloat(0.0f); // a zero and a large value in the blocks
+      qb[40] = dsc::numerics::bf16FromFloat(3.0e4f);
+      dsc::cpu::RopeFreqs freqs = dsc::cpu::makeRopeFreqs(ropeDim, 10000.0);
+      const long long callState[3] = {startPos, S, 0};
+      CUdeviceptr qbp = harness_->upload(qb), f = harness_->upload(freqs.invFreq),
+                  cs = harness_->upload(callState, sizeof(callState)),
+                  q = harness_->upload(nullptr, qb.size() * 2),
+                  r = harness_->upload(nullptr, qb.size() * 2);
+      long long Sv = S, Hv = H, dkv = dk;
+      // The rotation as dsc_rope computes it (the device's sinf/cosf may differ
+      // from the host libm's by an ulp, so the CPU's applyRope is not a
+      // byte reference for it), then the QDQ on the host (numerics).
+      dsc::abi::RopeParams rp{};
+      rp.rope.dim = ropeDim;
+      dsc::runtime::Status st =
+          harness_->launch("rope", "dsc_rope", unsigned((S * H * dk + 255) / 256), 256, 0,
+                           kernelArgs(rp, qbp, r, Sv, Hv, dkv, f, cs));
+      ASSERT_TRUE(st) << st.message();
+      const std::vector<uint16_t> rotated = harness_->download<uint16_t>(r, qb.size());
+      std::vector<uint16_t> cpuRotated = qb; // and the CPU's within one bf16 step of it
+      dsc::cpu::applyRope(cpuRotated.data(), S, H, dk, freqs, startPos, 1, false);
+      for (size_t i = 0; i < qb.size(); ++i) {
+        const float a = dsc::numerics::bf16ToFloat(rotated[i]),
+                    b = dsc::numerics::bf16ToFloat(cpuRotated[i]);
+        ASSERT_LE(std::fabs(a - b), std::fabs(b) / 128.0f + 1e-30f) << "channel " << i;
+      }
+      std::vector<uint16_t> expected(qb.size());
+      std::vector<float> in(static_cast<size_t>(dk)), out(static_cast<size_t>(dk));
+      for (long long v = 0; v < S * H; ++v) {
+        for (long long c = 0; c < dk; ++c)
+          in[size_t(c)] = dsc::numerics::bf16ToFloat(rotated[size_t(v * dk + c)]);
+        dsc::numerics::qdqFp4E8M0Row(in.data(), int(dk), dsc::numerics::kFp4E8M0Block, out.data());
+        for (long long c = 0; c < dk; ++c)
+          expected[size_t(v * dk + c)] = dsc::numerics::bf16FromFloat(out[size_t(c)]);
+      }
+      dsc::abi::IndexQueriesParams p{};
+      p.rope.dim = ropeDim;
+      const unsigned grid = unsigned((S * H * dk + 255) / 256); // a warp per 32-value block
+      st = harness_->launch("index_queries", "dsc_index_queries_rope_qdq", grid, 256, 0,
+                            kernelArgs(p, qbp, Sv, Hv, dkv, f, cs, q));
+      ASSERT_TRUE(st) << st.message();
+      EXPECT_EQ(harness_->download<uint16_t>(q, qb.size()), expected)
+          << "S " << S << " startPos " << startPos;
+    }
+  }
+}
+
+TEST_F(DecodeKernelsGpu, MoeCombineSumsTheSlotsInTheCpuOrder) {
+  const long long T = 3, k = 6, E = 16, D = 300;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> outs(size_t(T * (k + 1) * D));
+  for (float &v : outs)
+    v = dsc::numerics::roundToBf16(normal(rng) * 100.0f); // the down step's bf16-valued rows
+  // Token 0: distinct ids; token 1: a repeated expert and an invalid slot;
+  // token 2: every routed slot invalid (only the shared expert counts).
+  const std::vector<int> ids = {9, 2, 15, 0, 7, 4, 3, 3, -1, 12, 16, 1, -1, -1, 99, 16, -5, -1};
+  std::vector<uint16_t> expected(size_t(T * D));
+  for (long long t = 0; t < T; ++t) {
+    std::vector<long long> order;
+    for (long long j = 0; j < k; ++j)
+      if (ids[size_t(t * k + j)] >= 0 && ids[size_t(t * k + j)] < E)
+        order.push_back(j);
+    std::stable_sort(order.begin(), order.end(), [&](long long a, long long b) {
+      return ids[size_t(t * k + a)] < ids[size_t(t * k + b)];
+    });
+    for (long long d = 0; d < D; ++d) {
+      float total = 0.0f;
+      for (long long j : order)
+        total += outs[size_t((t * (k + 1) + j) * D + d)];
+      total += outs[size_t((t * (k + 1) + k) * D + d)];
+      expected[size_t(t * D + d)] = dsc::numerics::bf16FromFloat(total);
+    }
+  }
+  CUdeviceptr op = harness_->upload(outs), ip = harness_->upload(ids),
+              y = harness_->upload(nullptr, expected.size() * 2);
+  long long Tv = T, kv = k, Ev = E, Dv = D;
+  const unsigned gridX = unsigned((D + 255) / 256); // kMoeCombinePerThread = 1
+  dsc::runtime::Status st = harness_->launch2D("moe_experts", "dsc_moe_experts_combine_fast",
+                                               gridX, unsigned(T), 256, 0,
+                                               kernelArgs(op, ip, Tv, kv, Ev, Dv, y));
+  ASSERT_TRUE(st) << st.message();
+  EXPECT_EQ(harness_->download<uint16_t>(y, expected.size()), expected);
+}
+
+} // namespace
