@@ -10,7 +10,7 @@
 // shared expert). Needs a GPU (skips without one); written in session 8 with
 // no device time left: first run on the H200 pending.
 //===----------------------------------------------------------------------===//
-#include "test/unit/cuda/kernels/GpuKernelHarness.h"
+#include "test/unit/cuda/kernels/GpuKernelTest.h"
 
 #include "dsc/abi/KernelParams.h"
 #include "dsc/numerics/Quantize.h"
@@ -30,16 +30,7 @@ namespace {
 using dsc::test::GpuKernelHarness;
 using dsc::test::kernelArgs;
 
-class DecodeKernelsGpu : public ::testing::Test {
-protected:
-  void SetUp() override {
-    std::string why;
-    harness_ = GpuKernelHarness::open(why);
-    if (!harness_)
-      GTEST_SKIP() << why;
-  }
-  std::unique_ptr<GpuKernelHarness> harness_;
-};
+using DecodeKernelsGpu = dsc::test::GpuKernelTest<>;
 
 TEST_F(DecodeKernelsGpu, IndexQueriesRopeQdqEqualsRopeThenTheNumericsQdq) {
   const long long H = 5, dk = 128, ropeDim = 64;

@@ -12,7 +12,7 @@
 // Needs a GPU (skips without one). Written in session 8, when no device time
 // was left: first run on the H200 pending.
 //===----------------------------------------------------------------------===//
-#include "test/unit/cuda/kernels/GpuKernelHarness.h"
+#include "test/unit/cuda/kernels/GpuKernelTest.h"
 
 #include "dsc/numerics/ScalarCodecs.h"
 #include "runtime/cpu/kernels/dense/Linear.h"
@@ -94,16 +94,7 @@ double bf16Steps(uint16_t a, uint16_t b, float floor) {
   return std::fabs(double(fa) - double(fb)) / ulp;
 }
 
-class LaneGemvGpu : public ::testing::TestWithParam<bool> {
-protected:
-  void SetUp() override {
-    std::string why;
-    harness_ = GpuKernelHarness::open(why);
-    if (!harness_)
-      GTEST_SKIP() << why;
-  }
-  std::unique_ptr<GpuKernelHarness> harness_;
-};
+using LaneGemvGpu = dsc::test::GpuKernelTest<::testing::TestWithParam<bool>>;
 
 TEST_P(LaneGemvGpu, MatchesTheCpuReferenceWithinOneBf16Step) {
   const bool fp4 = GetParam();
