@@ -18,7 +18,7 @@ llvm_config.with_system_environment(["HOME", "TMP", "TEMP", "DSC_SHARED_DIR"])
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["dsc-opt", "dsc-compile", "dsc-run", "dsc-bench"], [os.path.join(config.dsc_obj_root, "bin")])
+    ["dsc-opt", "dsc-compile", "dsc-run", "dsc-bench", "dsc-kernel-bench"], [os.path.join(config.dsc_obj_root, "bin")])
 
 shared = os.environ.get("DSC_SHARED_DIR") or config.dsc_shared_dir_default
 config.substitutions.append(("%shared", os.path.abspath(shared)))

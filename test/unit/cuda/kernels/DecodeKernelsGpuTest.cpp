@@ -27,8 +27,8 @@
 
 namespace {
 
-using dsc::test::GpuKernelHarness;
-using dsc::test::kernelArgs;
+using dsc::tools::KernelHarness;
+using dsc::tools::kernelArgs;
 
 using DecodeKernelsGpu = dsc::test::GpuKernelTest<>;
 

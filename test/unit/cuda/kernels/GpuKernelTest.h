@@ -1,4 +1,4 @@
-//===- GpuKernelTest.h - GoogleTest fixture over GpuKernelHarness ----------===//
+//===- GpuKernelTest.h - GoogleTest fixture over tools::KernelHarness -----===//
 //
 // GpuKernelTest<Base> opens the harness in SetUp and skips the test (with
 // the reason) where there is no GPU, driver or NVRTC; Base is
@@ -7,7 +7,7 @@
 #ifndef DSC_TEST_UNIT_CUDA_KERNELS_GPUKERNELTEST_H
 #define DSC_TEST_UNIT_CUDA_KERNELS_GPUKERNELTEST_H
 
-#include "test/unit/cuda/kernels/GpuKernelHarness.h"
+#include "tools/common/KernelHarness.h"
 
 #include <gtest/gtest.h>
 
@@ -17,11 +17,11 @@ template <typename Base = ::testing::Test> class GpuKernelTest : public Base {
 protected:
   void SetUp() override {
     std::string why;
-    harness_ = GpuKernelHarness::open(why);
+    harness_ = dsc::tools::KernelHarness::open(why);
     if (!harness_)
       GTEST_SKIP() << why;
   }
-  std::unique_ptr<GpuKernelHarness> harness_;
+  std::unique_ptr<dsc::tools::KernelHarness> harness_;
 };
 
 } // namespace dsc::test

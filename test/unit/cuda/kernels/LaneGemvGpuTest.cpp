@@ -24,8 +24,8 @@
 
 namespace {
 
-using dsc::test::GpuKernelHarness;
-using dsc::test::kernelArgs;
+using dsc::tools::KernelHarness;
+using dsc::tools::kernelArgs;
 
 struct Shape {
   long long M, N, K, splits;
@@ -59,7 +59,7 @@ Operands makeOperands(const Shape &s, bool fp4, uint32_t seed) {
 
 /// The GPU's y [M, N] bf16 for the operands (quantised in the block, as the
 /// runtime's decode path does).
-std::vector<uint16_t> runLanes(GpuKernelHarness &h, const Shape &s, bool fp4, const Operands &o) {
+std::vector<uint16_t> runLanes(KernelHarness &h, const Shape &s, bool fp4, const Operands &o) {
   CUdeviceptr x = h.upload(o.x), w = h.upload(o.w), ws = h.upload(o.ws);
   CUdeviceptr y = h.upload(nullptr, size_t(s.M * s.N) * 2);
   CUdeviceptr partial = h.upload(nullptr, size_t(s.splits * s.M * s.N) * 4);

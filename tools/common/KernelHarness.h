@@ -1,37 +1,41 @@
-//===- GpuKernelHarness.h - Run one kernel template's entry on the GPU -----===//
+//===- KernelHarness.h - Run and time one kernel template's entry on the GPU ===//
 //
-// What: GpuKernelHarness compiles a kernel template (codegen::compileKernel,
+// What: KernelHarness compiles a kernel template (codegen::compileKernel,
 // sm_90a), loads it on device 0 (hal::Device, hal::Executable) and launches
-// one entry on buffers the test uploads, synchronously, so a test can
+// one entry on buffers the caller uploads, synchronously, so a test can
 // compare a kernel's output with the CPU reference (runtime/cpu/kernels) at
-// shapes of its choosing, without a plan or a model.
+// shapes of its choosing, without a plan or a model
+// (test/unit/cuda/kernels); timeLaunches replays the same launch from a
+// CUDA graph and returns the time per launch (dsc-kernel-bench).
 // Why: the fast kernels were only checked through whole-model runs (the
 // golden gates), which say that something moved but not which kernel at
 // which shape; a kernel under change needs a test of its own (issue 11).
 // Invariants: open() returns null with a reason when there is no CUDA
 // driver, no device or no NVRTC (the tests then skip); buffers live as long
-// as the harness; every launch is followed by a synchronisation, so a fault
-// names the entry.
+// as the harness; launch() synchronises, so a fault names the entry;
+// timeLaunches() checks one launch that way before it captures the others.
 //===----------------------------------------------------------------------===//
-#ifndef DSC_TEST_UNIT_CUDA_KERNELS_GPUKERNELHARNESS_H
-#define DSC_TEST_UNIT_CUDA_KERNELS_GPUKERNELHARNESS_H
+#ifndef DSC_TOOLS_COMMON_KERNELHARNESS_H
+#define DSC_TOOLS_COMMON_KERNELHARNESS_H
 
 #include "codegen/KernelCompiler.h"
 #include "runtime/cuda/hal/Device.h"
 #include "runtime/cuda/hal/DeviceBuffer.h"
 #include "runtime/cuda/hal/Executable.h"
+#include "runtime/cuda/hal/Graph.h"
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-namespace dsc::test {
+namespace dsc::tools {
 
-class GpuKernelHarness {
+class KernelHarness {
 public:
   /// The harness, or null with `why` set (no driver, device or NVRTC).
-  static std::unique_ptr<GpuKernelHarness> open(std::string &why) {
+  static std::unique_ptr<KernelHarness> open(std::string &why) {
     if (codegen::nvrtcVersion().empty()) {
       why = "NVRTC not available in this build";
       return nullptr;
@@ -50,14 +54,14 @@ public:
       why = s.message();
       return nullptr;
     }
-    return std::unique_ptr<GpuKernelHarness>(new GpuKernelHarness(std::move(device.value())));
+    return std::unique_ptr<KernelHarness>(new KernelHarness(std::move(device.value())));
   }
 
   const cuda::CudaDriver &driver() const { return device_.driver(); }
 
   /// Device copy of `bytes` bytes at `data` (null: zero-filled).
   CUdeviceptr upload(const void *data, size_t bytes) {
-    auto b = cuda::hal::DeviceBuffer::allocate(driver(), bytes ? bytes : 1, "test buffer");
+    auto b = cuda::hal::DeviceBuffer::allocate(driver(), bytes ? bytes : 1, "kernel harness buffer");
     if (!b)
       return 0;
     const CUdeviceptr p = b->ptr();
@@ -87,6 +91,49 @@ public:
   runtime::Status launch2D(const std::string &name, const std::string &entry, unsigned gridX,
                            unsigned gridY, unsigned block, size_t sharedBytes,
                            std::vector<void *> args) {
+    if (runtime::Status s = enqueue(name, entry, gridX, gridY, block, sharedBytes, args); !s)
+      return s;
+    return device_.synchronize();
+  }
+
+  /// Seconds per launch of the entry: `perGraph` launches captured into one
+  /// CUDA graph, replayed once to warm up, then `replays` times timed
+  /// together (no host launch cost in the time; back-to-back launches, as in
+  /// a decode step's graph).
+  runtime::Expected<double> timeLaunches(const std::string &name, const std::string &entry,
+                                         unsigned grid, unsigned block, size_t sharedBytes,
+                                         std::vector<void *> args, int perGraph = 20,
+                                         int replays = 20) {
+    if (runtime::Status s = launch(name, entry, grid, block, sharedBytes, args); !s)
+      return s; // loads the module and checks the launch
+    auto capture = cuda::hal::GraphCapture::begin(driver(), device_.stream());
+    if (!capture)
+      return capture.status();
+    for (int i = 0; i < perGraph; ++i)
+      if (runtime::Status s = enqueue(name, entry, grid, 1, block, sharedBytes, args); !s)
+        return s;
+    auto graph = capture->end();
+    if (!graph)
+      return graph.status();
+    if (runtime::Status s = graph->launch(device_.stream()); !s)
+      return s;
+    if (runtime::Status s = device_.synchronize(); !s)
+      return s;
+    const auto start = std::chrono::steady_clock::now();
+    for (int r = 0; r < replays; ++r)
+      if (runtime::Status s = graph->launch(device_.stream()); !s)
+        return s;
+    if (runtime::Status s = device_.synchronize(); !s)
+      return s;
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return seconds / double(perGraph) / double(replays);
+  }
+
+private:
+  runtime::Status enqueue(const std::string &name, const std::string &entry, unsigned gridX,
+                          unsigned gridY, unsigned block, size_t sharedBytes,
+                          std::vector<void *> &args) {
     auto module = modules_.find(name);
     if (module == modules_.end()) {
       auto compiled = codegen::compileKernel(name);
@@ -115,11 +162,10 @@ public:
                                     "cuLaunchKernel(" + entry + ")");
         !s)
       return s;
-    return device_.synchronize();
+    return runtime::Status::ok();
   }
 
-private:
-  explicit GpuKernelHarness(cuda::hal::Device device) : device_(std::move(device)) {}
+  explicit KernelHarness(cuda::hal::Device device) : device_(std::move(device)) {}
   cuda::hal::Device device_;
   std::vector<cuda::hal::DeviceBuffer> buffers_;
   std::map<std::string, std::vector<uint8_t>> cubins_;
@@ -131,6 +177,6 @@ template <typename... T> std::vector<void *> kernelArgs(T &...a) {
   return {const_cast<void *>(static_cast<const void *>(&a))...};
 }
 
-} // namespace dsc::test
+} // namespace dsc::tools
 
-#endif // DSC_TEST_UNIT_CUDA_KERNELS_GPUKERNELHARNESS_H
+#endif // DSC_TOOLS_COMMON_KERNELHARNESS_H
