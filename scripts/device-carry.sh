@@ -15,7 +15,7 @@
 #                  refbench/ -> scripts/device-perf.sh DIR OUT (dsc-bench, the split attention, the peer)
 #   odd            bin/dsc-bench, odd-4.dscp, odd-4-full.dscp -> scripts/device-fast-vs-cpu.sh DIR OUT
 #   kernels        bin/test_cuda_kernels_gpu (GPU kernel tests against the CPU reference:
-#                  test/unit/cuda/kernels) -> DIR/bin/test_cuda_kernels_gpu
+#                  test/unit/cuda/kernels), bin/dsc-kernel-bench (docs/bench.md)
 #   prefill        bin/dsc-run, plans/{exact,full,exact-c96,full-c32,full-unfused}.dscp, shared/golden/tiny6/
 #                  {model, expected (input_ids only)} -> DSC_CED_PLANS=DIR/plans scripts/prefill-cuda-test.sh DIR/bin DIR/shared
 set -eu
@@ -43,7 +43,7 @@ case "$KIND" in
   golden-tiny6) golden tiny6 ;;
   golden-tiny40) golden tiny40 ;;
   golden) golden tiny6; golden tiny40; prefillPlans "$DIR/plans"
-    cp $B/tests/test_cuda_kernels_gpu "$DIR/bin/" 2>/dev/null || true
+    cp $B/tests/test_cuda_kernels_gpu $B/dsc-kernel-bench "$DIR/bin/" 2>/dev/null || true
     # and the rw6 decode benchmark (one call can check and time a build)
     cp $B/dsc-bench "$DIR/bin/"
     $B/dsc-compile models/synthetic/released-widths-6.json -o "$DIR/rw6.dscp" ;;
@@ -56,7 +56,7 @@ case "$KIND" in
     cp $G6/model.safetensors "$DIR/golden/tiny6/"; cp $G40/model.safetensors "$DIR/golden/tiny40/"
     cp -r $SHARED/refbench "$DIR/refbench" ;;
   kernels)
-    cp $B/tests/test_cuda_kernels_gpu "$DIR/bin/" ;;
+    cp $B/tests/test_cuda_kernels_gpu $B/dsc-kernel-bench "$DIR/bin/" ;;
   odd)
     cp $B/dsc-bench "$DIR/bin/"
     $B/dsc-compile models/synthetic/odd-4.json -o "$DIR/odd-4.dscp"
