@@ -5,15 +5,19 @@
 // one entry on buffers the caller uploads, synchronously, so a test can
 // compare a kernel's output with the CPU reference (runtime/cpu/kernels) at
 // shapes of its choosing, without a plan or a model
-// (test/unit/cuda/kernels); timeLaunches replays the same launch from a
-// CUDA graph and returns the time per launch (dsc-kernel-bench).
+// (test/unit/cuda/kernels); timeSequence replays a sequence of launches
+// from a CUDA graph and returns the time per pass (dsc-kernel-bench). Plain
+// launches: no programmatic dependent launch (the kernels' prologue wait is
+// then a no-op), unlike the runtime's default.
 // Why: the fast kernels were only checked through whole-model runs (the
 // golden gates), which say that something moved but not which kernel at
 // which shape; a kernel under change needs a test of its own (issue 11).
 // Invariants: open() returns null with a reason when there is no CUDA
 // driver, no device or no NVRTC (the tests then skip); buffers live as long
-// as the harness; launch() synchronises, so a fault names the entry;
-// timeLaunches() checks one launch that way before it captures the others.
+// as the harness; uploads and downloads complete on the harness's stream;
+// launch() synchronises, so a fault names the entry (a fault leaves the
+// context unusable: later launches fail too); timeSequence() checks each
+// launch that way before it captures them.
 //===----------------------------------------------------------------------===//
 #ifndef DSC_TOOLS_COMMON_KERNELHARNESS_H
 #define DSC_TOOLS_COMMON_KERNELHARNESS_H
@@ -59,27 +63,39 @@ public:
 
   const cuda::CudaDriver &driver() const { return device_.driver(); }
 
-  /// Device copy of `bytes` bytes at `data` (null: zero-filled).
+  /// Device copy of `bytes` bytes at `data` (null: zero-filled), complete on
+  /// return (copied on the harness's stream, which is non-blocking: the
+  /// legacy-stream cuMemcpyHtoD could still be in flight when a launch reads
+  /// it). 0 on failure; the first failure makes every later launch fail.
   CUdeviceptr upload(const void *data, size_t bytes) {
     auto b = cuda::hal::DeviceBuffer::allocate(driver(), bytes ? bytes : 1, "kernel harness buffer");
-    if (!b)
+    if (!b) {
+      fail(b.status());
       return 0;
+    }
     const CUdeviceptr p = b->ptr();
-    if (data)
-      driver().cuMemcpyHtoD(p, data, bytes);
-    else
-      driver().cuMemsetD8(p, 0, bytes ? bytes : 1);
+    const cuda::CudaDriver &d = driver();
+    fail(data ? d.check(d.cuMemcpyHtoDAsync(p, data, bytes, device_.stream()), "cuMemcpyHtoDAsync")
+              : d.check(d.cuMemsetD8Async(p, 0, bytes ? bytes : 1, device_.stream()),
+                        "cuMemsetD8Async"));
+    fail(device_.synchronize());
     buffers_.push_back(std::move(b.value()));
     return p;
   }
   template <typename T> CUdeviceptr upload(const std::vector<T> &v) {
     return upload(v.data(), v.size() * sizeof(T));
   }
-  template <typename T> std::vector<T> download(CUdeviceptr p, size_t count) const {
+  /// `count` elements at `p` (after everything queued on the stream).
+  template <typename T> std::vector<T> download(CUdeviceptr p, size_t count) {
     std::vector<T> v(count);
-    driver().cuMemcpyDtoH(v.data(), p, count * sizeof(T));
+    const cuda::CudaDriver &d = driver();
+    fail(d.check(d.cuMemcpyDtoHAsync(v.data(), p, count * sizeof(T), device_.stream()),
+                 "cuMemcpyDtoHAsync"));
+    fail(device_.synchronize());
     return v;
   }
+  /// The first failure of an upload or download (ok if none).
+  const runtime::Status &status() const { return status_; }
 
   /// Launches `entry` of template `name` (compiled and loaded on first use)
   /// and waits for it; the status names the entry on failure.
@@ -96,22 +112,34 @@ public:
     return device_.synchronize();
   }
 
-  /// Seconds per launch of the entry: `perGraph` launches captured into one
-  /// CUDA graph, replayed once to warm up, then `replays` times timed
-  /// together (no host launch cost in the time; back-to-back launches, as in
-  /// a decode step's graph).
-  runtime::Expected<double> timeLaunches(const std::string &name, const std::string &entry,
-                                         unsigned grid, unsigned block, size_t sharedBytes,
-                                         std::vector<void *> args, int perGraph = 20,
-                                         int replays = 20) {
-    if (runtime::Status s = launch(name, entry, grid, block, sharedBytes, args); !s)
-      return s; // loads the module and checks the launch
+  /// One launch of a sequence (LaunchSequence): the arguments' storage must
+  /// outlive the call that takes the sequence.
+  struct Launch {
+    std::string name, entry;
+    unsigned gridX = 1, gridY = 1, block = 256;
+    size_t sharedBytes = 0;
+    std::vector<void *> args;
+  };
+  /// Seconds per pass of `steps`: each launched once and checked (with a
+  /// synchronisation), then the whole sequence captured into one CUDA graph,
+  /// replayed once to warm up and `replays` times timed together (no host
+  /// launch cost; back-to-back launches as in a decode step's graph).
+  runtime::Expected<double> timeSequence(const std::vector<Launch> &steps, int replays) {
+    for (const Launch &l : steps)
+      if (runtime::Status s =
+              launch2D(l.name, l.entry, l.gridX, l.gridY, l.block, l.sharedBytes, l.args);
+          !s)
+        return s;
     auto capture = cuda::hal::GraphCapture::begin(driver(), device_.stream());
     if (!capture)
       return capture.status();
-    for (int i = 0; i < perGraph; ++i)
-      if (runtime::Status s = enqueue(name, entry, grid, 1, block, sharedBytes, args); !s)
+    for (const Launch &l : steps) {
+      std::vector<void *> args = l.args;
+      if (runtime::Status s =
+              enqueue(l.name, l.entry, l.gridX, l.gridY, l.block, l.sharedBytes, args);
+          !s)
         return s;
+    }
     auto graph = capture->end();
     if (!graph)
       return graph.status();
@@ -125,15 +153,20 @@ public:
         return s;
     if (runtime::Status s = device_.synchronize(); !s)
       return s;
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return seconds / double(perGraph) / double(replays);
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+           double(replays);
   }
 
 private:
+  void fail(const runtime::Status &s) {
+    if (status_ && !s)
+      status_ = s;
+  }
   runtime::Status enqueue(const std::string &name, const std::string &entry, unsigned gridX,
                           unsigned gridY, unsigned block, size_t sharedBytes,
                           std::vector<void *> &args) {
+    if (!status_)
+      return status_; // an upload failed: the operands are not there
     auto module = modules_.find(name);
     if (module == modules_.end()) {
       auto compiled = codegen::compileKernel(name);
@@ -168,6 +201,7 @@ private:
   explicit KernelHarness(cuda::hal::Device device) : device_(std::move(device)) {}
   cuda::hal::Device device_;
   std::vector<cuda::hal::DeviceBuffer> buffers_;
+  runtime::Status status_ = runtime::Status::ok();
   std::map<std::string, std::vector<uint8_t>> cubins_;
   std::map<std::string, cuda::hal::Executable> modules_;
 };

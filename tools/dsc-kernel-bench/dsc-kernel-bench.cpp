@@ -1,50 +1,66 @@
 //===- dsc-kernel-bench.cpp - Time one kernel entry against its byte bound ===//
 //
-// What: the kernel mode of issue 11: times one kernel of codegen/kernels at
-// shapes given on the command line, on random operands, and prints one JSON
-// object: microseconds per launch (CUDA-graph replays of back-to-back
-// launches, tools/common/KernelHarness.h), the bytes the launch must read,
-// the bandwidth that makes, and its fraction of the device-to-device copy
-// bandwidth measured in the same run (dsc-bench's roofline rate).
+// What: the kernel mode of issue 11: times one decode kernel of
+// codegen/kernels at shapes given on the command line, on random operands,
+// and prints one JSON object: microseconds per call (CUDA-graph replays of
+// back-to-back launches, tools/common/KernelHarness.h), the bytes the call
+// must move, the bandwidth that makes, and its fraction of the
+// device-to-device copy bandwidth measured in the same run (the rate
+// dsc-bench's roofline uses).
 //   dsc-kernel-bench linear-fp8|linear-fp4 --m M --n N --k K [--splits S]
-//                    [--gemv lanes|tiles] [--graph-launches L] [--replays R]
-//   dsc-kernel-bench moe-up|moe-down --m T --n I --k D [--topk k] [--gemv ...]
-// (S: K splits, default the runtime's choice; the grid is the runtime's).
-// linear-*: the decode GEMV of the `linear` template with the activation
-// quantised in the block (the runtime's decode path), bytes = weights + their
-// UE8M0 scales; S > 1 adds dsc_linear_splitk_reduce_fast's partial reads.
-// moe-up / moe-down: the MoE up (w1, w3 and swiglu) and down steps of T
-// tokens, each routed to k distinct FP4 experts plus the FP8 shared expert
-// (the `moe_experts` template as moeExpertsFast launches it), bytes = the
-// chosen experts' weights and scales, each once.
+//                    [--gemv lanes|tiles] [--graph-calls C] [--replays R]
+//   dsc-kernel-bench moe-up|moe-down --m T --n I --k D [--topk k] [...]
+// A call is what the runtime launches for the step (runtime/cuda/
+// GemvLaunch.h quantizedGemv, CudaAdaptersDense.cpp moeExpertsFast): the
+// same entries, grids, K splits (S: 0 = the runtime's choice) and
+// activation path (quantised in every block while quantizeInBlocks says so,
+// else a global act_quant launch first), so its time includes those
+// launches. linear-*: bytes = weights + their UE8M0 scales (+ the split-K
+// partials written and read); moe-*: T tokens, each routed to k distinct FP4
+// experts (of 2k) plus the FP8 shared expert, bytes = the chosen experts'
+// weights and scales, each once. The weights rotate over enough copies that
+// no call finds its weights in L2 (at least 2 x 50 MB per graph pass); the
+// activations are the same every call, as in decode.
 // Why: the whole-model runs say where a decode step's time goes (ncu), not
-// how far one kernel is from its bound at a chosen shape; a kernel under
-// change needs that number on its own.
-// Invariants: correctness is the business of test/unit/cuda/kernels (the
-// same entries against the CPU reference); exit 2 on a usage error, 1 when
-// the device or a launch fails (the message names it).
+// how far one kernel is from its bound at a chosen shape.
+// Invariants: plain launches (no programmatic dependent launch); correctness
+// is the business of test/unit/cuda/kernels; exit 2 on a usage error, 1
+// when the device or a launch fails (the message names it).
 //===----------------------------------------------------------------------===//
+#include "dsc/abi/KernelParams.h"
 #include "dsc/abi/LaunchShapes.h"
 #include "dsc/runtime/Backend.h"
 #include "runtime/cuda/GemvLaunch.h"
 #include "tools/common/CommandLine.h"
 #include "tools/common/KernelHarness.h"
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
+#include <deque>
 #include <random>
 #include <string>
 
 namespace {
 
+namespace cu = dsc::cuda;
+using dsc::tools::KernelHarness;
+using dsc::tools::kernelArgs;
+using Launch = KernelHarness::Launch;
+
 constexpr const char *kUsage =
     "usage: dsc-kernel-bench linear-fp8|linear-fp4 --m M --n N --k K [--splits S (0: the runtime's)]\n"
-    "                        [--gemv lanes|tiles] [--graph-launches L] [--replays R]\n"
+    "                        [--gemv lanes|tiles] [--graph-calls C] [--replays R]\n"
     "       dsc-kernel-bench moe-up|moe-down --m TOKENS --n INTER --k DIM [--topk K] [--gemv ...]\n";
+/// Bytes of weights one graph pass streams at least (2 x the H200's L2).
+constexpr long long kRotateBytes = 100ll << 20;
 
 int usage(const std::string &message) {
   std::fprintf(stderr, "dsc-kernel-bench: error: %s\n%s", message.c_str(), kUsage);
   return 2;
+}
+int failure(const std::string &message) {
+  std::fprintf(stderr, "dsc-kernel-bench: error: %s\n", message.c_str());
+  return 1;
 }
 
 /// Random bytes: E2M1 pairs (any), E4M3 codes without NaN (no 0x7f / 0xff),
@@ -58,7 +74,6 @@ std::vector<uint8_t> randomBytes(size_t n, Fill fill, std::mt19937 &rng) {
                             : uint8_t(byte(rng) & (fill == Fill::Fp8 ? 0xf7 : 0xff));
   return v;
 }
-
 /// bf16 values of magnitude [1, 2), both signs.
 std::vector<uint16_t> randomBf16(size_t n, std::mt19937 &rng) {
   std::uniform_int_distribution<int> byte(0, 255);
@@ -68,88 +83,11 @@ std::vector<uint16_t> randomBf16(size_t n, std::mt19937 &rng) {
   return v;
 }
 
-int printResult(const std::string &kernel, const std::string &entry, const std::string &device,
-                long long M, long long N, long long K, long long splits, unsigned grid,
-                double seconds, long long bytes, double copyGbps) {
-  const double gbps = double(bytes) / seconds / 1e9;
-  std::printf("{\"kernel\": \"%s\", \"entry\": \"%s\", \"device\": \"%s\", \"m\": %lld, \"n\": %lld, "
-              "\"k\": %lld, \"splits\": %lld, \"grid\": %u, \"us_per_launch\": %.3f, "
-              "\"bytes\": %lld, \"gbps\": %.1f, \"copy_gbps\": %.1f, \"fraction_of_copy\": %.3f}\n",
-              kernel.c_str(), entry.c_str(), device.c_str(), M, N, K, splits, grid, seconds * 1e6,
-              bytes, gbps, copyGbps, gbps / copyGbps);
-  return 0;
-}
-
-int launchError(const dsc::runtime::Status &s) {
-  std::fprintf(stderr, "dsc-kernel-bench: error: %s\n", s.message().c_str());
-  return 1;
-}
-
-/// moe-up / moe-down: T tokens routed to topk distinct experts of E = 2 *
-/// topk (only the chosen ones are read) plus the shared expert.
-int runMoe(dsc::tools::KernelHarness &h, bool upStep, bool lanes, long long T, long long I,
-           long long D, long long k, int perGraph, int replays, double copyGbps,
-           const std::string &device) {
-  namespace cu = dsc::cuda;
-  using dsc::tools::kernelArgs;
-  std::mt19937 rng(2);
-  const long long E = 2 * k, slots = T * (k + 1);
-  std::vector<int> ids(size_t(T * k));
-  for (long long t = 0; t < T; ++t)
-    for (long long j = 0; j < k; ++j)
-      ids[size_t(t * k + j)] = int((t + 2 * j) % E); // distinct within a token
-  std::vector<float> weights(size_t(T * k), 1.0f / float(k));
-  // up: w1, w3 [E, I, D/2] + [E, I, D/32], shared s1, s3 [I, D] + [ceil(I/32), D/32];
-  // down: w2 [E, D, I/2] + [E, D, I/32], shared s2 [D, I] + [ceil(D/32), I/32].
-  const long long rowsOut = upStep ? I : D, width = upStep ? D : I;
-  const long long routed = E * rowsOut * (width / 2), routedScales = E * rowsOut * (width / 32);
-  const long long shared = rowsOut * width, sharedScales = ((rowsOut + 31) / 32) * (width / 32);
-  const int mats = upStep ? 2 : 1;
-  std::vector<CUdeviceptr> w, ws, s, ss;
-  for (int m = 0; m < mats; ++m) {
-    w.push_back(h.upload(randomBytes(size_t(routed), Fill::Fp4, rng)));
-    ws.push_back(h.upload(randomBytes(size_t(routedScales), Fill::Scale, rng)));
-    s.push_back(h.upload(randomBytes(size_t(shared), Fill::Fp8, rng)));
-    ss.push_back(h.upload(randomBytes(size_t(sharedScales), Fill::Scale, rng)));
-  }
-  CUdeviceptr ip = h.upload(ids), wp = h.upload(weights), none = 0;
-  CUdeviceptr x = h.upload(randomBf16(size_t(upStep ? T * D : slots * I), rng));
-  CUdeviceptr out = h.upload(nullptr, size_t(slots * (upStep ? I * 2 : D * 4)));
-  const unsigned grid =
-      lanes ? cu::gemvGrid(slots * cu::ceilDiv(rowsOut, cu::kLaneTileRows)).x
-            : cu::tileGrid(slots * cu::ceilDiv(rowsOut, 16)).x;
-  const size_t smem = cu::quantBytes(upStep ? T : slots, width) + cu::kCombineBytes;
-  const std::string entry = std::string("dsc_moe_experts_") + (upStep ? "up" : "down") +
-                            (lanes ? "_lanes" : "_fast");
-  // Each token reads its k experts and the shared one (distinct within a
-  // token; tokens may share experts, counted once: at most E routed).
-  const long long chosen = std::min(E, T * k);
-  const long long bytes = mats * (chosen * (routed + routedScales) / E + shared + sharedScales);
-  dsc::runtime::Expected<double> seconds = 0.0;
-  if (upStep) {
-    dsc::abi::MoeExpertsParams p{};
-    p.swiglu_limit = 10.0;
-    seconds = h.timeLaunches("moe_experts", entry, grid, cu::gemvBlock().x, smem,
-                             kernelArgs(p, x, none, none, T, D, I, w[0], ws[0], w[1], ws[1], s[0],
-                                        ss[0], s[1], ss[1], ip, wp, k, E, out),
-                             perGraph, replays);
-  } else {
-    seconds = h.timeLaunches("moe_experts", entry, grid, cu::gemvBlock().x, smem,
-                             kernelArgs(x, none, none, T, I, D, w[0], ws[0], s[0], ss[0], ip, k, E,
-                                        out),
-                             perGraph, replays);
-  }
-  if (!seconds)
-    return launchError(seconds.status());
-  return printResult(upStep ? "moe-up" : "moe-down", entry, device, T, I, D, 1, grid, *seconds,
-                     bytes, copyGbps);
-}
-
 int run(int argc, char **argv) {
   using namespace dsc::tools;
   const CommandLine cl = parseCommandLine(
       argc, argv,
-      {"--m", "--n", "--k", "--splits", "--gemv", "--graph-launches", "--replays", "--topk"});
+      {"--m", "--n", "--k", "--splits", "--gemv", "--graph-calls", "--replays", "--topk"});
   if (!cl.error.empty())
     return usage(cl.error);
   const std::string kernel = cl.positional;
@@ -174,11 +112,11 @@ int run(int argc, char **argv) {
              std::to_string(hi) + "], got '" + it->second + "'";
     return "";
   };
-  long long M = 0, N = 0, K = 0, splits = 0, perGraph = 0, replays = 0, topk = 0;
+  long long M = 0, N = 0, K = 0, splits = 0, calls = 0, replays = 0, topk = 0;
   for (const std::string &e :
        {count("--m", -1, 1, 64, M), count("--n", -1, 1, 1 << 20, N),
         count("--k", -1, 32, 1 << 16, K), count("--splits", 0, 0, 64, splits),
-        count("--graph-launches", 20, 1, 1000, perGraph), count("--replays", 20, 1, 10000, replays),
+        count("--graph-calls", 0, 0, 1000, calls), count("--replays", 20, 1, 10000, replays),
         count("--topk", 6, 1, 64, topk)})
     if (!e.empty())
       return usage(e);
@@ -190,71 +128,129 @@ int run(int argc, char **argv) {
   const std::string gemv = cl.has("--gemv") ? cl.options.at("--gemv") : "lanes";
   if (gemv != "lanes" && gemv != "tiles")
     return usage("--gemv takes lanes or tiles, got '" + gemv + "'");
-  const bool fp4 = kernel == "linear-fp4", lanes = gemv == "lanes";
-  namespace cu = dsc::cuda;
-  // The activation rows each launch quantises in its blocks: the down step's
-  // are the token's k + 1 expert rows of width I.
-  const long long quantRows = kernel == "moe-down" ? M * (topk + 1) : M;
-  const long long quantWidth = kernel == "moe-down" ? N : K;
-  if (cu::quantBytes(quantRows, quantWidth) + cu::kCombineBytes > 227 * 1024) // per block, H200
-    return usage("--m x --k too large: the activation's codes and scales (" +
-                 std::to_string(cu::quantBytes(quantRows, quantWidth)) +
-                 " bytes) must fit one block's shared memory (the decode path)");
-  if (splits == 0) // the runtime's choice (GemvLaunch.h)
-    splits = lanes ? cu::laneSplits(N, K) : cu::gemvSplits(N, K);
+  const bool lanes = gemv == "lanes", up = kernel == "moe-up";
 
   std::string why;
   std::unique_ptr<KernelHarness> h = KernelHarness::open(why);
-  if (!h) {
-    std::fprintf(stderr, "dsc-kernel-bench: error: %s\n", why.c_str());
-    return 1;
-  }
+  if (!h)
+    return failure(why);
   auto bandwidth = dsc::runtime::measureDeviceCopyBandwidth();
-  if (!bandwidth) {
-    std::fprintf(stderr, "dsc-kernel-bench: error: %s\n", bandwidth.status().message().c_str());
-    return 1;
-  }
-  if (moe)
-    return runMoe(*h, kernel == "moe-up", lanes, M, N, K, topk, int(perGraph), int(replays),
-                  bandwidth->gbps, bandwidth->device);
-  // Random operands: bf16 activations, E4M3 / E2M1 codes (no NaN), UE8M0 scales near 1.
+  if (!bandwidth)
+    return failure(bandwidth.status().message());
   std::mt19937 rng(1);
-  const std::vector<uint16_t> x = randomBf16(size_t(M * K), rng);
-  const long long weightBytes = fp4 ? N * K / 2 : N * K;
-  const long long scaleBytes = (fp4 ? N : (N + 31) / 32) * (K / 32);
-  const std::vector<uint8_t> w = randomBytes(size_t(weightBytes), fp4 ? Fill::Fp4 : Fill::Fp8, rng);
-  const std::vector<uint8_t> ws = randomBytes(size_t(scaleBytes), Fill::Scale, rng);
-  CUdeviceptr xp = h->upload(x), wp = h->upload(w), sp = h->upload(ws);
-  CUdeviceptr y = h->upload(nullptr, size_t(M * N) * 2);
-  CUdeviceptr partial = h->upload(nullptr, size_t(splits * M * N) * 4), none = 0;
-  // The runtime's geometry (GemvLaunch.h quantizedGemv): warps of lane items
-  // or blocks of 16-row tiles, the activation quantised in shared memory.
-  const unsigned grid =
-      lanes ? cu::gemvGrid(cu::ceilDiv(N, cu::kLaneTileRows) * cu::ceilDiv(M, 8) * splits).x
-            : cu::tileGrid(cu::ceilDiv(N, 16) * cu::ceilDiv(M, 8) * splits).x;
-  const unsigned block = cu::gemvBlock().x;
-  const size_t smem = cu::quantBytes(M, K) + cu::kCombineBytes;
-  const std::string entry = std::string("dsc_linear_") + (fp4 ? "fp4" : "fp8") +
-                            (lanes ? "_lanes" : "_fast");
-  auto seconds = h->timeLaunches("linear", entry, grid, block, smem,
-                                 kernelArgs(xp, none, none, M, K, wp, sp, N, y, splits, partial),
-                                 int(perGraph), int(replays));
-  if (!seconds)
-    return launchError(seconds.status());
-  double total = *seconds;
-  long long bytes = weightBytes + scaleBytes;
-  if (splits > 1) {
-    long long MN = M * N;
-    auto reduce = h->timeLaunches("linear", "dsc_linear_splitk_reduce_fast",
-                                  cu::gridFor(MN).x, cu::block1().x, 0,
-                                  kernelArgs(partial, splits, MN, y), int(perGraph), int(replays));
-    if (!reduce)
-      return launchError(reduce.status());
-    total += *reduce;
-    bytes += 2 * splits * MN * 4; // the partials written, then read
+  // Every value a launch's argument array points at lives here (never moves).
+  std::deque<long long> ints;
+  std::deque<CUdeviceptr> ptrs;
+  auto I64 = [&](long long v) -> long long & { return ints.emplace_back(v); };
+  auto P = [&](CUdeviceptr v) -> CUdeviceptr & { return ptrs.emplace_back(v); };
+  dsc::abi::MoeExpertsParams moeParams{};
+  moeParams.swiglu_limit = 10.0;
+  std::string entry;
+  long long bytesPerCall = 0, copies = 1;
+  unsigned grid = 0;
+  std::vector<Launch> steps;
+  if (!moe) {
+    const bool fp4 = kernel == "linear-fp4";
+    if (splits == 0) // the runtime's choice
+      splits = lanes ? cu::laneSplits(N, K) : cu::gemvSplits(N, K);
+    grid = lanes ? cu::gemvGrid(cu::ceilDiv(N, cu::kLaneTileRows) * cu::ceilDiv(M, 8) * splits).x
+                 : cu::tileGrid(cu::ceilDiv(N, 16) * cu::ceilDiv(M, 8) * splits).x;
+    const bool shared = cu::quantizeInBlocks(grid, M, K);
+    const long long weightBytes = fp4 ? N * K / 2 : N * K;
+    const long long scaleBytes = (fp4 ? N : (N + 31) / 32) * (K / 32);
+    bytesPerCall = weightBytes + scaleBytes + (splits > 1 ? 2 * splits * M * N * 4 : 0);
+    copies = std::max(1LL, std::min(64LL, kRotateBytes / (weightBytes + scaleBytes) + 1));
+    CUdeviceptr x = h->upload(randomBf16(size_t(M * K), rng));
+    CUdeviceptr y = h->upload(nullptr, size_t(M * N) * 2);
+    CUdeviceptr partial = h->upload(nullptr, size_t(splits * M * N) * 4);
+    CUdeviceptr codes = h->upload(nullptr, size_t(M * K)), scales = h->upload(nullptr, size_t(M * (K / 32)) * 4);
+    entry = std::string("dsc_linear_") + (fp4 ? "fp4" : "fp8") + (lanes ? "_lanes" : "_fast");
+    for (long long c = 0; c < copies; ++c) {
+      CUdeviceptr w = h->upload(randomBytes(size_t(weightBytes), fp4 ? Fill::Fp4 : Fill::Fp8, rng));
+      CUdeviceptr s = h->upload(randomBytes(size_t(scaleBytes), Fill::Scale, rng));
+      if (!shared)
+        steps.push_back(Launch{"linear", "dsc_linear_act_quant_fast",
+                               cu::gemvGrid(M * (K / 32)).x, 1, cu::gemvBlock().x, 0,
+                               kernelArgs(P(x), I64(M), I64(K), P(codes), P(scales))});
+      steps.push_back(Launch{"linear", entry, grid, 1, cu::gemvBlock().x,
+                             (shared ? cu::quantBytes(M, K) : 0) + cu::kCombineBytes,
+                             kernelArgs(P(shared ? x : 0), P(shared ? 0 : codes),
+                                        P(shared ? 0 : scales), I64(M), I64(K), P(w), P(s), I64(N),
+                                        P(y), I64(splits), P(partial))});
+      if (splits > 1)
+        steps.push_back(Launch{"linear", "dsc_linear_splitk_reduce_fast", cu::gridFor(M * N).x, 1,
+                               cu::block1().x, 0,
+                               kernelArgs(P(partial), I64(splits), I64(M * N), P(y))});
+    }
+  } else {
+    const long long T = M, I = N, D = K, k = topk, E = 2 * topk, slots = T * (k + 1);
+    std::vector<int> ids(size_t(T * k));
+    for (long long t = 0; t < T; ++t)
+      for (long long j = 0; j < k; ++j)
+        ids[size_t(t * k + j)] = int((t + 2 * j) % E); // distinct within a token
+    // up: w1, w3 [E, I, D/2] + [E, I, D/32], shared s1, s3 [I, D] + [ceil(I/32), D/32];
+    // down: w2 [E, D, I/2] + [E, D, I/32], shared s2 [D, I] + [ceil(D/32), I/32].
+    const long long rowsOut = up ? I : D, width = up ? D : I, rows = up ? T : slots;
+    const long long routed = E * rowsOut * (width / 2), routedScales = E * rowsOut * (width / 32);
+    const long long sharedW = rowsOut * width, sharedScales = ((rowsOut + 31) / 32) * (width / 32);
+    const long long mats = up ? 2 : 1, chosen = std::min(E, T * k);
+    bytesPerCall = mats * (chosen * (routed + routedScales) / E + sharedW + sharedScales);
+    copies = std::max(1LL, std::min(64LL, kRotateBytes / bytesPerCall + 1));
+    grid = lanes ? cu::gemvGrid(slots * cu::ceilDiv(rowsOut, cu::kLaneTileRows)).x
+                 : cu::tileGrid(slots * cu::ceilDiv(rowsOut, 16)).x;
+    // The runtime's activation path (its test uses the tiles' grid for both).
+    const bool shared = cu::quantizeInBlocks(cu::tileGrid(slots * cu::ceilDiv(rowsOut, 16)).x, rows, width);
+    CUdeviceptr ip = h->upload(ids), wp = h->upload(std::vector<float>(size_t(T * k), 1.0f / float(k)));
+    CUdeviceptr x = h->upload(randomBf16(size_t(rows * width), rng));
+    CUdeviceptr out = h->upload(nullptr, size_t(slots * (up ? I * 2 : D * 4)));
+    CUdeviceptr codes = h->upload(nullptr, size_t(rows * width)), scales = h->upload(nullptr, size_t(rows * (width / 32)) * 4);
+    entry = std::string("dsc_moe_experts_") + (up ? "up" : "down") + (lanes ? "_lanes" : "_fast");
+    for (long long c = 0; c < copies; ++c) {
+      CUdeviceptr w[2] = {0, 0}, ws[2] = {0, 0}, s[2] = {0, 0}, ss[2] = {0, 0};
+      for (long long m = 0; m < mats; ++m) {
+        w[m] = h->upload(randomBytes(size_t(routed), Fill::Fp4, rng));
+        ws[m] = h->upload(randomBytes(size_t(routedScales), Fill::Scale, rng));
+        s[m] = h->upload(randomBytes(size_t(sharedW), Fill::Fp8, rng));
+        ss[m] = h->upload(randomBytes(size_t(sharedScales), Fill::Scale, rng));
+      }
+      if (!shared)
+        steps.push_back(Launch{"moe_experts", "dsc_moe_experts_act_quant_fast",
+                               cu::gemvGrid(rows * (width / 32)).x, 1, cu::gemvBlock().x, 0,
+                               kernelArgs(P(x), I64(rows), I64(width), P(codes), P(scales))});
+      const size_t smem = (shared ? cu::quantBytes(rows, width) : 0) + cu::kCombineBytes;
+      CUdeviceptr &xq = P(shared ? x : 0), &cq = P(shared ? 0 : codes), &sq = P(shared ? 0 : scales);
+      if (up)
+        steps.push_back(Launch{"moe_experts", entry, grid, 1, cu::gemvBlock().x, smem,
+                               kernelArgs(moeParams, xq, cq, sq, I64(T), I64(D), I64(I), P(w[0]),
+                                          P(ws[0]), P(w[1]), P(ws[1]), P(s[0]), P(ss[0]), P(s[1]),
+                                          P(ss[1]), P(ip), P(wp), I64(k), I64(E), P(out))});
+      else
+        steps.push_back(Launch{"moe_experts", entry, grid, 1, cu::gemvBlock().x, smem,
+                               kernelArgs(xq, cq, sq, I64(T), I64(I), I64(D), P(w[0]), P(ws[0]),
+                                          P(s[0]), P(ss[0]), P(ip), I64(k), I64(E), P(out))});
+    }
   }
-  return printResult(kernel, entry, bandwidth->device, M, N, K, splits, grid, total, bytes,
-                     bandwidth->gbps);
+  if (!h->status())
+    return failure(h->status().message());
+  // One graph pass: every copy once, repeated so that a pass holds at least
+  // --graph-calls calls (default: 20 or the copies, whichever is more).
+  const long long passes = std::max(1LL, ((calls ? calls : 20) + copies - 1) / copies);
+  std::vector<Launch> pass;
+  for (long long r = 0; r < passes; ++r)
+    pass.insert(pass.end(), steps.begin(), steps.end());
+  auto seconds = h->timeSequence(pass, int(replays));
+  if (!seconds)
+    return failure(seconds.status().message());
+  const double perCall = *seconds / double(passes * copies);
+  const double gbps = double(bytesPerCall) / perCall / 1e9;
+  std::printf("{\"kernel\": \"%s\", \"entry\": \"%s\", \"device\": \"%s\", \"m\": %lld, \"n\": %lld, "
+              "\"k\": %lld, \"splits\": %lld, \"grid\": %u, \"launches_per_call\": %zu, "
+              "\"weight_copies\": %lld, \"us_per_call\": %.3f, \"bytes\": %lld, \"gbps\": %.1f, "
+              "\"copy_gbps\": %.1f, \"fraction_of_copy\": %.3f}\n",
+              kernel.c_str(), entry.c_str(), bandwidth->device.c_str(), M, N, K,
+              moe ? 1LL : splits, grid, steps.size() / size_t(copies), copies, perCall * 1e6,
+              bytesPerCall, gbps, bandwidth->gbps, gbps / bandwidth->gbps);
+  return 0;
 }
 
 } // namespace

@@ -85,9 +85,13 @@ std::vector<uint16_t> runLanes(KernelHarness &h, const Shape &s, bool fp4, const
 /// of `floor` (an output that nearly cancels to zero has a tiny ulp, while
 /// the two sums' difference scales with the terms, not with the result).
 double bf16Steps(uint16_t a, uint16_t b, float floor) {
-  const float fa = dsc::numerics::bf16ToFloat(a), fb = dsc::numerics::bf16ToFloat(b);
-  if (fa == fb)
+  if (a == b)
     return 0.0;
+  const float fa = dsc::numerics::bf16ToFloat(a), fb = dsc::numerics::bf16ToFloat(b);
+  if (!std::isfinite(fa) || !std::isfinite(fb))
+    return INFINITY; // a NaN or an infinity is never within a step
+  if (fa == fb)
+    return 0.0; // +0 and -0
   float big = std::fabs(fa) > std::fabs(fb) ? std::fabs(fa) : std::fabs(fb);
   big = big > floor ? big : floor;
   const double ulp = std::ldexp(1.0, std::ilogb(big) - 7); // bf16: 8 significant bits
