@@ -1,7 +1,9 @@
 //===- DecodeKernelsGpuTest.cpp - Session-8 decode kernels against the CPU ===//
 //
 // The kernels spread over warps in session 8, byte for byte against the CPU
-// reference: dsc_index_queries_rope_qdq (one warp per 32-value block: RoPE
+// reference: dsc_window_kv (one warp per FP8 tile) + dsc_window_kv_ring
+// against cpu::windowKvDecode over several decode steps (the ring's record
+// bytes in both page orders, and the decoded rows); dsc_index_queries_rope_qdq (one warp per 32-value block: RoPE
 // then FP4 E8M0 QDQ) against dsc_rope (itself within one bf16 step of
 // cpu::applyRope: the device's sinf/cosf) + numerics::qdqFp4E8M0Row (what
 // cpu::indexQueries does after its GEMM), and dsc_moe_experts_combine_fast
@@ -16,7 +18,9 @@
 #include "dsc/numerics/Quantize.h"
 #include "dsc/numerics/Rope.h"
 #include "dsc/numerics/ScalarCodecs.h"
+#include "runtime/cpu/kernels/attention/KvRecords.h"
 #include "runtime/cpu/kernels/attention/Rope.h"
+#include "runtime/cpu/kernels/attention/WindowKv.h"
 
 #include <gtest/gtest.h>
 
@@ -84,6 +88,60 @@ TEST_F(DecodeKernelsGpu, IndexQueriesRopeQdqEqualsRopeThenTheNumericsQdq) {
       ASSERT_TRUE(st) << st.message();
       EXPECT_EQ(harness_->download<uint16_t>(q, qb.size()), expected)
           << "S " << S << " startPos " << startPos;
+    }
+  }
+}
+
+TEST_F(DecodeKernelsGpu, WindowKvDecodeWritesTheCpuRingBytes) {
+  namespace num = dsc::numerics;
+  for (const int order : {0, 1}) { // KvPageOrder TokenInterleaved, PagePlanar
+    for (const long long D : {96LL, 512LL}) {
+      const long long W = 8;
+      num::KvPageLayout layout;
+      layout.format = num::swaKvFormat(int32_t(D));
+      layout.tokensPerPage = 4;
+      layout.order = num::KvPageOrder(order);
+      dsc::cpu::KvRecordStore store(layout, W);
+      const size_t ringBytes = store.bytes().size();
+      CUdeviceptr ring = harness_->upload(nullptr, ringBytes);
+      CUdeviceptr rows = harness_->upload(nullptr, size_t(W * D) * 4);
+      std::vector<float> cpuRows(size_t(W * D));
+      std::mt19937 rng(uint32_t(D + order));
+      std::normal_distribution<float> normal(0.0f, 3.0f);
+      dsc::abi::WindowKvParams p{};
+      p.window = W;
+      int values = int(D), tile = layout.format.valuesPerTile,
+          valueType = int(layout.format.valueType), scaleType = int(layout.format.scaleType),
+          tokensPerPage = layout.tokensPerPage, ord = order;
+      for (long long pos = 1; pos <= 11; ++pos) { // wraps the ring of 8
+        std::vector<uint16_t> kv(static_cast<size_t>(D));
+        for (uint16_t &v : kv)
+          v = num::bf16FromFloat(normal(rng));
+        kv[3] = num::bf16FromFloat(0.0f);
+        if (pos == 4)
+          for (long long c = 32; c < 64; ++c) // an all-zero tile
+            kv[size_t(c)] = num::bf16FromFloat(0.0f);
+        dsc::cpu::windowKvDecode(kv.data(), D, pos, store.pool(), W, cpuRows.data());
+        const long long callState[3] = {pos, 1, 0};
+        CUdeviceptr kvp = harness_->upload(kv), cs = harness_->upload(callState, sizeof(callState));
+        CUdeviceptr none = 0;
+        long long S = 1, headDim = D, writeFrom = 0;
+        const unsigned tilesThreads = unsigned(D / tile * 32);
+        dsc::runtime::Status st = harness_->launch(
+            "window_kv", "dsc_window_kv", (tilesThreads + 255) / 256, 256, 0,
+            kernelArgs(p, kvp, S, headDim, cs, writeFrom, ring, values, tile, valueType, scaleType,
+                       tokensPerPage, ord, none));
+        ASSERT_TRUE(st) << st.message();
+        st = harness_->launch("window_kv", "dsc_window_kv_ring", unsigned((W * D + 255) / 256), 256,
+                              0,
+                              kernelArgs(p, ring, headDim, values, tile, valueType, scaleType,
+                                         tokensPerPage, ord, rows));
+        ASSERT_TRUE(st) << st.message();
+        EXPECT_EQ(harness_->download<uint8_t>(ring, ringBytes), store.bytes())
+            << "ring bytes, order " << order << " D " << D << " pos " << pos;
+        EXPECT_EQ(harness_->download<float>(rows, size_t(W * D)), cpuRows)
+            << "decoded ring, order " << order << " D " << D << " pos " << pos;
+      }
     }
   }
 }
