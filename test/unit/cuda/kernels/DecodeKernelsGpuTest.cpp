@@ -3,7 +3,9 @@
 // The kernels spread over warps in session 8, byte for byte against the CPU
 // reference: dsc_window_kv (one warp per FP8 tile) + dsc_window_kv_ring
 // against cpu::windowKvDecode over several decode steps (the ring's record
-// bytes in both page orders, and the decoded rows); dsc_index_queries_rope_qdq (one warp per 32-value block: RoPE
+// bytes in both page orders, and the decoded rows); dsc_moe_gate_select_fast
+// (scores in shared memory) against the reference's top-k order (NaN first,
+// larger first, lower id at ties) and its normalisation; dsc_index_queries_rope_qdq (one warp per 32-value block: RoPE
 // then FP4 E8M0 QDQ) against dsc_rope (itself within one bf16 step of
 // cpu::applyRope: the device's sinf/cosf) + numerics::qdqFp4E8M0Row (what
 // cpu::indexQueries does after its GEMM), and dsc_moe_experts_combine_fast
@@ -26,6 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -144,6 +147,67 @@ TEST_F(DecodeKernelsGpu, WindowKvDecodeWritesTheCpuRingBytes) {
       }
     }
   }
+}
+
+TEST_F(DecodeKernelsGpu, MoeGateSelectPicksTheReferenceTopK) {
+  const long long T = 3, E = 384, k = 6;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> scores(size_t(T * E)), choice(size_t(T * E));
+  for (size_t i = 0; i < scores.size(); ++i) {
+    scores[i] = std::fabs(normal(rng)) + 0.01f;
+    choice[i] = scores[i] + 0.25f * normal(rng); // the bias moves the picks, not the weights
+  }
+  // Token 1: ties at the top (the lower id ranks first) and -0 vs +0 below.
+  for (long long e : {40LL, 7LL, 300LL})
+    choice[size_t(1 * E + e)] = 9.0f;
+  choice[size_t(1 * E + 5)] = -0.0f;
+  choice[size_t(1 * E + 6)] = 0.0f;
+  // Token 2: a NaN choice ranks first.
+  choice[size_t(2 * E + 200)] = std::numeric_limits<float>::quiet_NaN();
+  dsc::abi::MoeGateParams p{};
+  p.topk = k;
+  p.route_scale = 1.5;
+  p.normalize = true;
+  std::vector<int> expectIds(size_t(T * k));
+  std::vector<float> expectW(size_t(T * k));
+  auto before = [](float a, long long ia, float b, long long ib) {
+    if (std::isnan(a) != std::isnan(b))
+      return std::isnan(a);
+    if (!std::isnan(a) && a != b)
+      return a > b;
+    return ia < ib;
+  };
+  for (long long t = 0; t < T; ++t) {
+    std::vector<bool> taken(size_t(E), false);
+    for (long long j = 0; j < k; ++j) {
+      long long best = -1;
+      for (long long e = 0; e < E; ++e)
+        if (!taken[size_t(e)] &&
+            (best < 0 || before(choice[size_t(t * E + e)], e, choice[size_t(t * E + best)], best)))
+          best = e;
+      taken[size_t(best)] = true;
+      expectIds[size_t(t * k + j)] = int(best);
+      expectW[size_t(t * k + j)] = scores[size_t(t * E + best)];
+    }
+    float sum = 0.0f; // the rank-order fp32 sum, + 1e-20, then the route scale
+    for (long long j = 0; j < k; ++j)
+      sum += expectW[size_t(t * k + j)];
+    const float denom = sum + 1e-20f;
+    for (long long j = 0; j < k; ++j)
+      expectW[size_t(t * k + j)] = expectW[size_t(t * k + j)] / denom * float(p.route_scale);
+  }
+  EXPECT_EQ(expectIds[size_t(1 * k)], 7) << "the test's own tie order";
+  EXPECT_EQ(expectIds[size_t(2 * k)], 200) << "the test's own NaN order";
+  CUdeviceptr sp = harness_->upload(scores), cp = harness_->upload(choice),
+              wp = harness_->upload(nullptr, expectW.size() * 4),
+              ip = harness_->upload(nullptr, expectIds.size() * 4);
+  long long Tv = T, Ev = E;
+  dsc::runtime::Status st = harness_->launch("moe_gate", "dsc_moe_gate_select_fast", unsigned(T),
+                                             256, 0, kernelArgs(p, sp, cp, Tv, Ev, wp, ip));
+  ASSERT_TRUE(st) << st.message();
+  EXPECT_EQ(harness_->download<int>(ip, expectIds.size()), expectIds);
+  EXPECT_EQ(harness_->download<float>(wp, expectW.size()), expectW);
 }
 
 TEST_F(DecodeKernelsGpu, MoeCombineSumsTheSlotsInTheCpuOrder) {
