@@ -68,7 +68,8 @@ public:
   /// legacy-stream cuMemcpyHtoD could still be in flight when a launch reads
   /// it). 0 on failure; the first failure makes every later launch fail.
   CUdeviceptr upload(const void *data, size_t bytes) {
-    auto b = cuda::hal::DeviceBuffer::allocate(driver(), bytes ? bytes : 1, "kernel harness buffer");
+    auto b =
+        cuda::hal::DeviceBuffer::allocate(driver(), bytes ? bytes : 1, "kernel harness buffer");
     if (!b) {
       fail(b.status());
       return 0;
@@ -183,16 +184,16 @@ private:
       return fn.status();
     const cuda::CudaDriver &d = driver();
     if (sharedBytes > 48 * 1024)
-      if (runtime::Status s = d.check(d.cuFuncSetAttribute(
-                                          *fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                          int(sharedBytes)),
-                                      entry + ": dynamic shared memory");
+      if (runtime::Status s =
+              d.check(d.cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                           int(sharedBytes)),
+                      entry + ": dynamic shared memory");
           !s)
         return s;
-    if (runtime::Status s = d.check(d.cuLaunchKernel(*fn, gridX, gridY, 1, block, 1, 1,
-                                                     unsigned(sharedBytes), device_.stream(),
-                                                     args.data(), nullptr),
-                                    "cuLaunchKernel(" + entry + ")");
+    if (runtime::Status s =
+            d.check(d.cuLaunchKernel(*fn, gridX, gridY, 1, block, 1, 1, unsigned(sharedBytes),
+                                     device_.stream(), args.data(), nullptr),
+                    "cuLaunchKernel(" + entry + ")");
         !s)
       return s;
     return runtime::Status::ok();

@@ -43,14 +43,16 @@
 namespace {
 
 namespace cu = dsc::cuda;
-using dsc::tools::KernelHarness;
 using dsc::tools::kernelArgs;
+using dsc::tools::KernelHarness;
 using Launch = KernelHarness::Launch;
 
 constexpr const char *kUsage =
-    "usage: dsc-kernel-bench linear-fp8|linear-fp4 --m M --n N --k K [--splits S (0: the runtime's)]\n"
+    "usage: dsc-kernel-bench linear-fp8|linear-fp4 --m M --n N --k K [--splits S (0: the "
+    "runtime's)]\n"
     "                        [--gemv lanes|tiles] [--graph-calls C] [--replays R]\n"
-    "       dsc-kernel-bench moe-up|moe-down --m TOKENS --n INTER --k DIM [--topk K] [--gemv ...]\n";
+    "       dsc-kernel-bench moe-up|moe-down --m TOKENS --n INTER --k DIM [--topk K] [--gemv "
+    "...]\n";
 /// Bytes of weights one graph pass streams at least (2 x the H200's L2).
 constexpr long long kRotateBytes = 100ll << 20;
 
@@ -163,20 +165,21 @@ int run(int argc, char **argv) {
     CUdeviceptr x = h->upload(randomBf16(size_t(M * K), rng));
     CUdeviceptr y = h->upload(nullptr, size_t(M * N) * 2);
     CUdeviceptr partial = h->upload(nullptr, size_t(splits * M * N) * 4);
-    CUdeviceptr codes = h->upload(nullptr, size_t(M * K)), scales = h->upload(nullptr, size_t(M * (K / 32)) * 4);
+    CUdeviceptr codes = h->upload(nullptr, size_t(M * K)),
+                scales = h->upload(nullptr, size_t(M * (K / 32)) * 4);
     entry = std::string("dsc_linear_") + (fp4 ? "fp4" : "fp8") + (lanes ? "_lanes" : "_fast");
     for (long long c = 0; c < copies; ++c) {
       CUdeviceptr w = h->upload(randomBytes(size_t(weightBytes), fp4 ? Fill::Fp4 : Fill::Fp8, rng));
       CUdeviceptr s = h->upload(randomBytes(size_t(scaleBytes), Fill::Scale, rng));
       if (!shared)
-        steps.push_back(Launch{"linear", "dsc_linear_act_quant_fast",
-                               cu::gemvGrid(M * (K / 32)).x, 1, cu::gemvBlock().x, 0,
+        steps.push_back(Launch{"linear", "dsc_linear_act_quant_fast", cu::gemvGrid(M * (K / 32)).x,
+                               1, cu::gemvBlock().x, 0,
                                kernelArgs(P(x), I64(M), I64(K), P(codes), P(scales))});
-      steps.push_back(Launch{"linear", entry, grid, 1, cu::gemvBlock().x,
-                             (shared ? cu::quantBytes(M, K) : 0) + cu::kCombineBytes,
-                             kernelArgs(P(shared ? x : 0), P(shared ? 0 : codes),
-                                        P(shared ? 0 : scales), I64(M), I64(K), P(w), P(s), I64(N),
-                                        P(y), I64(splits), P(partial))});
+      steps.push_back(
+          Launch{"linear", entry, grid, 1, cu::gemvBlock().x,
+                 (shared ? cu::quantBytes(M, K) : 0) + cu::kCombineBytes,
+                 kernelArgs(P(shared ? x : 0), P(shared ? 0 : codes), P(shared ? 0 : scales),
+                            I64(M), I64(K), P(w), P(s), I64(N), P(y), I64(splits), P(partial))});
       if (splits > 1)
         steps.push_back(Launch{"linear", "dsc_linear_splitk_reduce_fast", cu::gridFor(M * N).x, 1,
                                cu::block1().x, 0,
@@ -199,11 +202,14 @@ int run(int argc, char **argv) {
     grid = lanes ? cu::gemvGrid(slots * cu::ceilDiv(rowsOut, cu::kLaneTileRows)).x
                  : cu::tileGrid(slots * cu::ceilDiv(rowsOut, 16)).x;
     // The runtime's activation path (its test uses the tiles' grid for both).
-    const bool shared = cu::quantizeInBlocks(cu::tileGrid(slots * cu::ceilDiv(rowsOut, 16)).x, rows, width);
-    CUdeviceptr ip = h->upload(ids), wp = h->upload(std::vector<float>(size_t(T * k), 1.0f / float(k)));
+    const bool shared =
+        cu::quantizeInBlocks(cu::tileGrid(slots * cu::ceilDiv(rowsOut, 16)).x, rows, width);
+    CUdeviceptr ip = h->upload(ids),
+                wp = h->upload(std::vector<float>(size_t(T * k), 1.0f / float(k)));
     CUdeviceptr x = h->upload(randomBf16(size_t(rows * width), rng));
     CUdeviceptr out = h->upload(nullptr, size_t(slots * (up ? I * 2 : D * 4)));
-    CUdeviceptr codes = h->upload(nullptr, size_t(rows * width)), scales = h->upload(nullptr, size_t(rows * (width / 32)) * 4);
+    CUdeviceptr codes = h->upload(nullptr, size_t(rows * width)),
+                scales = h->upload(nullptr, size_t(rows * (width / 32)) * 4);
     entry = std::string("dsc_moe_experts_") + (up ? "up" : "down") + (lanes ? "_lanes" : "_fast");
     for (long long c = 0; c < copies; ++c) {
       CUdeviceptr w[2] = {0, 0}, ws[2] = {0, 0}, s[2] = {0, 0}, ss[2] = {0, 0};
@@ -218,7 +224,8 @@ int run(int argc, char **argv) {
                                cu::gemvGrid(rows * (width / 32)).x, 1, cu::gemvBlock().x, 0,
                                kernelArgs(P(x), I64(rows), I64(width), P(codes), P(scales))});
       const size_t smem = (shared ? cu::quantBytes(rows, width) : 0) + cu::kCombineBytes;
-      CUdeviceptr &xq = P(shared ? x : 0), &cq = P(shared ? 0 : codes), &sq = P(shared ? 0 : scales);
+      CUdeviceptr &xq = P(shared ? x : 0), &cq = P(shared ? 0 : codes),
+                  &sq = P(shared ? 0 : scales);
       if (up)
         steps.push_back(Launch{"moe_experts", entry, grid, 1, cu::gemvBlock().x, smem,
                                kernelArgs(moeParams, xq, cq, sq, I64(T), I64(D), I64(I), P(w[0]),
@@ -243,13 +250,14 @@ int run(int argc, char **argv) {
     return failure(seconds.status().message());
   const double perCall = *seconds / double(passes * copies);
   const double gbps = double(bytesPerCall) / perCall / 1e9;
-  std::printf("{\"kernel\": \"%s\", \"entry\": \"%s\", \"device\": \"%s\", \"m\": %lld, \"n\": %lld, "
-              "\"k\": %lld, \"splits\": %lld, \"grid\": %u, \"launches_per_call\": %zu, "
-              "\"weight_copies\": %lld, \"us_per_call\": %.3f, \"bytes\": %lld, \"gbps\": %.1f, "
-              "\"copy_gbps\": %.1f, \"fraction_of_copy\": %.3f}\n",
-              kernel.c_str(), entry.c_str(), bandwidth->device.c_str(), M, N, K,
-              moe ? 1LL : splits, grid, steps.size() / size_t(copies), copies, perCall * 1e6,
-              bytesPerCall, gbps, bandwidth->gbps, gbps / bandwidth->gbps);
+  std::printf(
+      "{\"kernel\": \"%s\", \"entry\": \"%s\", \"device\": \"%s\", \"m\": %lld, \"n\": %lld, "
+      "\"k\": %lld, \"splits\": %lld, \"grid\": %u, \"launches_per_call\": %zu, "
+      "\"weight_copies\": %lld, \"us_per_call\": %.3f, \"bytes\": %lld, \"gbps\": %.1f, "
+      "\"copy_gbps\": %.1f, \"fraction_of_copy\": %.3f}\n",
+      kernel.c_str(), entry.c_str(), bandwidth->device.c_str(), M, N, K, moe ? 1LL : splits, grid,
+      steps.size() / size_t(copies), copies, perCall * 1e6, bytesPerCall, gbps, bandwidth->gbps,
+      gbps / bandwidth->gbps);
   return 0;
 }
 

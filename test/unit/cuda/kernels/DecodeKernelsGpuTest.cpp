@@ -3,10 +3,12 @@
 // The kernels spread over warps in session 8, byte for byte against the CPU
 // reference: dsc_window_kv (one warp per FP8 tile) + dsc_window_kv_ring
 // against cpu::windowKvDecode over several decode steps (the ring's record
-// bytes in both page orders, and the decoded rows); dsc_moe_gate_select_fast
+// bytes in both page orders, and the decoded rows); the fast mHC mixes
+// (dsc_hc_mixes_dot_fast + _finish_fast) against the CPU-order dsc_hc_mixes
+// (bytes) and cpu::hcMixes (within the device expf's few ulps); dsc_moe_gate_select_fast
 // (scores in shared memory) against the reference's top-k order (NaN first,
-// larger first, lower id at ties) and its normalisation; dsc_index_queries_rope_qdq (one warp per 32-value block: RoPE
-// then FP4 E8M0 QDQ) against dsc_rope (itself within one bf16 step of
+// larger first, lower id at ties) and its normalisation; dsc_index_queries_rope_qdq (one warp per
+// 32-value block: RoPE then FP4 E8M0 QDQ) against dsc_rope (itself within one bf16 step of
 // cpu::applyRope: the device's sinf/cosf) + numerics::qdqFp4E8M0Row (what
 // cpu::indexQueries does after its GEMM), and dsc_moe_experts_combine_fast
 // (slots ranked once per block) against the CPU's order of the sum over
@@ -17,12 +19,14 @@
 #include "test/unit/cuda/kernels/GpuKernelTest.h"
 
 #include "dsc/abi/KernelParams.h"
+#include "dsc/abi/LaunchShapes.h"
 #include "dsc/numerics/Quantize.h"
 #include "dsc/numerics/Rope.h"
 #include "dsc/numerics/ScalarCodecs.h"
 #include "runtime/cpu/kernels/attention/KvRecords.h"
 #include "runtime/cpu/kernels/attention/Rope.h"
 #include "runtime/cpu/kernels/attention/WindowKv.h"
+#include "runtime/cpu/kernels/dense/Mhc.h"
 
 #include <gtest/gtest.h>
 
@@ -34,8 +38,8 @@
 
 namespace {
 
-using dsc::tools::KernelHarness;
 using dsc::tools::kernelArgs;
+using dsc::tools::KernelHarness;
 
 using DecodeKernelsGpu = dsc::test::GpuKernelTest<>;
 
@@ -45,7 +49,7 @@ TEST_F(DecodeKernelsGpu, IndexQueriesRopeQdqEqualsRopeThenTheNumericsQdq) {
     for (const long long startPos : {0LL, 777LL, 65535LL}) {
       std::mt19937 rng(uint32_t(S * 131 + startPos));
       std::normal_distribution<float> normal(0.0f, 2.0f);
-      std::vector<uint16_t> qb(size_t(S * H * dk));
+      std::vector<uint16_t> qb(static_cast<size_t>(S * H * dk));
       for (uint16_t &v : qb)
         v = dsc::numerics::bf16FromFloat(normal(rng));
       qb[7] = dsc::numerics::bf16FromFloat(0.0f); // a zero and a large value in the blocks
@@ -108,7 +112,7 @@ TEST_F(DecodeKernelsGpu, WindowKvDecodeWritesTheCpuRingBytes) {
       const size_t ringBytes = store.bytes().size();
       CUdeviceptr ring = harness_->upload(nullptr, ringBytes);
       CUdeviceptr rows = harness_->upload(nullptr, size_t(W * D) * 4);
-      std::vector<float> cpuRows(size_t(W * D));
+      std::vector<float> cpuRows(static_cast<size_t>(W * D));
       std::mt19937 rng(uint32_t(D + order));
       std::normal_distribution<float> normal(0.0f, 3.0f);
       dsc::abi::WindowKvParams p{};
@@ -130,10 +134,10 @@ TEST_F(DecodeKernelsGpu, WindowKvDecodeWritesTheCpuRingBytes) {
         CUdeviceptr none = 0;
         long long S = 1, headDim = D, writeFrom = 0;
         const unsigned tilesThreads = unsigned(D / tile * 32);
-        dsc::runtime::Status st = harness_->launch(
-            "window_kv", "dsc_window_kv", (tilesThreads + 255) / 256, 256, 0,
-            kernelArgs(p, kvp, S, headDim, cs, writeFrom, ring, values, tile, valueType, scaleType,
-                       tokensPerPage, ord, none));
+        dsc::runtime::Status st =
+            harness_->launch("window_kv", "dsc_window_kv", (tilesThreads + 255) / 256, 256, 0,
+                             kernelArgs(p, kvp, S, headDim, cs, writeFrom, ring, values, tile,
+                                        valueType, scaleType, tokensPerPage, ord, none));
         ASSERT_TRUE(st) << st.message();
         st = harness_->launch("window_kv", "dsc_window_kv_ring", unsigned((W * D + 255) / 256), 256,
                               0,
@@ -149,11 +153,73 @@ TEST_F(DecodeKernelsGpu, WindowKvDecodeWritesTheCpuRingBytes) {
   }
 }
 
+TEST_F(DecodeKernelsGpu, FastHcMixesEqualTheCpuOrderKernel) {
+  const long long hc = 4, nmix = (2 + hc) * hc, splits = 64; // dsc::abi::kHcSplits
+  for (const long long D : {96LL, 5120LL}) {
+    for (const long long S : {1LL, 3LL}) {
+      const long long width = hc * D;
+      std::mt19937 rng(uint32_t(D * 3 + S));
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      std::vector<uint16_t> h(static_cast<size_t>(S * width));
+      for (uint16_t &v : h)
+        v = dsc::numerics::bf16FromFloat(normal(rng));
+      std::vector<float> fn(static_cast<size_t>(nmix * width)), base(static_cast<size_t>(nmix));
+      std::vector<float> scale = {0.5f, 0.7f, 1.1f};
+      for (float &v : fn)
+        v = 0.02f * normal(rng);
+      for (float &v : base)
+        v = 0.1f * normal(rng);
+      dsc::abi::HcMixesParams p{};
+      p.sinkhorn_iters = 20;
+      p.eps = 1e-6;
+      p.norm_eps = 1e-6;
+      CUdeviceptr hp = harness_->upload(h), fp = harness_->upload(fn), sp = harness_->upload(scale),
+                  bp = harness_->upload(base);
+      auto outputs = [&] {
+        return std::vector<CUdeviceptr>{harness_->upload(nullptr, size_t(S * hc) * 4),
+                                        harness_->upload(nullptr, size_t(S * hc) * 4),
+                                        harness_->upload(nullptr, size_t(S * hc * hc) * 4)};
+      };
+      const std::vector<CUdeviceptr> ref = outputs(), fast = outputs();
+      long long Sv = S, hcv = hc, Dv = D, widthv = width, nmixv = nmix, splitsv = splits;
+      CUdeviceptr r0 = ref[0], r1 = ref[1], r2 = ref[2], f0 = fast[0], f1 = fast[1], f2 = fast[2];
+      dsc::runtime::Status st =
+          harness_->launch("hc_mixes", "dsc_hc_mixes", unsigned(S), 64, 0,
+                           kernelArgs(p, hp, Sv, hcv, Dv, fp, sp, bp, r0, r1, r2));
+      ASSERT_TRUE(st) << st.message();
+      const long long items = S * (nmix + 1) * splits;
+      const long long groupFloats = S * dsc::abi::torchGroupStride(width) * 32;
+      CUdeviceptr pp = harness_->upload(nullptr, size_t(items) * 8),
+                  gp = harness_->upload(nullptr, size_t(groupFloats) * 4);
+      st = harness_->launch("hc_mixes", "dsc_hc_mixes_dot_fast", unsigned((items + 7) / 8), 256, 0,
+                            kernelArgs(hp, Sv, widthv, fp, nmixv, splitsv, pp, gp));
+      ASSERT_TRUE(st) << st.message();
+      const size_t stage = size_t(nmix * splits * 8 + dsc::abi::torchGroupStride(width) * 32 * 4);
+      st = harness_->launch("hc_mixes", "dsc_hc_mixes_finish_fast", unsigned(S), 256, stage,
+                            kernelArgs(p, hp, pp, gp, Sv, splitsv, hcv, Dv, sp, bp, f0, f1, f2));
+      ASSERT_TRUE(st) << st.message();
+      std::vector<float> cpuPre(static_cast<size_t>(S * hc)), cpuPost(static_cast<size_t>(S * hc));
+      std::vector<float> cpuComb(static_cast<size_t>(S * hc * hc));
+      dsc::cpu::hcMixes(h.data(), S, hc, D, fn.data(), scale.data(), base.data(), 20, 1e-6f, 1e-6f,
+                        cpuPre.data(), cpuPost.data(), cpuComb.data());
+      const std::vector<float> *cpu[3] = {&cpuPre, &cpuPost, &cpuComb};
+      for (int o = 0; o < 3; ++o) {
+        const size_t n = cpu[o]->size();
+        const std::vector<float> a = harness_->download<float>(ref[size_t(o)], n);
+        EXPECT_EQ(harness_->download<float>(fast[size_t(o)], n), a)
+            << "output " << o << " D " << D << " S " << S << ": fast != CPU-order";
+        for (size_t i = 0; i < n; ++i)
+          EXPECT_NEAR(a[i], (*cpu[o])[i], 1e-5f) << "output " << o << " element " << i;
+      }
+    }
+  }
+}
+
 TEST_F(DecodeKernelsGpu, MoeGateSelectPicksTheReferenceTopK) {
   const long long T = 3, E = 384, k = 6;
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> scores(size_t(T * E)), choice(size_t(T * E));
+  std::vector<float> scores(static_cast<size_t>(T * E)), choice(static_cast<size_t>(T * E));
   for (size_t i = 0; i < scores.size(); ++i) {
     scores[i] = std::fabs(normal(rng)) + 0.01f;
     choice[i] = scores[i] + 0.25f * normal(rng); // the bias moves the picks, not the weights
@@ -169,8 +235,8 @@ TEST_F(DecodeKernelsGpu, MoeGateSelectPicksTheReferenceTopK) {
   p.topk = k;
   p.route_scale = 1.5;
   p.normalize = true;
-  std::vector<int> expectIds(size_t(T * k));
-  std::vector<float> expectW(size_t(T * k));
+  std::vector<int> expectIds(static_cast<size_t>(T * k));
+  std::vector<float> expectW(static_cast<size_t>(T * k));
   auto before = [](float a, long long ia, float b, long long ib) {
     if (std::isnan(a) != std::isnan(b))
       return std::isnan(a);
@@ -214,13 +280,13 @@ TEST_F(DecodeKernelsGpu, MoeCombineSumsTheSlotsInTheCpuOrder) {
   const long long T = 3, k = 6, E = 16, D = 300;
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> outs(size_t(T * (k + 1) * D));
+  std::vector<float> outs(static_cast<size_t>(T * (k + 1) * D));
   for (float &v : outs)
     v = dsc::numerics::roundToBf16(normal(rng) * 100.0f); // the down step's bf16-valued rows
   // Token 0: distinct ids; token 1: a repeated expert and an invalid slot;
   // token 2: every routed slot invalid (only the shared expert counts).
   const std::vector<int> ids = {9, 2, 15, 0, 7, 4, 3, 3, -1, 12, 16, 1, -1, -1, 99, 16, -5, -1};
-  std::vector<uint16_t> expected(size_t(T * D));
+  std::vector<uint16_t> expected(static_cast<size_t>(T * D));
   for (long long t = 0; t < T; ++t) {
     std::vector<long long> order;
     for (long long j = 0; j < k; ++j)
@@ -241,9 +307,9 @@ TEST_F(DecodeKernelsGpu, MoeCombineSumsTheSlotsInTheCpuOrder) {
               y = harness_->upload(nullptr, expected.size() * 2);
   long long Tv = T, kv = k, Ev = E, Dv = D;
   const unsigned gridX = unsigned((D + 255) / 256); // kMoeCombinePerThread = 1
-  dsc::runtime::Status st = harness_->launch2D("moe_experts", "dsc_moe_experts_combine_fast",
-                                               gridX, unsigned(T), 256, 0,
-                                               kernelArgs(op, ip, Tv, kv, Ev, Dv, y));
+  dsc::runtime::Status st =
+      harness_->launch2D("moe_experts", "dsc_moe_experts_combine_fast", gridX, unsigned(T), 256, 0,
+                         kernelArgs(op, ip, Tv, kv, Ev, Dv, y));
   ASSERT_TRUE(st) << st.message();
   EXPECT_EQ(harness_->download<uint16_t>(y, expected.size()), expected);
 }

@@ -24,16 +24,17 @@
 
 namespace {
 
-using dsc::tools::KernelHarness;
 using dsc::tools::kernelArgs;
+using dsc::tools::KernelHarness;
 
 struct Shape {
   long long M, N, K, splits;
 };
 
 struct Operands {
-  std::vector<uint16_t> x;     ///< bf16 [M, K]
-  std::vector<uint8_t> w, ws;  ///< E4M3 [N, K] + UE8M0 [ceil(N/32), K/32], or E2M1 [N, K/2] + [N, K/32]
+  std::vector<uint16_t> x; ///< bf16 [M, K]
+  std::vector<uint8_t> w,
+      ws; ///< E4M3 [N, K] + UE8M0 [ceil(N/32), K/32], or E2M1 [N, K/2] + [N, K/32]
 };
 
 Operands makeOperands(const Shape &s, bool fp4, uint32_t seed) {
