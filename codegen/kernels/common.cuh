@@ -40,7 +40,7 @@
 //   - every entry's first statement is DSC_KERNEL_PROLOGUE(); (below): the
 //     runtime may launch any entry as a programmatic dependent launch
 //     (CudaOptions::dependentLaunch), and the test
-//     KernelSources.EveryEntryWaitsForItsPredecessor checks each entry's PTX.
+//     KernelPrologue.EveryEntryWaitsForItsPredecessor checks each entry's PTX.
 // Compiled with -std=c++17 -default-device (functions without an execution
 // space annotation are device functions).
 //===----------------------------------------------------------------------===//

@@ -311,17 +311,15 @@ __device__ void upFast(const dsc::abi::MoeExpertsParams p, const unsigned short 
       long long E, float *outs
 #define DSC_MOE_DOWN_ARGS hq, gCodes, gScales, T, I, D, w2, w2s, s2, s2s, ids, k, E, outs
 
-DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
-    dsc_moe_experts_up_fast(DSC_MOE_UP_PARAMS) {
-  DSC_KERNEL_PROLOGUE();
-  dsc_moe_fast::upFast<false>(DSC_MOE_UP_ARGS);
-}
-
-DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
-    dsc_moe_experts_up_fast_e4m3(DSC_MOE_UP_PARAMS) {
-  DSC_KERNEL_PROLOGUE();
-  dsc_moe_fast::upFast<true>(DSC_MOE_UP_ARGS);
-}
+/// One fast MoE step entry: `step` (upFast / downFast) with its parameter
+/// list, 4 blocks of kGemvWarps warps per SM.
+#define DSC_MOE_FAST_ENTRY(name, step, kE4m3, PARAMS, ARGS)                                    \
+  DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4) name(PARAMS) {               \
+    DSC_KERNEL_PROLOGUE();                                                                     \
+    dsc_moe_fast::step<kE4m3>(ARGS);                                                           \
+  }
+DSC_MOE_FAST_ENTRY(dsc_moe_experts_up_fast, upFast, false, DSC_MOE_UP_PARAMS, DSC_MOE_UP_ARGS)
+DSC_MOE_FAST_ENTRY(dsc_moe_experts_up_fast_e4m3, upFast, true, DSC_MOE_UP_PARAMS, DSC_MOE_UP_ARGS)
 
 namespace dsc_moe_fast {
 template <bool kE4m3>
@@ -366,17 +364,10 @@ __device__ void downFast(const unsigned short *hq, const unsigned char *gCodes,
 }
 } // namespace dsc_moe_fast
 
-DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
-    dsc_moe_experts_down_fast(DSC_MOE_DOWN_PARAMS) {
-  DSC_KERNEL_PROLOGUE();
-  dsc_moe_fast::downFast<false>(DSC_MOE_DOWN_ARGS);
-}
-
-DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
-    dsc_moe_experts_down_fast_e4m3(DSC_MOE_DOWN_PARAMS) {
-  DSC_KERNEL_PROLOGUE();
-  dsc_moe_fast::downFast<true>(DSC_MOE_DOWN_ARGS);
-}
+DSC_MOE_FAST_ENTRY(dsc_moe_experts_down_fast, downFast, false, DSC_MOE_DOWN_PARAMS,
+                   DSC_MOE_DOWN_ARGS)
+DSC_MOE_FAST_ENTRY(dsc_moe_experts_down_fast_e4m3, downFast, true, DSC_MOE_DOWN_PARAMS,
+                   DSC_MOE_DOWN_ARGS)
 
 // Lane-block path (lane_gemv.cuh; CudaOptions::laneGemv, the default): the
 // same steps and operands as the fast path, one warp per (t, slot, 8 rows).

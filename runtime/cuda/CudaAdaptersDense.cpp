@@ -312,7 +312,8 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
                                       s2s, ip, k, E, op));
         !s)
       return s;
-    const Dim3 combineGrid{unsigned(ceilDiv(D, kBlock * abi::kMoeCombinePerThread)), unsigned(Tt), 1};
+    const Dim3 combineGrid{unsigned(ceilDiv(D, kBlock * abi::kMoeCombinePerThread)),
+                           unsigned(Tt), 1};
     if (Status s = c.launchEntry("dsc_moe_experts_combine_fast", combineGrid, block1(), 0,
                                  args(op, ip, Tt, k, E, D, yp));
         !s)

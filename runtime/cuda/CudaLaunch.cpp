@@ -79,16 +79,12 @@ Status BoundLaunch::launchEntryIn(int64_t module, const char *entry, Dim3 grid, 
     if (!s)
       return s;
   }
-  if (!engine_.dependentLaunch(module))
-    return d.check(d.cuLaunchKernel(*fn, grid.x, grid.y, grid.z, block.x, block.y, block.z,
-                                    unsigned(sharedBytes), engine_.stream(), args.data(), nullptr),
-                   std::string("cuLaunchKernel(") + entry + ")");
-  // A programmatic dependent launch (common.cuh DSC_KERNEL_PROLOGUE): the
-  // kernel may be scheduled before its predecessor finishes; its prologue
-  // waits for it. In a capture this becomes a programmatic graph edge.
-  CUlaunchAttribute attribute{};
-  attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attribute.value.programmaticStreamSerializationAllowed = 1;
+  // With dependent launches (common.cuh DSC_KERNEL_PROLOGUE) the kernel may
+  // be scheduled before its predecessor finishes; its prologue waits for it.
+  // In a capture this becomes a programmatic graph edge.
+  CUlaunchAttribute dependent{};
+  dependent.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  dependent.value.programmaticStreamSerializationAllowed = 1;
   CUlaunchConfig config{};
   config.gridDimX = grid.x;
   config.gridDimY = grid.y;
@@ -98,10 +94,11 @@ Status BoundLaunch::launchEntryIn(int64_t module, const char *entry, Dim3 grid, 
   config.blockDimZ = block.z;
   config.sharedMemBytes = unsigned(sharedBytes);
   config.hStream = engine_.stream();
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  const bool pdl = engine_.dependentLaunch(module);
+  config.attrs = pdl ? &dependent : nullptr;
+  config.numAttrs = pdl ? 1 : 0;
   return d.check(d.cuLaunchKernelEx(&config, *fn, args.data(), nullptr),
-                 std::string("cuLaunchKernelEx(") + entry + ", programmatic dependent launch)");
+                 std::string("cuLaunchKernelEx(") + entry + (pdl ? ", dependent launch)" : ")"));
 }
 
 Expected<CUdeviceptr> BoundLaunch::scratch(size_t bytes) {
