@@ -187,6 +187,16 @@ __device__ __forceinline__ unsigned e4m3x2ToHalf2(unsigned pair) {
   return h2;
 }
 
+/// Four E4M3 codes (a word) as two f16x2: lo from bytes 0-1, hi from bytes
+/// 2-3 (exact). One conversion each: the halves are read in place (SASS
+/// F2FP ... R.H1), where e4m3x2ToHalf2(w >> 16) costs a shift first.
+__device__ __forceinline__ void e4m3x4ToHalf2x2(unsigned w, unsigned &lo, unsigned &hi) {
+  asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.rn.f16x2.e4m3x2 %0, l;\n\t"
+      "cvt.rn.f16x2.e4m3x2 %1, h;\n\t}"
+      : "=r"(lo), "=r"(hi)
+      : "r"(w));
+}
+
 /// d = A x B + c for one 16 x 8 x 16 f16 tile with fp32 accumulation.
 __device__ __forceinline__ void mmaF16(float *d, unsigned a0, unsigned a1, unsigned a2,
                                        unsigned a3, unsigned b0, unsigned b1, const float *c) {

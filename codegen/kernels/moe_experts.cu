@@ -39,7 +39,9 @@
 //     large for shared memory.
 // With CudaOptions::laneGemv (the default) the up and down steps are
 // dsc_moe_experts_up_lanes / _down_lanes: the same operands and outputs, one
-// warp per (t, slot, 8 rows) on lane_gemv.cuh's lane-block tiles.
+// warp per (t, slot, 8 rows) on lane_gemv.cuh's lane-block tiles; with
+// CudaOptions::gemv == Slots dsc_moe_experts_up_slots / _down_slots, one warp
+// per (t, slot, 16 rows) on slot_gemv.cuh's block-slot tiles.
 // Bound: the bytes of the chosen experts' weights (3 * I * D / 2 per routed
 // slot + scales, 3 * I * D for the shared expert) at memory bandwidth.
 //===----------------------------------------------------------------------===//
@@ -47,6 +49,7 @@
 #include "codegen/kernels/gemm.cuh"
 #include "codegen/kernels/gemv.cuh"
 #include "codegen/kernels/lane_gemv.cuh"
+#include "codegen/kernels/slot_gemv.cuh"
 
 namespace dsc_dense_moe {
 /// moeSwiglu of one element: bf16( w * (silu(min(g,lim)) * clamp(u,+-lim)) ).
@@ -477,6 +480,112 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
         const long long row = it.r0 + 2 * t + i;
         if (row < D)
           o[row] = roundToBf16(acc[0][i]);
+      }
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Block-slot entries (CudaOptions::gemv == Slots): the operands and outputs of
+// the lanes entries, one warp per (t, slot, 16 rows) on slot_gemv.cuh's tiles.
+//===----------------------------------------------------------------------===//
+
+namespace dsc_moe_slots {
+/// Work item n of T * (k + 1) * ceil(rowsOut / 16): token t, slot (k: the
+/// shared expert), first output row r0, expert id x, validity.
+struct Item {
+  long long t, slot, r0, x;
+  bool routed, valid;
+};
+__device__ __forceinline__ Item item(long long n, long long k, long long rowsOut, const int *ids,
+                                     long long E) {
+  const long long tiles = (rowsOut + dsc_slots::kTileRows - 1) / dsc_slots::kTileRows,
+                  perToken = (k + 1) * tiles;
+  Item it;
+  it.t = n / perToken;
+  const long long rem = n - it.t * perToken;
+  it.slot = rem / tiles;
+  it.r0 = (rem - it.slot * tiles) * dsc_slots::kTileRows;
+  it.routed = it.slot < k;
+  it.x = it.routed ? ids[it.t * k + it.slot] : 0;
+  it.valid = !it.routed || (it.x >= 0 && it.x < E);
+  return it;
+}
+} // namespace dsc_moe_slots
+
+DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
+    dsc_moe_experts_up_slots(DSC_MOE_UP_PARAMS) {
+  DSC_KERNEL_PROLOGUE();
+  extern __shared__ __align__(16) unsigned char smem[];
+  const dsc_moe_fast::Smem m = dsc_moe_fast::setup(xq, gCodes, gScales, T, D, smem);
+  const float lim = (float)p.swiglu_limit;
+  const int lane = threadIdx.x & 31, g = lane >> 2;
+  const long long kb = D / 32, rowsPer = dsc_slots::kTileRows;
+  const long long items = T * (k + 1) * ((I + rowsPer - 1) / rowsPer);
+  for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
+    const dsc_moe_slots::Item it = dsc_moe_slots::item(n, k, I, ids, E);
+    unsigned short *hs = h + (it.t * (k + 1) + it.slot) * I;
+    if (!it.valid) { // an invalid slot contributes nothing (warp-uniform)
+      if (lane < rowsPer && it.r0 + lane < I)
+        hs[it.r0 + lane] = 0;
+      continue;
+    }
+    float acc[2][1][2] = {};
+    if (it.routed) {
+      const long long e = it.x * I;
+      const dsc_slots::Rows mats[2] = {
+          dsc_slots::tileRows<true>(w1 + e * (D / 2), w1s + e * kb, I, D, it.r0),
+          dsc_slots::tileRows<true>(w3 + e * (D / 2), w3s + e * kb, I, D, it.r0)};
+      dsc_slots::slotDots<true, 2, 1>(mats, m.codes, m.scales, D, it.t, 1, 0, kb, acc);
+    } else {
+      const dsc_slots::Rows mats[2] = {dsc_slots::tileRows<false>(s1, s1s, I, D, it.r0),
+                                       dsc_slots::tileRows<false>(s3, s3s, I, D, it.r0)};
+      dsc_slots::slotDots<false, 2, 1>(mats, m.codes, m.scales, D, it.t, 1, 0, kb, acc);
+    }
+    dsc_slots::sumSlots<2>(acc[0][0]);
+    dsc_slots::sumSlots<2>(acc[1][0]);
+    if ((lane & 3) == 0) { // activation row 0 (token t), output rows r0 + g, r0 + g + 8
+      const float rw = it.routed ? weights[it.t * k + it.slot] : 0.0f;
+      for (int r = 0; r < 2; ++r) {
+        const long long row = it.r0 + g + 8 * r;
+        if (row < I)
+          hs[row] = dsc_dense_moe::swiglu(roundToBf16(acc[0][0][r]), roundToBf16(acc[1][0][r]),
+                                          lim, it.routed, rw);
+      }
+    }
+  }
+}
+
+DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
+    dsc_moe_experts_down_slots(DSC_MOE_DOWN_PARAMS) {
+  DSC_KERNEL_PROLOGUE();
+  extern __shared__ __align__(16) unsigned char smem[];
+  const dsc_moe_fast::Smem m = dsc_moe_fast::setup(hq, gCodes, gScales, T * (k + 1), I, smem);
+  const int lane = threadIdx.x & 31, g = lane >> 2;
+  const long long kb = I / 32, rowsPer = dsc_slots::kTileRows;
+  const long long items = T * (k + 1) * ((D + rowsPer - 1) / rowsPer);
+  for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
+    const dsc_moe_slots::Item it = dsc_moe_slots::item(n, k, D, ids, E);
+    if (!it.valid)
+      continue; // warp-uniform; the combine step skips the slot
+    const long long hrow = it.t * (k + 1) + it.slot;
+    float acc[1][1][2] = {};
+    if (it.routed) {
+      const long long e = it.x * D;
+      const dsc_slots::Rows mat =
+          dsc_slots::tileRows<true>(w2 + e * (I / 2), w2s + e * kb, D, I, it.r0);
+      dsc_slots::slotDots<true, 1, 1>(&mat, m.codes, m.scales, I, hrow, 1, 0, kb, acc);
+    } else {
+      const dsc_slots::Rows mat = dsc_slots::tileRows<false>(s2, s2s, D, I, it.r0);
+      dsc_slots::slotDots<false, 1, 1>(&mat, m.codes, m.scales, I, hrow, 1, 0, kb, acc);
+    }
+    dsc_slots::sumSlots<2>(acc[0][0]);
+    if ((lane & 3) == 0) {
+      float *o = outs + hrow * D;
+      for (int r = 0; r < 2; ++r) {
+        const long long row = it.r0 + g + 8 * r;
+        if (row < D)
+          o[row] = roundToBf16(acc[0][0][r]);
       }
     }
   }

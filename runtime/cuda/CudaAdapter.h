@@ -94,8 +94,8 @@ public:
   bool mqaAttention = false;
   /// CudaOptions::moeE4m3Mma: the MoE up/down tiles on the FP8 tensor cores.
   bool moeE4m3Mma = false;
-  /// CudaOptions::laneGemv: the lane-block GEMV tiles (lane_gemv.cuh).
-  bool laneGemv = true;
+  /// CudaOptions::gemv: the FP8/FP4 GEMV family (GemvLaunch.h gemvEntry).
+  runtime::GemvKernels gemv = runtime::GemvKernels::Lanes;
 
   CudaLaunchContext(const runtime::Plan &plan, const runtime::Program &program,
                     const runtime::Launch &launch, const runtime::KernelSpec &kernel,

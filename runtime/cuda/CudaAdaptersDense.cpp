@@ -63,8 +63,10 @@ Status linear(CudaLaunchContext &c, const abi::LinearParams &p) {
   if (fast)
     return quantizedGemv(c, "dsc_linear",
                          p.quant == Q::fp8
-                             ? QuantizedGemvEntries{"dsc_linear_fp8_fast", "dsc_linear_fp8_lanes"}
-                             : QuantizedGemvEntries{"dsc_linear_fp4_fast", "dsc_linear_fp4_lanes"},
+                             ? QuantizedGemvEntries{"dsc_linear_fp8_fast", "dsc_linear_fp8_lanes",
+                                                    "dsc_linear_fp8_slots"}
+                             : QuantizedGemvEntries{"dsc_linear_fp4_fast", "dsc_linear_fp4_lanes",
+                                                    "dsc_linear_fp4_slots"},
                          xp, M, K, wp, sp, N, yp);
   auto q = actQuantScratch(c, M, K);
   if (!q)
@@ -182,7 +184,8 @@ Status groupedOutput(CudaLaunchContext &c, const abi::GroupedOutputParams &p) {
         !s)
       return s;
     return quantizedGemv(c, "dsc_grouped_output",
-                         {"dsc_grouped_output_fp8_fast", "dsc_grouped_output_fp8_lanes"}, zp, S, K,
+                         {"dsc_grouped_output_fp8_fast", "dsc_grouped_output_fp8_lanes",
+                          "dsc_grouped_output_fp8_slots"}, zp, S, K,
                          bp, bs, D, yp);
   }
   if (Status s = c.launchEntry("dsc_grouped_output_woa", gridFor(S * K), block1(), 0,
@@ -288,11 +291,13 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
     auto up = operand(upShared, xp, Tt, D, qx);
     if (!up)
       return up.status();
-    const char *upEntry = c.laneGemv     ? "dsc_moe_experts_up_lanes"
-                          : c.moeE4m3Mma ? "dsc_moe_experts_up_fast_e4m3"
-                                         : "dsc_moe_experts_up_fast";
-    const Dim3 upGrid = c.laneGemv ? gemvGrid(slots * ceilDiv(I, kLaneTileRows))
-                                   : tileGrid(slots * ceilDiv(I, 16));
+    using runtime::GemvKernels;
+    const GemvKernels family = c.gemv;
+    const char *upEntry = family == GemvKernels::Lanes   ? "dsc_moe_experts_up_lanes"
+                          : family == GemvKernels::Slots ? "dsc_moe_experts_up_slots"
+                          : c.moeE4m3Mma                 ? "dsc_moe_experts_up_fast_e4m3"
+                                                         : "dsc_moe_experts_up_fast";
+    const Dim3 upGrid = gemvItemGrid(family, slots * ceilDiv(I, gemvItemRows(family)));
     if (Status s = c.launchEntry(upEntry, upGrid, gemvBlock(), up->smem,
                                  args(p, up->x, up->codes, up->scales, Tt, D, I, r1, r1s, r3, r3s,
                                       s1, s1s, s3, s3s, ip, wp, k, E, hp));
@@ -301,11 +306,11 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
     auto down = operand(downShared, hp, slots, I, qh);
     if (!down)
       return down.status();
-    const char *downEntry = c.laneGemv     ? "dsc_moe_experts_down_lanes"
-                            : c.moeE4m3Mma ? "dsc_moe_experts_down_fast_e4m3"
-                                           : "dsc_moe_experts_down_fast";
-    const Dim3 downGrid = c.laneGemv ? gemvGrid(slots * ceilDiv(D, kLaneTileRows))
-                                     : tileGrid(slots * ceilDiv(D, 16));
+    const char *downEntry = family == GemvKernels::Lanes   ? "dsc_moe_experts_down_lanes"
+                            : family == GemvKernels::Slots ? "dsc_moe_experts_down_slots"
+                            : c.moeE4m3Mma                 ? "dsc_moe_experts_down_fast_e4m3"
+                                                           : "dsc_moe_experts_down_fast";
+    const Dim3 downGrid = gemvItemGrid(family, slots * ceilDiv(D, gemvItemRows(family)));
     if (Status s = c.launchEntry(downEntry, downGrid, gemvBlock(),
                                  down->smem,
                                  args(down->x, down->codes, down->scales, Tt, I, D, r2, r2s, s2,

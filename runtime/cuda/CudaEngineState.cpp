@@ -16,7 +16,7 @@ CudaEngineState::CudaEngineState(hal::Device device, const runtime::CudaOptions 
   splitAttention = options.splitAttention;
   mqaAttention = options.mqaAttention;
   moeE4m3Mma = options.moeE4m3Mma;
-  laneGemv = options.laneGemv;
+  gemv = options.gemv;
   dependentLaunches = options.dependentLaunch;
 }
 

@@ -77,7 +77,7 @@ public:
   bool splitAttention = true;   ///< CudaOptions::splitAttention (CudaLaunchContext)
   bool mqaAttention = false;    ///< CudaOptions::mqaAttention (CudaLaunchContext)
   bool moeE4m3Mma = false;       ///< CudaOptions::moeE4m3Mma (CudaLaunchContext)
-  bool laneGemv = true;          ///< CudaOptions::laneGemv (CudaLaunchContext)
+  runtime::GemvKernels gemv = runtime::GemvKernels::Lanes; ///< CudaOptions::gemv (CudaLaunchContext)
   bool dependentLaunches = true; ///< CudaOptions::dependentLaunch
   /// The session whose capture is open on the stream, or null.
   CudaSession *capturing = nullptr;

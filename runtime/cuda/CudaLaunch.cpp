@@ -18,7 +18,7 @@ BoundLaunch::BoundLaunch(CudaSession &session, runtime::LaunchContext &c)
   splitAttention = engine_.splitAttention;
   mqaAttention = engine_.mqaAttention;
   moeE4m3Mma = engine_.moeE4m3Mma;
-  laneGemv = engine_.laneGemv;
+  gemv = engine_.gemv;
 }
 
 Status BoundLaunch::bind(const runtime::HostTensor &host, const runtime::ValueSlot *slot,

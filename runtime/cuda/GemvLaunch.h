@@ -95,6 +95,38 @@ inline long long gemvSplits(long long N, long long K) {
 inline long long laneSplits(long long N, long long K) {
   return kSplitsFor(ceilDiv(N, kLaneTileRows), K, 132 * 16); // warps of 8 rows: 16 per SM
 }
+/// K splits of the block-slot GEMV (slot_gemv.cuh slotGemv: one warp per 16
+/// weight rows): enough warps to fill the SMs (132 x 16) when N has few
+/// tiles, each split keeping >= 8 K blocks (two steps of four), up to 32. A
+/// function of N and K only, never of M.
+inline long long slotSplits(long long N, long long K) {
+  const long long tiles = ceilDiv(N, abi::kSlotTileRows), kb = K / 32;
+  long long splits = 1;
+  while (splits < 32 && tiles * splits < 132 * 16 && kb / (splits * 2) >= 8)
+    splits *= 2;
+  return splits;
+}
+/// Weight rows and activation rows of one work item of the GEMV family
+/// (a warp for lanes and slots, a block for the tiles).
+inline long long gemvItemRows(runtime::GemvKernels k) {
+  return k == runtime::GemvKernels::Lanes   ? kLaneTileRows
+         : k == runtime::GemvKernels::Slots ? abi::kSlotTileRows
+                                            : 16;
+}
+inline long long gemvItemActRows(runtime::GemvKernels k) {
+  return k == runtime::GemvKernels::Slots ? abi::kSlotTileActRows : 8;
+}
+/// The grid of `items` work items of the family: warps (gemvGrid) for lanes
+/// and slots, blocks (tileGrid) for the tiles.
+inline Dim3 gemvItemGrid(runtime::GemvKernels k, long long items) {
+  return k == runtime::GemvKernels::Tiles ? tileGrid(items) : gemvGrid(items);
+}
+/// The family's K splits for W [N, K].
+inline long long gemvFamilySplits(runtime::GemvKernels k, long long N, long long K) {
+  return k == runtime::GemvKernels::Lanes   ? laneSplits(N, K)
+         : k == runtime::GemvKernels::Slots ? slotSplits(N, K)
+                                            : gemvSplits(N, K);
+}
 /// Whether `blocks` blocks should each act_quant all of [M, K] in shared
 /// memory (no extra launch) rather than read one global act_quant: only
 /// while the redundant work stays small (the bytes are the same either way).
@@ -109,25 +141,30 @@ constexpr long long kSplitRowChunk = 512;
 /// quantises it into scratch first and the GEMV reads the codes from there;
 /// with K splits (gemvSplits) the partials go to scratch and
 /// `<prefix>_splitk_reduce_fast` sums them, kSplitRowChunk rows at a time.
-/// With CudaOptions::laneGemv the lane-block entry (lane_gemv.cuh
-/// DSC_LANE_GEMV_ENTRY, the same arguments) runs instead of the tiles',
-/// one warp per (8 weight rows, 8 activation rows, K split: laneSplits).
+/// CudaOptions::gemv picks the entry: the lane-block one (lane_gemv.cuh
+/// DSC_LANE_GEMV_ENTRY, the same arguments; one warp per (8 weight rows, 8
+/// activation rows, K split: laneSplits)), the block-slot one (slot_gemv.cuh
+/// DSC_SLOT_GEMV_ENTRY; one warp per (16 weight rows, 8 activation rows, K
+/// split: slotSplits)) or the tiles'.
 struct QuantizedGemvEntries {
   const char *tiles; ///< DSC_GEMV_QUANTIZED_ENTRY (`..._fast`)
   const char *lanes; ///< DSC_LANE_GEMV_ENTRY (`..._lanes`)
+  const char *slots; ///< DSC_SLOT_GEMV_ENTRY (`..._slots`)
 };
 inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix,
                             QuantizedGemvEntries entries, CUdeviceptr xp, long long M, long long K,
                             CUdeviceptr wp, CUdeviceptr sp, long long N, CUdeviceptr yp) {
   CUdeviceptr none = 0;
-  const bool lanes = c.laneGemv;
-  const char *entry = lanes ? entries.lanes : entries.tiles;
-  // The grid of `rows` activation rows: blocks of tiles (tileGrid) or warps of items.
+  const runtime::GemvKernels family = c.gemv;
+  const char *entry = family == runtime::GemvKernels::Lanes   ? entries.lanes
+                      : family == runtime::GemvKernels::Slots ? entries.slots
+                                                              : entries.tiles;
+  // The grid of `rows` activation rows: one work item per tile and split.
   auto gridOf = [&](long long rows, long long splits) {
-    return lanes ? gemvGrid(ceilDiv(N, kLaneTileRows) * ceilDiv(rows, 8) * splits)
-                 : tileGrid(ceilDiv(N, 16) * ceilDiv(rows, 8) * splits);
+    return gemvItemGrid(family, ceilDiv(N, gemvItemRows(family)) *
+                                    ceilDiv(rows, gemvItemActRows(family)) * splits);
   };
-  long long splits = lanes ? laneSplits(N, K) : gemvSplits(N, K);
+  long long splits = gemvFamilySplits(family, N, K);
   const long long chunk = splits > 1 ? (M < kSplitRowChunk ? M : kSplitRowChunk) : M;
   CUdeviceptr partial = 0;
   if (splits > 1) {

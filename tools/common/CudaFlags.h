@@ -15,8 +15,9 @@
 //                              and PV kernels (CudaOptions::mqaAttention)
 //   --cuda-moe-mma f16|e4m3    the MoE up/down tiles' mma (CudaOptions::
 //                              moeE4m3Mma; with --cuda-gemv tiles)
-//   --cuda-gemv lanes|tiles    the FP8/FP4 GEMVs on the lane-block tiles or
-//                              gemv.cuh's 16-row tiles (CudaOptions::laneGemv)
+//   --cuda-gemv lanes|slots|tiles  the FP8/FP4 GEMV family: lane-block
+//                              tiles, block-slot tiles or gemv.cuh's 16-row
+//                              tiles (CudaOptions::gemv)
 //   --cuda-pdl on|off          every kernel as a programmatic dependent launch
 //                              (CudaOptions::dependentLaunch)
 // and, where a flag is not given, from the environment variables the
@@ -139,9 +140,14 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
     options.moeE4m3Mma = it->second == "e4m3";
   }
   if (auto it = cl.options.find("--cuda-gemv"); it != cl.options.end()) {
-    if (it->second != "lanes" && it->second != "tiles")
-      return "--cuda-gemv takes lanes or tiles, got '" + it->second + "'";
-    options.laneGemv = it->second == "lanes";
+    if (it->second == "lanes")
+      options.gemv = dsc::runtime::GemvKernels::Lanes;
+    else if (it->second == "slots")
+      options.gemv = dsc::runtime::GemvKernels::Slots;
+    else if (it->second == "tiles")
+      options.gemv = dsc::runtime::GemvKernels::Tiles;
+    else
+      return "--cuda-gemv takes lanes, slots or tiles, got '" + it->second + "'";
   }
   if (auto it = cl.options.find("--cuda-pdl"); it != cl.options.end()) {
     if (it->second != "on" && it->second != "off")

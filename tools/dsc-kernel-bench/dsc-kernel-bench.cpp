@@ -8,7 +8,7 @@
 // device-to-device copy bandwidth measured in the same run (the rate
 // dsc-bench's roofline uses).
 //   dsc-kernel-bench linear-fp8|linear-fp4 --m M --n N --k K [--splits S]
-//                    [--gemv lanes|tiles] [--graph-calls C] [--replays R]
+//                    [--gemv lanes|slots|tiles] [--graph-calls C] [--replays R]
 //   dsc-kernel-bench moe-up|moe-down --m T --n I --k D [--topk k] [...]
 // A call is what the runtime launches for the step (runtime/cuda/
 // GemvLaunch.h quantizedGemv, CudaAdaptersDense.cpp moeExpertsFast): the
@@ -50,7 +50,7 @@ using Launch = KernelHarness::Launch;
 constexpr const char *kUsage =
     "usage: dsc-kernel-bench linear-fp8|linear-fp4 --m M --n N --k K [--splits S (0: the "
     "runtime's)]\n"
-    "                        [--gemv lanes|tiles] [--graph-calls C] [--replays R]\n"
+    "                        [--gemv lanes|slots|tiles] [--graph-calls C] [--replays R]\n"
     "       dsc-kernel-bench moe-up|moe-down --m TOKENS --n INTER --k DIM [--topk K] [--gemv "
     "...]\n";
 /// Bytes of weights one graph pass streams at least (2 x the H200's L2).
@@ -128,9 +128,14 @@ int run(int argc, char **argv) {
     return usage("--n (the experts' inter width) must be a multiple of 32, got " +
                  std::to_string(N));
   const std::string gemv = cl.has("--gemv") ? cl.options.at("--gemv") : "lanes";
-  if (gemv != "lanes" && gemv != "tiles")
-    return usage("--gemv takes lanes or tiles, got '" + gemv + "'");
-  const bool lanes = gemv == "lanes", up = kernel == "moe-up";
+  using dsc::runtime::GemvKernels;
+  if (gemv != "lanes" && gemv != "slots" && gemv != "tiles")
+    return usage("--gemv takes lanes, slots or tiles, got '" + gemv + "'");
+  const GemvKernels family = gemv == "lanes"   ? GemvKernels::Lanes
+                             : gemv == "slots" ? GemvKernels::Slots
+                                               : GemvKernels::Tiles;
+  const std::string suffix = family == GemvKernels::Tiles ? "_fast" : "_" + gemv;
+  const bool up = kernel == "moe-up";
 
   std::string why;
   std::unique_ptr<KernelHarness> h = KernelHarness::open(why);
@@ -154,9 +159,10 @@ int run(int argc, char **argv) {
   if (!moe) {
     const bool fp4 = kernel == "linear-fp4";
     if (splits == 0) // the runtime's choice
-      splits = lanes ? cu::laneSplits(N, K) : cu::gemvSplits(N, K);
-    grid = lanes ? cu::gemvGrid(cu::ceilDiv(N, cu::kLaneTileRows) * cu::ceilDiv(M, 8) * splits).x
-                 : cu::tileGrid(cu::ceilDiv(N, 16) * cu::ceilDiv(M, 8) * splits).x;
+      splits = cu::gemvFamilySplits(family, N, K);
+    grid = cu::gemvItemGrid(family, cu::ceilDiv(N, cu::gemvItemRows(family)) *
+                                        cu::ceilDiv(M, cu::gemvItemActRows(family)) * splits)
+               .x;
     const bool shared = cu::quantizeInBlocks(grid, M, K);
     const long long weightBytes = fp4 ? N * K / 2 : N * K;
     const long long scaleBytes = (fp4 ? N : (N + 31) / 32) * (K / 32);
@@ -167,7 +173,7 @@ int run(int argc, char **argv) {
     CUdeviceptr partial = h->upload(nullptr, size_t(splits * M * N) * 4);
     CUdeviceptr codes = h->upload(nullptr, size_t(M * K)),
                 scales = h->upload(nullptr, size_t(M * (K / 32)) * 4);
-    entry = std::string("dsc_linear_") + (fp4 ? "fp4" : "fp8") + (lanes ? "_lanes" : "_fast");
+    entry = std::string("dsc_linear_") + (fp4 ? "fp4" : "fp8") + suffix;
     for (long long c = 0; c < copies; ++c) {
       CUdeviceptr w = h->upload(randomBytes(size_t(weightBytes), fp4 ? Fill::Fp4 : Fill::Fp8, rng));
       CUdeviceptr s = h->upload(randomBytes(size_t(scaleBytes), Fill::Scale, rng));
@@ -199,8 +205,7 @@ int run(int argc, char **argv) {
     const long long mats = up ? 2 : 1, chosen = std::min(E, T * k);
     bytesPerCall = mats * (chosen * (routed + routedScales) / E + sharedW + sharedScales);
     copies = std::max(1LL, std::min(64LL, kRotateBytes / bytesPerCall + 1));
-    grid = lanes ? cu::gemvGrid(slots * cu::ceilDiv(rowsOut, cu::kLaneTileRows)).x
-                 : cu::tileGrid(slots * cu::ceilDiv(rowsOut, 16)).x;
+    grid = cu::gemvItemGrid(family, slots * cu::ceilDiv(rowsOut, cu::gemvItemRows(family))).x;
     // The runtime's activation path (its test uses the tiles' grid for both).
     const bool shared =
         cu::quantizeInBlocks(cu::tileGrid(slots * cu::ceilDiv(rowsOut, 16)).x, rows, width);
@@ -210,7 +215,7 @@ int run(int argc, char **argv) {
     CUdeviceptr out = h->upload(nullptr, size_t(slots * (up ? I * 2 : D * 4)));
     CUdeviceptr codes = h->upload(nullptr, size_t(rows * width)),
                 scales = h->upload(nullptr, size_t(rows * (width / 32)) * 4);
-    entry = std::string("dsc_moe_experts_") + (up ? "up" : "down") + (lanes ? "_lanes" : "_fast");
+    entry = std::string("dsc_moe_experts_") + (up ? "up" : "down") + suffix;
     for (long long c = 0; c < copies; ++c) {
       CUdeviceptr w[2] = {0, 0}, ws[2] = {0, 0}, s[2] = {0, 0}, ss[2] = {0, 0};
       for (long long m = 0; m < mats; ++m) {

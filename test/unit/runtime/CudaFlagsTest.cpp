@@ -185,10 +185,21 @@ TEST_F(CudaFlags, MoeMmaFlagSelectsE4m3) {
                   "--cuda-moe-mma takes f16 or e4m3, got 'fp4'");
 }
 
-/// --cuda-gemv picks CudaOptions::laneGemv; the lane-block tiles are the default.
-TEST_F(CudaFlags, GemvFlagSelectsLaneBlocks) {
-  expectTwoValued("--cuda-gemv", "lanes", "tiles", true, &CudaOptions::laneGemv, "rows",
-                  "--cuda-gemv takes lanes or tiles, got 'rows'");
+/// --cuda-gemv picks CudaOptions::gemv; the lane-block tiles are the default.
+TEST_F(CudaFlags, GemvFlagSelectsTheFamily) {
+  using dsc::runtime::GemvKernels;
+  CommandLine cl;
+  EXPECT_EQ(apply(cl).gemv, GemvKernels::Lanes);
+  const std::pair<const char *, GemvKernels> values[] = {
+      {"lanes", GemvKernels::Lanes}, {"slots", GemvKernels::Slots}, {"tiles", GemvKernels::Tiles}};
+  for (const auto &[name, family] : values) {
+    cl.options["--cuda-gemv"] = name;
+    EXPECT_EQ(apply(cl).gemv, family) << name;
+  }
+  cl.options["--cuda-gemv"] = "rows";
+  std::string got;
+  apply(cl, &got);
+  EXPECT_EQ(got, "--cuda-gemv takes lanes, slots or tiles, got 'rows'");
 }
 
 /// --cuda-pdl picks CudaOptions::dependentLaunch; dependent launches are the default.

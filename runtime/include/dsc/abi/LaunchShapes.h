@@ -27,6 +27,11 @@ inline constexpr int kGemvCombineBytes = kGemvWarps * 32 * 4 * 4;
 /// Weight rows of one warp of the lane-block GEMV tiles
 /// (codegen/kernels/lane_gemv.cuh: the mma's 8 B columns).
 inline constexpr int kLaneTileRows = 8;
+/// Weight rows and activation rows of one warp of the block-slot GEMV tiles
+/// (codegen/kernels/slot_gemv.cuh: the mma's 16 A rows; four passes of two
+/// activation rows over its 8 B columns).
+inline constexpr int kSlotTileRows = 16;
+inline constexpr int kSlotTileActRows = 8;
 /// Entries per online-softmax block of the sparse attention walk (the
 /// reference's block: probabilities are rounded against its running max).
 inline constexpr int kSparseBlock = 64;

@@ -106,6 +106,9 @@ inline constexpr KernelFamilyName kKernelFamilyNames[] = {
     {"mhc", KernelFamily::Mhc},               {"moe-gate", KernelFamily::MoeGate},
     {"moe-experts", KernelFamily::MoeExperts}, {"index-keys", KernelFamily::IndexKeys}};
 
+/// The FP8/FP4 GEMV kernel families of the CUDA fast path (CudaOptions::gemv).
+enum class GemvKernels { Tiles, Lanes, Slots };
+
 /// Switches of the CUDA backend (createCudaBackend). The runtime reads no
 /// environment variable: the tools map DSC_CUDA_GRAPHS, DSC_CUDA_SYNC and
 /// DSC_CUDA_TOPK_QUADRATIC onto these (docs/runtime.md).
@@ -149,13 +152,15 @@ struct CudaOptions {
   /// FP8 tensor cores accumulate with fewer bits than fp32
   /// (docs/cuda-kernels-dense.md). Off unless shown inside the GPU gates.
   bool moeE4m3Mma = false;
-  /// The FP8/FP4 GEMVs (linear, grouped output, indexer queries, the MoE
-  /// up/down steps) on the lane-block tiles (codegen/kernels/lane_gemv.cuh:
-  /// each lane reads whole 32-K scale blocks with 16-byte loads, FP4 decoded
-  /// to E4M3 in two logic ops per four values) instead of gemv.cuh's 16-row
-  /// tiles;
-  /// false keeps the tiles (and with them moeE4m3Mma) for comparisons.
-  bool laneGemv = true;
+  /// The FP8/FP4 GEMV kernels (linear, grouped output, indexer queries, the
+  /// MoE up/down steps): Lanes, the lane-block tiles (codegen/kernels/
+  /// lane_gemv.cuh: weights as the mma's B operand, 8 rows per warp); Slots,
+  /// the block-slot tiles (codegen/kernels/slot_gemv.cuh: weights as the
+  /// mma's A operand, 16 rows per warp, one B column per activation row and
+  /// block); Tiles, gemv.cuh's 16-row tiles with warps splitting K (and with
+  /// them moeE4m3Mma). All stay inside the GPU gates; kept selectable for
+  /// comparisons (`--cuda-gemv lanes|slots|tiles`).
+  GemvKernels gemv = GemvKernels::Lanes;
   /// Every kernel is launched as a programmatic dependent launch (sm_90
   /// PDL): it may be scheduled while its predecessor still runs, and its
   /// prologue (codegen/kernels/common.cuh DSC_KERNEL_PROLOGUE) waits for the

@@ -1,7 +1,8 @@
-//===- LaneGemvGpuTest.cpp - The lane-block GEMVs against the CPU reference -===//
+//===- QuantizedGemvGpuTest.cpp - The FP8/FP4 GEMVs against the CPU reference ===//
 //
-// dsc_linear_fp8_lanes / _fp4_lanes (codegen/kernels/lane_gemv.cuh, through
-// linear.cu) on the GPU against cpu::linearFp8 / linearFp4 (the reference's
+// The lane-block entries dsc_linear_fp8_lanes / _fp4_lanes (codegen/kernels/
+// lane_gemv.cuh) and the block-slot entries dsc_linear_fp8_slots / _fp4_slots
+// (slot_gemv.cuh), through linear.cu, on the GPU against cpu::linearFp8 / linearFp4 (the reference's
 // block-scaled GEMMs) at odd shapes, M = 1 included, with one K range and
 // with K splits reduced by dsc_linear_splitk_reduce_fast. The kernels sum in
 // their own fixed order (the mma's, then the lanes' xor tree), so an output
@@ -9,8 +10,8 @@
 // more (outputs that nearly cancel are judged by a step of the outputs' rms /
 // 64); and, what the runtime relies on: two runs give the same bytes, and a
 // row's bytes do not depend on the other rows of the call.
-// Needs a GPU (skips without one). Written in session 8, when no device time
-// was left: first run on the H200 pending.
+// Needs a GPU (skips without one). First run on the H200 in session 9 (the
+// lanes: PASS).
 //===----------------------------------------------------------------------===//
 #include "test/unit/cuda/kernels/GpuKernelTest.h"
 
@@ -21,6 +22,8 @@
 
 #include <cmath>
 #include <random>
+#include <string>
+#include <tuple>
 
 namespace {
 
@@ -60,17 +63,26 @@ Operands makeOperands(const Shape &s, bool fp4, uint32_t seed) {
 
 /// The GPU's y [M, N] bf16 for the operands (quantised in the block, as the
 /// runtime's decode path does).
-std::vector<uint16_t> runLanes(KernelHarness &h, const Shape &s, bool fp4, const Operands &o) {
+/// The GEMV family under test: its entry suffix and weight rows per warp item.
+struct Family {
+  const char *suffix;
+  long long tileRows;
+};
+constexpr Family kLanes{"_lanes", 8}, kSlots{"_slots", 16};
+
+std::vector<uint16_t> runGemv(KernelHarness &h, const Family &f, const Shape &s, bool fp4,
+                              const Operands &o) {
   CUdeviceptr x = h.upload(o.x), w = h.upload(o.w), ws = h.upload(o.ws);
   CUdeviceptr y = h.upload(nullptr, size_t(s.M * s.N) * 2);
   CUdeviceptr partial = h.upload(nullptr, size_t(s.splits * s.M * s.N) * 4);
   CUdeviceptr none = 0;
   long long M = s.M, K = s.K, N = s.N, splits = s.splits;
   const size_t smem = size_t(M * K + M * (K / 32) * 4); // dsc_gemv::quantBytes
-  const unsigned items = unsigned(((N + 7) / 8) * ((M + 7) / 8) * splits);
+  const unsigned items =
+      unsigned(((N + f.tileRows - 1) / f.tileRows) * ((M + 7) / 8) * splits);
   const unsigned grid = (items + 7) / 8; // 8 warps per block, one item each
-  const char *entry = fp4 ? "dsc_linear_fp4_lanes" : "dsc_linear_fp8_lanes";
-  dsc::runtime::Status st = h.launch("linear", entry, grid, 256, smem,
+  const std::string entry = std::string(fp4 ? "dsc_linear_fp4" : "dsc_linear_fp8") + f.suffix;
+  dsc::runtime::Status st = h.launch("linear", entry.c_str(), grid, 256, smem,
                                      kernelArgs(x, none, none, M, K, w, ws, N, y, splits, partial));
   EXPECT_TRUE(st) << st.message();
   if (splits > 1) {
@@ -99,12 +111,14 @@ double bf16Steps(uint16_t a, uint16_t b, float floor) {
   return std::fabs(double(fa) - double(fb)) / ulp;
 }
 
-using LaneGemvGpu = dsc::test::GpuKernelTest<::testing::TestWithParam<bool>>;
+using QuantizedGemvGpu =
+    dsc::test::GpuKernelTest<::testing::TestWithParam<std::tuple<bool, Family>>>;
 
-TEST_P(LaneGemvGpu, MatchesTheCpuReferenceWithinOneBf16Step) {
-  const bool fp4 = GetParam();
+TEST_P(QuantizedGemvGpu, MatchesTheCpuReferenceWithinOneBf16Step) {
+  const auto [fp4, family] = GetParam();
   for (const Shape &s : {Shape{1, 40, 96, 1}, Shape{1, 1280, 5120, 4}, Shape{3, 77, 160, 1},
-                         Shape{8, 264, 512, 3}, Shape{13, 8, 2304, 2}}) {
+                         Shape{8, 264, 512, 3}, Shape{13, 8, 2304, 2}, Shape{2, 1792, 5120, 16},
+                         Shape{5, 33, 1280, 1}}) {
     SCOPED_TRACE("M " + std::to_string(s.M) + " N " + std::to_string(s.N) + " K " +
                  std::to_string(s.K) + " splits " + std::to_string(s.splits));
     const Operands o = makeOperands(s, fp4, uint32_t(s.M * 7919 + s.N * 31 + s.K));
@@ -113,7 +127,7 @@ TEST_P(LaneGemvGpu, MatchesTheCpuReferenceWithinOneBf16Step) {
       dsc::cpu::linearFp4(o.x.data(), s.M, s.K, o.w.data(), o.ws.data(), s.N, cpu.data());
     else
       dsc::cpu::linearFp8(o.x.data(), s.M, s.K, o.w.data(), o.ws.data(), s.N, cpu.data());
-    const std::vector<uint16_t> gpu = runLanes(*harness_, s, fp4, o);
+    const std::vector<uint16_t> gpu = runGemv(*harness_, family, s, fp4, o);
     double sumSq = 0.0; // the outputs' rms / 64 is the floor of the step size
     for (uint16_t v : cpu)
       sumSq += double(dsc::numerics::bf16ToFloat(v)) * dsc::numerics::bf16ToFloat(v);
@@ -132,26 +146,31 @@ TEST_P(LaneGemvGpu, MatchesTheCpuReferenceWithinOneBf16Step) {
                                << dsc::numerics::bf16ToFloat(gpu[worst]) << " cpu "
                                << dsc::numerics::bf16ToFloat(cpu[worst]);
     EXPECT_GE(double(equal), 0.9 * double(cpu.size())) << "most outputs round the same";
-    EXPECT_EQ(runLanes(*harness_, s, fp4, o), gpu) << "same input, same bytes";
+    EXPECT_EQ(runGemv(*harness_, family, s, fp4, o), gpu) << "same input, same bytes";
   }
 }
 
-TEST_P(LaneGemvGpu, ARowsBytesDoNotDependOnTheOtherRows) {
-  const bool fp4 = GetParam();
-  const Shape all{8, 96, 640, 2};
+TEST_P(QuantizedGemvGpu, ARowsBytesDoNotDependOnTheOtherRows) {
+  const auto [fp4, family] = GetParam();
+  const Shape all{11, 96, 640, 2};
   const Operands o = makeOperands(all, fp4, 17);
-  const std::vector<uint16_t> together = runLanes(*harness_, all, fp4, o);
-  for (long long m : {0LL, 5LL, 7LL}) {
+  const std::vector<uint16_t> together = runGemv(*harness_, family, all, fp4, o);
+  for (long long m : {0LL, 3LL, 5LL, 7LL, 10LL}) {
     Operands one = o;
     one.x.assign(o.x.begin() + m * all.K, o.x.begin() + (m + 1) * all.K);
     const std::vector<uint16_t> alone =
-        runLanes(*harness_, Shape{1, all.N, all.K, all.splits}, fp4, one);
+        runGemv(*harness_, family, Shape{1, all.N, all.K, all.splits}, fp4, one);
     EXPECT_TRUE(std::equal(alone.begin(), alone.end(), together.begin() + m * all.N))
         << "row " << m;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, LaneGemvGpu, ::testing::Values(false, true),
-                         [](const auto &info) { return info.param ? "Fp4" : "Fp8"; });
+INSTANTIATE_TEST_SUITE_P(Formats, QuantizedGemvGpu,
+                         ::testing::Combine(::testing::Values(false, true),
+                                            ::testing::Values(kLanes, kSlots)),
+                         [](const auto &info) {
+                           return std::string(std::get<0>(info.param) ? "Fp4" : "Fp8") +
+                                  (std::get<1>(info.param).tileRows == 8 ? "Lanes" : "Slots");
+                         });
 
 } // namespace
