@@ -41,7 +41,8 @@
 // dsc_moe_experts_up_lanes / _down_lanes: the same operands and outputs, one
 // warp per (t, slot, 8 rows) on lane_gemv.cuh's lane-block tiles; with
 // CudaOptions::gemv == Slots dsc_moe_experts_up_slots / _down_slots, one warp
-// per (t, slot, 16 rows) on slot_gemv.cuh's block-slot tiles.
+// per (t, slot, 16 rows) on slot_gemv.cuh's block-slot tiles, each item split
+// over kSlotMoeItemWarps warps of a block (K ranges combined in warp order).
 // Bound: the bytes of the chosen experts' weights (3 * I * D / 2 per routed
 // slot + scales, 3 * I * D for the shared expert) at memory bandwidth.
 //===----------------------------------------------------------------------===//
@@ -511,46 +512,80 @@ __device__ __forceinline__ Item item(long long n, long long k, long long rowsOut
   it.valid = !it.routed || (it.x >= 0 && it.x < E);
   return it;
 }
+/// This warp's share of a slot item: kSlotMoeItemWarps warps split its kb K
+/// blocks in whole steps of four (warp ws: [j0, j1)).
+__device__ __forceinline__ void slotShare(long long kb, int ws, long long &j0, long long &j1) {
+  constexpr int kW = dsc::abi::kSlotMoeItemWarps;
+  const long long per = ((kb + kW - 1) / kW + 3) / 4 * 4;
+  j0 = ws * per < kb ? ws * per : kb;
+  j1 = j0 + per < kb ? j0 + per : kb;
+}
+/// Sums the item's warps' v[kN] in warp order through comb (deterministic):
+/// afterwards the item's first warp holds the totals. All threads of the
+/// block call it (two barriers).
+template <int kN> __device__ __forceinline__ void slotCombine(float *v, float *comb) {
+  constexpr int kW = dsc::abi::kSlotMoeItemWarps;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, ws = warp % kW;
+  for (int i = 0; i < kN; ++i)
+    comb[(warp * 32 + lane) * 4 + i] = v[i];
+  __syncthreads();
+  if (ws == 0)
+    for (int i = 0; i < kN; ++i) {
+      float total = v[i];
+      for (int w = 1; w < kW; ++w)
+        total = __fadd_rn(total, comb[((warp + w) * 32 + lane) * 4 + i]);
+      v[i] = total;
+    }
+  __syncthreads();
+}
 } // namespace dsc_moe_slots
 
+// One block: kGemvWarps / kSlotMoeItemWarps items, each split over
+// kSlotMoeItemWarps warps (more loads in flight than a warp per item: the
+// routed slots of one token are few tiles), combined in warp order.
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
     dsc_moe_experts_up_slots(DSC_MOE_UP_PARAMS) {
   DSC_KERNEL_PROLOGUE();
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_moe_fast::Smem m = dsc_moe_fast::setup(xq, gCodes, gScales, T, D, smem);
   const float lim = (float)p.swiglu_limit;
-  const int lane = threadIdx.x & 31, g = lane >> 2;
-  const long long kb = D / 32, rowsPer = dsc_slots::kTileRows;
+  constexpr int kW = dsc::abi::kSlotMoeItemWarps;
+  const int lane = threadIdx.x & 31, g = lane >> 2, warp = threadIdx.x >> 5, ws = warp % kW;
+  const long long kb = D / 32, rowsPer = dsc_slots::kTileRows, perBlock = (blockDim.x >> 5) / kW;
   const long long items = T * (k + 1) * ((I + rowsPer - 1) / rowsPer);
-  for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
-    const dsc_moe_slots::Item it = dsc_moe_slots::item(n, k, I, ids, E);
-    unsigned short *hs = h + (it.t * (k + 1) + it.slot) * I;
-    if (!it.valid) { // an invalid slot contributes nothing (warp-uniform)
-      if (lane < rowsPer && it.r0 + lane < I)
-        hs[it.r0 + lane] = 0;
-      continue;
-    }
+  for (long long base = blockIdx.x * perBlock; base < items; base += gridDim.x * perBlock) {
+    const long long n = base + warp / kW;
     float acc[2][1][2] = {};
-    if (it.routed) {
-      const long long e = it.x * I;
-      const dsc_slots::Rows mats[2] = {
-          dsc_slots::tileRows<true>(w1 + e * (D / 2), w1s + e * kb, I, D, it.r0),
-          dsc_slots::tileRows<true>(w3 + e * (D / 2), w3s + e * kb, I, D, it.r0)};
-      dsc_slots::slotDots<true, 2, 1>(mats, m.codes, m.scales, D, it.t, 1, 0, kb, acc);
-    } else {
-      const dsc_slots::Rows mats[2] = {dsc_slots::tileRows<false>(s1, s1s, I, D, it.r0),
-                                       dsc_slots::tileRows<false>(s3, s3s, I, D, it.r0)};
-      dsc_slots::slotDots<false, 2, 1>(mats, m.codes, m.scales, D, it.t, 1, 0, kb, acc);
+    dsc_moe_slots::Item it{};
+    if (n < items) {
+      it = dsc_moe_slots::item(n, k, I, ids, E);
+      long long j0, j1;
+      dsc_moe_slots::slotShare(kb, ws, j0, j1);
+      if (it.valid && it.routed) {
+        const long long e = it.x * I;
+        const dsc_slots::Rows mats[2] = {
+            dsc_slots::tileRows<true>(w1 + e * (D / 2), w1s + e * kb, I, D, it.r0),
+            dsc_slots::tileRows<true>(w3 + e * (D / 2), w3s + e * kb, I, D, it.r0)};
+        dsc_slots::slotDots<true, 2, 1>(mats, m.codes, m.scales, D, it.t, 1, j0, j1, acc);
+      } else if (it.valid) {
+        const dsc_slots::Rows mats[2] = {dsc_slots::tileRows<false>(s1, s1s, I, D, it.r0),
+                                         dsc_slots::tileRows<false>(s3, s3s, I, D, it.r0)};
+        dsc_slots::slotDots<false, 2, 1>(mats, m.codes, m.scales, D, it.t, 1, j0, j1, acc);
+      }
+      dsc_slots::sumSlots<4>(&acc[0][0][0]);
     }
-    dsc_slots::sumSlots<2>(acc[0][0]);
-    dsc_slots::sumSlots<2>(acc[1][0]);
-    if ((lane & 3) == 0) { // activation row 0 (token t), output rows r0 + g, r0 + g + 8
-      const float rw = it.routed ? weights[it.t * k + it.slot] : 0.0f;
+    dsc_moe_slots::slotCombine<4>(&acc[0][0][0], m.comb);
+    if (n < items && ws == 0 && (lane & 3) == 0) {
+      // activation row 0 (token t), output rows r0 + g, r0 + g + 8; an
+      // invalid slot contributes nothing (zeros)
+      unsigned short *hs = h + (it.t * (k + 1) + it.slot) * I;
+      const float rw = it.routed && it.valid ? weights[it.t * k + it.slot] : 0.0f;
       for (int r = 0; r < 2; ++r) {
         const long long row = it.r0 + g + 8 * r;
         if (row < I)
-          hs[row] = dsc_dense_moe::swiglu(roundToBf16(acc[0][0][r]), roundToBf16(acc[1][0][r]),
-                                          lim, it.routed, rw);
+          hs[row] = it.valid ? dsc_dense_moe::swiglu(roundToBf16(acc[0][0][r]),
+                                                     roundToBf16(acc[1][0][r]), lim, it.routed, rw)
+                             : (unsigned short)0;
       }
     }
   }
@@ -561,27 +596,34 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
   DSC_KERNEL_PROLOGUE();
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_moe_fast::Smem m = dsc_moe_fast::setup(hq, gCodes, gScales, T * (k + 1), I, smem);
-  const int lane = threadIdx.x & 31, g = lane >> 2;
-  const long long kb = I / 32, rowsPer = dsc_slots::kTileRows;
+  constexpr int kW = dsc::abi::kSlotMoeItemWarps;
+  const int lane = threadIdx.x & 31, g = lane >> 2, warp = threadIdx.x >> 5, ws = warp % kW;
+  const long long kb = I / 32, rowsPer = dsc_slots::kTileRows, perBlock = (blockDim.x >> 5) / kW;
   const long long items = T * (k + 1) * ((D + rowsPer - 1) / rowsPer);
-  for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
-    const dsc_moe_slots::Item it = dsc_moe_slots::item(n, k, D, ids, E);
-    if (!it.valid)
-      continue; // warp-uniform; the combine step skips the slot
-    const long long hrow = it.t * (k + 1) + it.slot;
+  for (long long base = blockIdx.x * perBlock; base < items; base += gridDim.x * perBlock) {
+    const long long n = base + warp / kW;
     float acc[1][1][2] = {};
-    if (it.routed) {
-      const long long e = it.x * D;
-      const dsc_slots::Rows mat =
-          dsc_slots::tileRows<true>(w2 + e * (I / 2), w2s + e * kb, D, I, it.r0);
-      dsc_slots::slotDots<true, 1, 1>(&mat, m.codes, m.scales, I, hrow, 1, 0, kb, acc);
-    } else {
-      const dsc_slots::Rows mat = dsc_slots::tileRows<false>(s2, s2s, D, I, it.r0);
-      dsc_slots::slotDots<false, 1, 1>(&mat, m.codes, m.scales, I, hrow, 1, 0, kb, acc);
+    dsc_moe_slots::Item it{};
+    if (n < items) {
+      it = dsc_moe_slots::item(n, k, D, ids, E);
+      long long j0, j1;
+      dsc_moe_slots::slotShare(kb, ws, j0, j1);
+      const long long hrow = it.t * (k + 1) + it.slot;
+      if (it.valid && it.routed) {
+        const long long e = it.x * D;
+        const dsc_slots::Rows mat =
+            dsc_slots::tileRows<true>(w2 + e * (I / 2), w2s + e * kb, D, I, it.r0);
+        dsc_slots::slotDots<true, 1, 1>(&mat, m.codes, m.scales, I, hrow, 1, j0, j1, acc);
+      } else if (it.valid) {
+        const dsc_slots::Rows mat = dsc_slots::tileRows<false>(s2, s2s, D, I, it.r0);
+        dsc_slots::slotDots<false, 1, 1>(&mat, m.codes, m.scales, I, hrow, 1, j0, j1, acc);
+      }
+      dsc_slots::sumSlots<2>(&acc[0][0][0]);
     }
-    dsc_slots::sumSlots<2>(acc[0][0]);
-    if ((lane & 3) == 0) {
-      float *o = outs + hrow * D;
+    dsc_moe_slots::slotCombine<2>(&acc[0][0][0], m.comb);
+    // An invalid slot writes nothing; the combine step skips it.
+    if (n < items && it.valid && ws == 0 && (lane & 3) == 0) {
+      float *o = outs + (it.t * (k + 1) + it.slot) * D;
       for (int r = 0; r < 2; ++r) {
         const long long row = it.r0 + g + 8 * r;
         if (row < D)

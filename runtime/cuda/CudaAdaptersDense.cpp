@@ -297,7 +297,7 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
                           : family == GemvKernels::Slots ? "dsc_moe_experts_up_slots"
                           : c.moeE4m3Mma                 ? "dsc_moe_experts_up_fast_e4m3"
                                                          : "dsc_moe_experts_up_fast";
-    const Dim3 upGrid = gemvItemGrid(family, slots * ceilDiv(I, gemvItemRows(family)));
+    const Dim3 upGrid = moeItemGrid(family, slots * ceilDiv(I, gemvItemRows(family)));
     if (Status s = c.launchEntry(upEntry, upGrid, gemvBlock(), up->smem,
                                  args(p, up->x, up->codes, up->scales, Tt, D, I, r1, r1s, r3, r3s,
                                       s1, s1s, s3, s3s, ip, wp, k, E, hp));
@@ -310,7 +310,7 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
                             : family == GemvKernels::Slots ? "dsc_moe_experts_down_slots"
                             : c.moeE4m3Mma                 ? "dsc_moe_experts_down_fast_e4m3"
                                                            : "dsc_moe_experts_down_fast";
-    const Dim3 downGrid = gemvItemGrid(family, slots * ceilDiv(D, gemvItemRows(family)));
+    const Dim3 downGrid = moeItemGrid(family, slots * ceilDiv(D, gemvItemRows(family)));
     if (Status s = c.launchEntry(downEntry, downGrid, gemvBlock(),
                                  down->smem,
                                  args(down->x, down->codes, down->scales, Tt, I, D, r2, r2s, s2,

@@ -121,6 +121,12 @@ inline long long gemvItemActRows(runtime::GemvKernels k) {
 inline Dim3 gemvItemGrid(runtime::GemvKernels k, long long items) {
   return k == runtime::GemvKernels::Tiles ? tileGrid(items) : gemvGrid(items);
 }
+/// The grid of `items` MoE up/down work items of the family: the slots split
+/// each item over kSlotMoeItemWarps warps (moe_experts.cu).
+inline Dim3 moeItemGrid(runtime::GemvKernels k, long long items) {
+  return k == runtime::GemvKernels::Slots ? gemvGrid(items * abi::kSlotMoeItemWarps)
+                                          : gemvItemGrid(k, items);
+}
 /// The family's K splits for W [N, K].
 inline long long gemvFamilySplits(runtime::GemvKernels k, long long N, long long K) {
   return k == runtime::GemvKernels::Lanes   ? laneSplits(N, K)

@@ -51,7 +51,7 @@ inline const std::vector<std::string> kCudaFlags = {"--cuda-sync"};
 inline constexpr const char *kCudaUsage =
     "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]\n"
     "                 [--cuda-kernels fast|cpu-order[=FAMILY,...]] [--cuda-attention single|split|mqa]\n"
-    "                 [--cuda-moe-mma f16|e4m3] [--cuda-gemv lanes|tiles] [--cuda-pdl on|off]\n"
+    "                 [--cuda-moe-mma f16|e4m3] [--cuda-gemv lanes|slots|tiles] [--cuda-pdl on|off]\n"
     "                 [--cpu-threads N]";
 
 /// The DSC_CUDA_* variables, as the runtime used to read them.

@@ -205,7 +205,7 @@ int run(int argc, char **argv) {
     const long long mats = up ? 2 : 1, chosen = std::min(E, T * k);
     bytesPerCall = mats * (chosen * (routed + routedScales) / E + sharedW + sharedScales);
     copies = std::max(1LL, std::min(64LL, kRotateBytes / bytesPerCall + 1));
-    grid = cu::gemvItemGrid(family, slots * cu::ceilDiv(rowsOut, cu::gemvItemRows(family))).x;
+    grid = cu::moeItemGrid(family, slots * cu::ceilDiv(rowsOut, cu::gemvItemRows(family))).x;
     // The runtime's activation path (its test uses the tiles' grid for both).
     const bool shared =
         cu::quantizeInBlocks(cu::tileGrid(slots * cu::ceilDiv(rowsOut, 16)).x, rows, width);

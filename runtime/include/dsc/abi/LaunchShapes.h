@@ -32,6 +32,10 @@ inline constexpr int kLaneTileRows = 8;
 /// activation rows over its 8 B columns).
 inline constexpr int kSlotTileRows = 16;
 inline constexpr int kSlotTileActRows = 8;
+/// Warps of one block that split a block-slot MoE item's K (codegen/kernels/
+/// moe_experts.cu `_slots`; the grid has this many warps per item; it
+/// divides kGemvWarps).
+inline constexpr int kSlotMoeItemWarps = 4;
 /// Entries per online-softmax block of the sparse attention walk (the
 /// reference's block: probabilities are rounded against its running max).
 inline constexpr int kSparseBlock = 64;
