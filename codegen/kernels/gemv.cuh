@@ -158,6 +158,22 @@ __device__ __forceinline__ void bf16RowDots(const unsigned short *wRow, const un
     acc[r] = warpSum(acc[r]);
 }
 
+/// The act_quant operands of a quantised GEMV call: x != null: the block
+/// act_quants x [M, K] into `smem` (quantizeToShared; all threads must call
+/// it) and reads them there, else the global codes / scales.
+struct Codes {
+  const unsigned char *codes;
+  const float *scales;
+};
+__device__ __forceinline__ Codes stageCodes(const unsigned short *x, const unsigned char *gCodes,
+                                            const float *gScales, long long M, long long K,
+                                            unsigned char *smem) {
+  if (!x)
+    return Codes{gCodes, gScales};
+  quantizeToShared(x, M, K, smem);
+  return Codes{smem, reinterpret_cast<const float *>(smem + M * K)};
+}
+
 /// The warp's first output row and stride over all blocks' warps.
 __device__ __forceinline__ long long firstRow() {
   return (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -476,6 +492,17 @@ __device__ void bf16Gemv(const unsigned short *x, long long ldx, long long M, lo
 // (a module is compiled on its own, so each names its own copies; the
 // adapters' quantizedGemv launches <prefix>_act_quant_fast and
 // <prefix>_splitk_reduce_fast next to the GEMV entry):
+/// A warp-item GEMV entry (lane_gemv.cuh, slot_gemv.cuh) with the signature
+/// of DSC_GEMV_QUANTIZED_ENTRY: `fn` (x, codes, scales, M, K, w, wScale, N,
+/// y, splits, partial), two blocks of kGemvWarps warps per SM.
+#define DSC_GEMV_WARP_ENTRY(name, fn)                                                         \
+  DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)                             \
+      name(const unsigned short *x, const unsigned char *codes, const float *scales,          \
+           long long M, long long K, const unsigned char *w, const unsigned char *wScale,     \
+           long long N, unsigned short *y, long long splits, float *partial) {                \
+    DSC_KERNEL_PROLOGUE();                                                                    \
+    fn(x, codes, scales, M, K, w, wScale, N, y, splits, partial);                             \
+  }
 #define DSC_GEMV_ACT_QUANT_ENTRY(name)                                                         \
   DSC_KERNEL void name(const unsigned short *x, long long M, long long K, unsigned char *codes, \
                        float *scales) {                                                        \

@@ -287,13 +287,9 @@ __device__ void laneGemv(const unsigned short *x, const unsigned char *gCodes,
                          const unsigned char *wScale, long long N, unsigned short *y,
                          long long splits, float *partial) {
   extern __shared__ __align__(16) unsigned char laneSmem[];
-  const unsigned char *codes = gCodes;
-  const float *scales = gScales;
-  if (x) {
-    dsc_gemv::quantizeToShared(x, M, K, laneSmem);
-    codes = laneSmem;
-    scales = reinterpret_cast<const float *>(laneSmem + M * K);
-  }
+  const dsc_gemv::Codes act = dsc_gemv::stageCodes(x, gCodes, gScales, M, K, laneSmem);
+  const unsigned char *codes = act.codes;
+  const float *scales = act.scales;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const long long kb = K / 32, rowBytes = kFp4 ? K / 2 : K;
   const long long nTiles = (N + kTileRows - 1) / kTileRows, mTiles = (M + 7) / 8;
@@ -334,13 +330,6 @@ __device__ void laneGemv(const unsigned short *x, const unsigned char *gCodes,
 /// A lane-block GEMV entry with the signature of DSC_GEMV_QUANTIZED_ENTRY
 /// (the adapters' quantizedGemv launches `<name>` for `<prefix>_fast`'s
 /// `_lanes` twin); kFp4: the weight format.
-#define DSC_LANE_GEMV_ENTRY(name, kFp4)                                                       \
-  DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)                             \
-      name(const unsigned short *x, const unsigned char *codes, const float *scales,          \
-           long long M, long long K, const unsigned char *w, const unsigned char *wScale,     \
-           long long N, unsigned short *y, long long splits, float *partial) {                \
-    DSC_KERNEL_PROLOGUE();                                                                    \
-    dsc_lanes::laneGemv<kFp4>(x, codes, scales, M, K, w, wScale, N, y, splits, partial);      \
-  }
+#define DSC_LANE_GEMV_ENTRY(name, kFp4) DSC_GEMV_WARP_ENTRY(name, dsc_lanes::laneGemv<kFp4>)
 
 #endif // DSC_CODEGEN_KERNELS_LANE_GEMV_CUH

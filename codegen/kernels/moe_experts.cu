@@ -540,55 +540,78 @@ template <int kN> __device__ __forceinline__ void slotCombine(float *v, float *c
 }
 } // namespace dsc_moe_slots
 
-// One block: kGemvWarps / kSlotMoeItemWarps items, each split over
-// kSlotMoeItemWarps warps (more loads in flight than a warp per item: the
-// routed slots of one token are few tiles), combined in warp order.
+namespace dsc_moe_slots {
+/// The block's share of `items` slot items over rowsOut output rows: each
+/// split over kSlotMoeItemWarps warps (more loads in flight than a warp per
+/// item: one token's slots are few tiles). dots(it, j0, j1, acc) adds the
+/// warp's K share [j0, j1) for a valid item; the shares are combined in warp
+/// order and emit(it, acc) runs on the item's first warp (every item, valid
+/// or not). All threads of the block call it.
+template <int kN, typename Dots, typename Emit>
+__device__ __forceinline__ void slotItems(long long items, long long k, long long rowsOut,
+                                          const int *ids, long long E, long long kb, float *comb,
+                                          Dots dots, Emit emit) {
+  constexpr int kW = dsc::abi::kSlotMoeItemWarps;
+  const int warp = threadIdx.x >> 5, ws = warp % kW;
+  const long long perBlock = (blockDim.x >> 5) / kW;
+  for (long long base = blockIdx.x * perBlock; base < items; base += gridDim.x * perBlock) {
+    const long long n = base + warp / kW;
+    float acc[kN] = {};
+    Item it{};
+    if (n < items) {
+      it = item(n, k, rowsOut, ids, E);
+      long long j0, j1;
+      slotShare(kb, ws, j0, j1);
+      if (it.valid)
+        dots(it, j0, j1, acc);
+      dsc_slots::sumSlots<kN>(acc);
+    }
+    slotCombine<kN>(acc, comb);
+    if (n < items && ws == 0)
+      emit(it, acc);
+  }
+}
+} // namespace dsc_moe_slots
+
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
     dsc_moe_experts_up_slots(DSC_MOE_UP_PARAMS) {
   DSC_KERNEL_PROLOGUE();
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_moe_fast::Smem m = dsc_moe_fast::setup(xq, gCodes, gScales, T, D, smem);
   const float lim = (float)p.swiglu_limit;
-  constexpr int kW = dsc::abi::kSlotMoeItemWarps;
-  const int lane = threadIdx.x & 31, g = lane >> 2, warp = threadIdx.x >> 5, ws = warp % kW;
-  const long long kb = D / 32, rowsPer = dsc_slots::kTileRows, perBlock = (blockDim.x >> 5) / kW;
+  const int lane = threadIdx.x & 31, g = lane >> 2;
+  const long long kb = D / 32, rowsPer = dsc_slots::kTileRows;
   const long long items = T * (k + 1) * ((I + rowsPer - 1) / rowsPer);
-  for (long long base = blockIdx.x * perBlock; base < items; base += gridDim.x * perBlock) {
-    const long long n = base + warp / kW;
-    float acc[2][1][2] = {};
-    dsc_moe_slots::Item it{};
-    if (n < items) {
-      it = dsc_moe_slots::item(n, k, I, ids, E);
-      long long j0, j1;
-      dsc_moe_slots::slotShare(kb, ws, j0, j1);
-      if (it.valid && it.routed) {
-        const long long e = it.x * I;
-        const dsc_slots::Rows mats[2] = {
-            dsc_slots::tileRows<true>(w1 + e * (D / 2), w1s + e * kb, I, D, it.r0),
-            dsc_slots::tileRows<true>(w3 + e * (D / 2), w3s + e * kb, I, D, it.r0)};
-        dsc_slots::slotDots<true, 2, 1>(mats, m.codes, m.scales, D, it.t, 1, j0, j1, acc);
-      } else if (it.valid) {
-        const dsc_slots::Rows mats[2] = {dsc_slots::tileRows<false>(s1, s1s, I, D, it.r0),
-                                         dsc_slots::tileRows<false>(s3, s3s, I, D, it.r0)};
-        dsc_slots::slotDots<false, 2, 1>(mats, m.codes, m.scales, D, it.t, 1, j0, j1, acc);
-      }
-      dsc_slots::sumSlots<4>(&acc[0][0][0]);
+  auto dots = [&](const dsc_moe_slots::Item &it, long long j0, long long j1, float *acc) {
+    float(*a)[1][2] = reinterpret_cast<float(*)[1][2]>(acc); // [w1, w3][pass][rows g, g + 8]
+    if (it.routed) {
+      const long long e = it.x * I;
+      const dsc_slots::Rows mats[2] = {
+          dsc_slots::tileRows<true>(w1 + e * (D / 2), w1s + e * kb, I, D, it.r0),
+          dsc_slots::tileRows<true>(w3 + e * (D / 2), w3s + e * kb, I, D, it.r0)};
+      dsc_slots::slotDots<true, 2, 1>(mats, m.codes, m.scales, D, it.t, 1, j0, j1, a);
+    } else {
+      const dsc_slots::Rows mats[2] = {dsc_slots::tileRows<false>(s1, s1s, I, D, it.r0),
+                                       dsc_slots::tileRows<false>(s3, s3s, I, D, it.r0)};
+      dsc_slots::slotDots<false, 2, 1>(mats, m.codes, m.scales, D, it.t, 1, j0, j1, a);
     }
-    dsc_moe_slots::slotCombine<4>(&acc[0][0][0], m.comb);
-    if (n < items && ws == 0 && (lane & 3) == 0) {
-      // activation row 0 (token t), output rows r0 + g, r0 + g + 8; an
-      // invalid slot contributes nothing (zeros)
-      unsigned short *hs = h + (it.t * (k + 1) + it.slot) * I;
-      const float rw = it.routed && it.valid ? weights[it.t * k + it.slot] : 0.0f;
-      for (int r = 0; r < 2; ++r) {
-        const long long row = it.r0 + g + 8 * r;
-        if (row < I)
-          hs[row] = it.valid ? dsc_dense_moe::swiglu(roundToBf16(acc[0][0][r]),
-                                                     roundToBf16(acc[1][0][r]), lim, it.routed, rw)
-                             : (unsigned short)0;
-      }
+  };
+  // Activation row 0 (token t) in the lanes with t = 0: output rows r0 + g,
+  // r0 + g + 8; an invalid slot contributes nothing (zeros).
+  auto emit = [&](const dsc_moe_slots::Item &it, const float *acc) {
+    if ((lane & 3) != 0)
+      return;
+    unsigned short *hs = h + (it.t * (k + 1) + it.slot) * I;
+    const float rw = it.routed && it.valid ? weights[it.t * k + it.slot] : 0.0f;
+    for (int r = 0; r < 2; ++r) {
+      const long long row = it.r0 + g + 8 * r;
+      if (row < I)
+        hs[row] = it.valid ? dsc_dense_moe::swiglu(roundToBf16(acc[r]), roundToBf16(acc[2 + r]),
+                                                   lim, it.routed, rw)
+                           : (unsigned short)0;
     }
-  }
+  };
+  dsc_moe_slots::slotItems<4>(items, k, I, ids, E, kb, m.comb, dots, emit);
 }
 
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
@@ -596,41 +619,34 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
   DSC_KERNEL_PROLOGUE();
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_moe_fast::Smem m = dsc_moe_fast::setup(hq, gCodes, gScales, T * (k + 1), I, smem);
-  constexpr int kW = dsc::abi::kSlotMoeItemWarps;
-  const int lane = threadIdx.x & 31, g = lane >> 2, warp = threadIdx.x >> 5, ws = warp % kW;
-  const long long kb = I / 32, rowsPer = dsc_slots::kTileRows, perBlock = (blockDim.x >> 5) / kW;
+  const int lane = threadIdx.x & 31, g = lane >> 2;
+  const long long kb = I / 32, rowsPer = dsc_slots::kTileRows;
   const long long items = T * (k + 1) * ((D + rowsPer - 1) / rowsPer);
-  for (long long base = blockIdx.x * perBlock; base < items; base += gridDim.x * perBlock) {
-    const long long n = base + warp / kW;
-    float acc[1][1][2] = {};
-    dsc_moe_slots::Item it{};
-    if (n < items) {
-      it = dsc_moe_slots::item(n, k, D, ids, E);
-      long long j0, j1;
-      dsc_moe_slots::slotShare(kb, ws, j0, j1);
-      const long long hrow = it.t * (k + 1) + it.slot;
-      if (it.valid && it.routed) {
-        const long long e = it.x * D;
-        const dsc_slots::Rows mat =
-            dsc_slots::tileRows<true>(w2 + e * (I / 2), w2s + e * kb, D, I, it.r0);
-        dsc_slots::slotDots<true, 1, 1>(&mat, m.codes, m.scales, I, hrow, 1, j0, j1, acc);
-      } else if (it.valid) {
-        const dsc_slots::Rows mat = dsc_slots::tileRows<false>(s2, s2s, D, I, it.r0);
-        dsc_slots::slotDots<false, 1, 1>(&mat, m.codes, m.scales, I, hrow, 1, j0, j1, acc);
-      }
-      dsc_slots::sumSlots<2>(&acc[0][0][0]);
+  auto dots = [&](const dsc_moe_slots::Item &it, long long j0, long long j1, float *acc) {
+    float(*a)[1][2] = reinterpret_cast<float(*)[1][2]>(acc);
+    const long long hrow = it.t * (k + 1) + it.slot;
+    if (it.routed) {
+      const long long e = it.x * D;
+      const dsc_slots::Rows mat =
+          dsc_slots::tileRows<true>(w2 + e * (I / 2), w2s + e * kb, D, I, it.r0);
+      dsc_slots::slotDots<true, 1, 1>(&mat, m.codes, m.scales, I, hrow, 1, j0, j1, a);
+    } else {
+      const dsc_slots::Rows mat = dsc_slots::tileRows<false>(s2, s2s, D, I, it.r0);
+      dsc_slots::slotDots<false, 1, 1>(&mat, m.codes, m.scales, I, hrow, 1, j0, j1, a);
     }
-    dsc_moe_slots::slotCombine<2>(&acc[0][0][0], m.comb);
-    // An invalid slot writes nothing; the combine step skips it.
-    if (n < items && it.valid && ws == 0 && (lane & 3) == 0) {
-      float *o = outs + (it.t * (k + 1) + it.slot) * D;
-      for (int r = 0; r < 2; ++r) {
-        const long long row = it.r0 + g + 8 * r;
-        if (row < D)
-          o[row] = roundToBf16(acc[0][0][r]);
-      }
+  };
+  // An invalid slot writes nothing; the combine step skips it.
+  auto emit = [&](const dsc_moe_slots::Item &it, const float *acc) {
+    if (!it.valid || (lane & 3) != 0)
+      return;
+    float *o = outs + (it.t * (k + 1) + it.slot) * D;
+    for (int r = 0; r < 2; ++r) {
+      const long long row = it.r0 + g + 8 * r;
+      if (row < D)
+        o[row] = roundToBf16(acc[r]);
     }
-  }
+  };
+  dsc_moe_slots::slotItems<2>(items, k, D, ids, E, kb, m.comb, dots, emit);
 }
 
 DSC_KERNEL void dsc_moe_experts_combine_fast(const float *outs, const int *ids, long long T,

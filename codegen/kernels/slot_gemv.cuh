@@ -150,14 +150,7 @@ __device__ __forceinline__ void slotDots(const Rows *mats, const unsigned char *
     }
   };
   auto compute = [&](const Step &cur) {
-    float c[kMats][kPairs][4];
-#pragma unroll
-    for (int x = 0; x < kMats; ++x)
-#pragma unroll
-      for (int p = 0; p < kPairs; ++p)
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          c[x][p][i] = 0.0f;
+    float c[kMats][kPairs][4] = {}; // the step's block partials start at zero
 #pragma unroll
     for (int i = 0; i < 8; ++i) {
       unsigned b0[kPairs], b1[kPairs];
@@ -296,13 +289,7 @@ __device__ void slotGemv(const unsigned short *x, const unsigned char *gCodes,
                          const unsigned char *wScale, long long N, unsigned short *y,
                          long long splits, float *partial) {
   extern __shared__ __align__(16) unsigned char slotSmem[];
-  const unsigned char *codes = gCodes;
-  const float *scales = gScales;
-  if (x) {
-    dsc_gemv::quantizeToShared(x, M, K, slotSmem);
-    codes = slotSmem;
-    scales = reinterpret_cast<const float *>(slotSmem + M * K);
-  }
+  const dsc_gemv::Codes act = dsc_gemv::stageCodes(x, gCodes, gScales, M, K, slotSmem);
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const long long kb = K / 32;
   const long long nTiles = (N + kTileRows - 1) / kTileRows,
@@ -318,7 +305,7 @@ __device__ void slotGemv(const unsigned short *x, const unsigned char *gCodes,
     const int rows = (int)(M - m0 < kTileActRows ? M - m0 : kTileActRows);
     const Rows mat = tileRows<kFp4>(w, wScale, N, K, n0);
     float acc[1][4][2] = {};
-    slotDotsRows<kFp4, 1>(&mat, codes, scales, K, m0, rows, k0, k1, acc);
+    slotDotsRows<kFp4, 1>(&mat, act.codes, act.scales, K, m0, rows, k0, k1, acc);
     sumSlots<8>(&acc[0][0][0]);
     if ((t & 1) == 0) {
 #pragma unroll
@@ -342,13 +329,6 @@ __device__ void slotGemv(const unsigned short *x, const unsigned char *gCodes,
 /// A block-slot GEMV entry with the signature of DSC_GEMV_QUANTIZED_ENTRY
 /// (the adapters' quantizedGemv launches `<name>` for `<prefix>_fast`'s
 /// `_slots` twin); kFp4: the weight format.
-#define DSC_SLOT_GEMV_ENTRY(name, kFp4)                                                       \
-  DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)                             \
-      name(const unsigned short *x, const unsigned char *codes, const float *scales,          \
-           long long M, long long K, const unsigned char *w, const unsigned char *wScale,     \
-           long long N, unsigned short *y, long long splits, float *partial) {                \
-    DSC_KERNEL_PROLOGUE();                                                                    \
-    dsc_slots::slotGemv<kFp4>(x, codes, scales, M, K, w, wScale, N, y, splits, partial);      \
-  }
+#define DSC_SLOT_GEMV_ENTRY(name, kFp4) DSC_GEMV_WARP_ENTRY(name, dsc_slots::slotGemv<kFp4>)
 
 #endif // DSC_CODEGEN_KERNELS_SLOT_GEMV_CUH
