@@ -123,6 +123,14 @@ __device__ __forceinline__ float bf16Load(const unsigned short *p, long long i) 
 __device__ __forceinline__ void bf16Store(unsigned short *p, long long i, float v) {
   p[i] = bf16FromFloat(v);
 }
+/// bf16FromFloat(lo) | bf16FromFloat(hi) << 16 in one instruction (F2FP):
+/// the same bits for every non-NaN value (round to nearest even); a NaN
+/// becomes 0x7fff instead of 0x7fc0 (still a NaN).
+__device__ __forceinline__ unsigned bf16x2FromFloats(float lo, float hi) {
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
 
 /// The block copies n elements: store(i, load(i)) for every i < n, each
 /// thread issuing kAhead loads before its stores (a shared-memory store

@@ -499,25 +499,37 @@ constexpr int kMqaMaxLane = dsc::abi::kMqaMaxLane;   ///< q values per lane
 constexpr int kMqaPvRounds = dsc::abi::kMqaPvRounds; ///< channel pairs per PV thread
 constexpr int kMqaMaxHeads = dsc::abi::kMqaMaxHeads; ///< heads per block
 
-/// Stages the block's n entries (ids jl) as bf16 bits into vals [n, D] (D %
-/// 16 == 0): one warp per entry, lane c takes the 16 channels [16c, 16c +
-/// 16) (vector loads of the window row or of the record's codes), stored as
-/// two 16-byte words; -1 entries are zeros (never read). A record value is
-/// decodeValue's, bf16(code value * scale): the code's value comes from a
-/// table of the format's codes (E2M1: 16, E4M3: 256 entries, decoded by the
-/// numerics functions) and the tile's scale is decoded once per 16 channels
-/// when a tile covers them, so the staging is exact. All threads of the
-/// block must call it (it fills the table, then synchronises).
+/// Stages the block's n entries (ids jl) as bf16 bits into vals [n, ld] (D %
+/// 16 == 0, row stride ld >= D elements, a multiple of 8): item (e, c) is
+/// entry e's 16 channels [16c, 16c + 16) (vector loads of the window row or
+/// of the record's codes), stored as two 16-byte words; -1 entries are zeros
+/// (never read). The items are spread flat over the block's threads,
+/// kStageAhead per thread at a time: their loads are all issued before any
+/// is decoded (one memory latency per round, not one per entry). A record
+/// value is decodeValue's, bf16(code value * scale): the code's value comes
+/// from a table of the format's codes (E2M1: 16, E4M3: 256 entries, decoded
+/// by the numerics functions) and the tile's scale is decoded once per 16
+/// channels when a tile covers them, so the staging is exact (bf16x2FromFloats:
+/// a NaN is staged as another NaN's bits). All threads of
+/// the block must call it (it fills the table, then synchronises).
 __device__ __forceinline__ void stageBlock(unsigned short *vals, const long long *jl, int n,
-                                           int D, const float *rows, long long R,
+                                           int D, int ld, const float *rows, long long R,
                                            const KvPageLayout &l, const unsigned char *kvPool) {
+  constexpr int kStageAhead = 4;
   __shared__ float codeValue[256];
+  // Each entry's record offsets in the pool, computed once (not per item).
+  __shared__ long long dataAt[dsc::abi::kSparseBlock], scaleAt[dsc::abi::kSparseBlock];
   const KvRecordFormat &f = l.format;
   const bool fp8 = f.valueType == KvValueType::E4M3;
   for (int i = threadIdx.x; i < 256; i += blockDim.x)
     codeValue[i] = fp8 ? e4m3ToFloat((unsigned char)i) : e2m1ToFloat((unsigned char)(i & 15));
+  for (int e = threadIdx.x; e < n; e += blockDim.x)
+    if (jl[e] >= R) {
+      dataAt[e] = l.tokenDataOffset(jl[e] - R);
+      scaleAt[e] = l.tokenScaleOffset(jl[e] - R);
+    }
   __syncthreads();
-  const int lane = threadIdx.x & 31, warps = blockDim.x >> 5, chunks = D / 16;
+  const int chunks = D / 16, items = n * chunks;
   const int tile = f.valuesPerTile;
   const bool wholeTile = tile % 16 == 0;
   // decodeValue's scale for a scale byte: E4M3 values and UE8M0 scales take
@@ -525,64 +537,88 @@ __device__ __forceinline__ void stageBlock(unsigned short *vals, const long long
   auto scaleOf = [&](unsigned char sc) {
     return fp8 || f.scaleType == KvScaleType::UE8M0 ? ue8m0ToFloat(sc) : e4m3ToFloat(sc);
   };
-  for (int e = threadIdx.x >> 5; e < n; e += warps) {
-    const long long j = jl[e];
-    for (int c = lane; c < chunks; c += 32) {
-      unsigned w[8]; // bf16 pairs
-      if (j < 0) {
+  // One item's bytes: a window row's 16 floats, or the record's codes (FP8:
+  // 16 bytes, FP4: 8) and its first scale byte; `kind` 0: zeros, 1: row,
+  // 2: record.
+  struct Raw {
+    uint4 v[4];
+    unsigned char scale;
+    int kind;
+  };
+  for (int i0 = threadIdx.x; i0 < items; i0 += kStageAhead * blockDim.x) {
+    Raw raw[kStageAhead];
 #pragma unroll
-        for (int u = 0; u < 8; ++u)
-          w[u] = 0u;
-      } else if (j < R) { // window rows: decoded records (bf16 values), 64-byte aligned chunks
-        const float4 *r4 = reinterpret_cast<const float4 *>(rows + j * D + 16 * c);
+    for (int u = 0; u < kStageAhead; ++u) { // the loads
+      const int i = i0 + u * blockDim.x, e = i / chunks, c = i - e * chunks;
+      raw[u].kind = 0;
+      const long long j = i < items ? jl[e] : -1;
+      if (j >= 0 && j < R) {
+        const uint4 *r4 = reinterpret_cast<const uint4 *>(rows + j * D + 16 * c);
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          raw[u].v[q] = r4[q];
+        raw[u].kind = 1;
+      } else if (j >= R) {
+        const unsigned char *data = kvPool + dataAt[e];
+        const unsigned char *scales = kvPool + scaleAt[e];
+        const unsigned char *pc = data + (fp8 ? 16 * c : 8 * c);
+        const unsigned long long a = reinterpret_cast<unsigned long long>(pc);
+        if (fp8 && (a & 15) == 0) {
+          raw[u].v[0] = *reinterpret_cast<const uint4 *>(pc);
+        } else if (!fp8 && (a & 7) == 0) {
+          const uint2 q = *reinterpret_cast<const uint2 *>(pc);
+          raw[u].v[0] = make_uint4(q.x, q.y, 0u, 0u);
+        } else { // unaligned codes: bytes
+          unsigned w[4] = {0u, 0u, 0u, 0u};
+          for (int b = 0; b < (fp8 ? 16 : 8); ++b)
+            w[b >> 2] |= (unsigned)pc[b] << (8 * (b & 3));
+          raw[u].v[0] = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+        raw[u].scale = scales[(16 * c) / tile];
+        raw[u].kind = 2;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kStageAhead; ++u) { // the decode, the stores
+      const int i = i0 + u * blockDim.x, e = i / chunks, c = i - e * chunks;
+      if (i >= items)
+        break;
+      unsigned w[8]; // bf16 pairs
+      if (raw[u].kind == 0) {
+#pragma unroll
+        for (int q = 0; q < 8; ++q)
+          w[q] = 0u;
+      } else if (raw[u].kind == 1) { // window rows: decoded records (bf16 values)
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-          const float4 v = r4[q];
-          w[2 * q] = (unsigned)bf16FromFloat(v.x) | ((unsigned)bf16FromFloat(v.y) << 16);
-          w[2 * q + 1] = (unsigned)bf16FromFloat(v.z) | ((unsigned)bf16FromFloat(v.w) << 16);
+          const float4 v = *reinterpret_cast<const float4 *>(&raw[u].v[q]);
+          w[2 * q] = bf16x2FromFloats(v.x, v.y);
+          w[2 * q + 1] = bf16x2FromFloats(v.z, v.w);
         }
       } else {
-        const unsigned char *data = kvPool + l.tokenDataOffset(j - R);
-        const unsigned char *scales = kvPool + l.tokenScaleOffset(j - R);
+        const unsigned ws[4] = {raw[u].v[0].x, raw[u].v[0].y, raw[u].v[0].z, raw[u].v[0].w};
         unsigned char code[16];
-        if (fp8) {
-          const unsigned char *p = data + 16 * c;
-          if ((reinterpret_cast<unsigned long long>(p) & 15) == 0) {
-            const uint4 q = *reinterpret_cast<const uint4 *>(p);
-            const unsigned ws[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
-            for (int u = 0; u < 16; ++u)
-              code[u] = (unsigned char)(ws[u >> 2] >> (8 * (u & 3)));
-          } else {
-#pragma unroll
-            for (int u = 0; u < 16; ++u)
-              code[u] = p[u];
-          }
-        } else { // fp4CodeAt: element 2i in the low nibble of byte i
-          const unsigned char *p = data + 8 * c;
-          unsigned lo, hi;
-          if ((reinterpret_cast<unsigned long long>(p) & 7) == 0) {
-            const uint2 q = *reinterpret_cast<const uint2 *>(p);
-            lo = q.x;
-            hi = q.y;
-          } else {
-            lo = p[0] | (p[1] << 8) | (p[2] << 16) | ((unsigned)p[3] << 24);
-            hi = p[4] | (p[5] << 8) | (p[6] << 16) | ((unsigned)p[7] << 24);
-          }
-#pragma unroll
-          for (int u = 0; u < 16; ++u)
-            code[u] = (unsigned char)(((u < 8 ? lo : hi) >> (4 * (u & 7))) & 15u);
-        }
-        const float s0 = scaleOf(scales[(16 * c) / tile]);
+        for (int b = 0; b < 16; ++b) // fp4CodeAt: element 2i in the low nibble of byte i
+          code[b] = fp8 ? (unsigned char)(ws[b >> 2] >> (8 * (b & 3)))
+                        : (unsigned char)((ws[b >> 3] >> (4 * (b & 7))) & 15u);
         float v[16];
+        if (wholeTile) {
+          const float s0 = scaleOf(raw[u].scale);
 #pragma unroll
-        for (int u = 0; u < 16; ++u)
-          v[u] = codeValue[code[u]] * (wholeTile ? s0 : scaleOf(scales[(16 * c + u) / tile]));
+          for (int b = 0; b < 16; ++b)
+            v[b] = codeValue[code[b]] * s0;
+        } else { // tiles of fewer than 16 values: a scale per value (not unrolled)
+          const unsigned char *scales = kvPool + scaleAt[e];
+#pragma unroll 1
+          for (int b = 0; b < 16; ++b)
+            v[b] = codeValue[code[b]] * scaleOf(scales[(16 * c + b) / tile]);
+        }
 #pragma unroll
-        for (int u = 0; u < 8; ++u)
-          w[u] = (unsigned)bf16FromFloat(v[2 * u]) | ((unsigned)bf16FromFloat(v[2 * u + 1]) << 16);
+        for (int q = 0; q < 8; ++q)
+          w[q] = bf16x2FromFloats(v[2 * q], v[2 * q + 1]);
       }
-      uint4 *dst = reinterpret_cast<uint4 *>(vals + (long long)e * D + 16 * c);
+      uint4 *dst = reinterpret_cast<uint4 *>(vals + (long long)e * ld + 16 * c);
       dst[0] = make_uint4(w[0], w[1], w[2], w[3]);
       dst[1] = make_uint4(w[4], w[5], w[6], w[7]);
     }
@@ -626,7 +662,7 @@ DSC_KERNEL void dsc_sparse_attention_logits_mqa(
   const unsigned short *qg = q + (s * H + h0) * D;
   blockCopy((long long)heads * D, [&](long long i) { return qg[i]; },
             [&](long long i, unsigned short v) { qs[i] = v; });
-  dsc_sparse::stageBlock(vals, jl, n, int(D), rows, R, l, kvPool); // synchronises first
+  dsc_sparse::stageBlock(vals, jl, n, int(D), int(D), rows, R, l, kvPool); // synchronises first
   __syncthreads();
   // Every warp holds the group's queries: lane l has q[h][l + 32 i].
   float qv[kHeads][kLane];
@@ -710,7 +746,7 @@ DSC_KERNEL void dsc_sparse_attention_pv_mqa(long long D, const float *rows, long
     mShared[threadIdx.x] = m;
   }
   __syncthreads();
-  dsc_sparse::stageBlock(vals, jl, n, int(D), rows, R, l, kvPool);
+  dsc_sparse::stageBlock(vals, jl, n, int(D), int(D), rows, R, l, kvPool);
   for (int i = threadIdx.x; i < kHeads * dsc::abi::kSparseBlock; i += blockDim.x) {
     const int hh = i / dsc::abi::kSparseBlock, e = i % dsc::abi::kSparseBlock;
     const float pe = hh < heads && e < n
@@ -769,3 +805,5 @@ DSC_KERNEL void dsc_sparse_attention_pv_mqa(long long D, const float *rows, long
         }
   }
 }
+
+#include "codegen/kernels/sparse_attention_tc.cuh"

@@ -565,8 +565,23 @@ Status splitKvAttention(CudaLaunchContext &c, abi::SparseAttentionParams &params
   const size_t stageBytes = size_t(kSparseBlock * D) * 2;
   const bool mqa = c.mqaAttention && D % 16 == 0 && D <= 32 * abi::kMqaMaxLane &&
                    D <= 2 * int64_t(abi::kMqaPvThreads) * abi::kMqaPvRounds;
+  // CudaOptions::tensorCoreAttention: every head of a row per 64-entry
+  // block on the tensor cores (sparse_attention_tc.cuh), then its merge.
+  const bool tc = c.tensorCoreAttention && D % 16 == 0 && H <= abi::kTcMaxHeads;
   for (int64_t r0 = 0; r0 < S; r0 += rowsPer) {
     int64_t rows = std::min<int64_t>(rowsPer, S - r0);
+    if (tc) {
+      std::vector<void *> a{&params, &qp, &S, &H, &D, &rp, &R, &kvp};
+      pool.push(a);
+      a.insert(a.end(), {&ratio, &topk, &k, &cs, &window, &windowWidth, &rowsH, &sp, &r0});
+      DSC_TRY(c.launchEntry("dsc_sparse_attention_split_tc", Dim3{unsigned(rows), unsigned(nb), 1},
+                            Dim3{abi::tcThreads(H), 1, 1}, size_t(abi::tcStageBytes(H, D)),
+                            std::move(a)));
+      DSC_TRY(c.launchEntry("dsc_sparse_attention_merge_tc", Dim3{unsigned(rows * H), 1, 1},
+                            block, size_t(D + nb) * sizeof(float),
+                            args(params, ropeParams, H, D, K, rowsH, sp, sk, cs, invFreq, out, r0)));
+      continue;
+    }
     if (mqa) {
       Dim3 grid{unsigned(rows), unsigned(nb), unsigned(ceilDiv(H, headsPer))};
       std::vector<void *> a{&params, &qp, &S, &H, &D, &rp, &R, &kvp};

@@ -15,6 +15,7 @@ CudaEngineState::CudaEngineState(hal::Device device, const runtime::CudaOptions 
   cpuOrderFamilies = options.cpuOrderFamilies;
   splitAttention = options.splitAttention;
   mqaAttention = options.mqaAttention;
+  tensorCoreAttention = options.tensorCoreAttention;
   moeE4m3Mma = options.moeE4m3Mma;
   gemv = options.gemv;
   dependentLaunches = options.dependentLaunch;

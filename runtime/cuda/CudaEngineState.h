@@ -76,6 +76,7 @@ public:
   uint32_t cpuOrderFamilies = 0; ///< CudaOptions::cpuOrderFamilies (CudaLaunchContext)
   bool splitAttention = true;   ///< CudaOptions::splitAttention (CudaLaunchContext)
   bool mqaAttention = false;    ///< CudaOptions::mqaAttention (CudaLaunchContext)
+  bool tensorCoreAttention = false; ///< CudaOptions::tensorCoreAttention (CudaLaunchContext)
   bool moeE4m3Mma = false;       ///< CudaOptions::moeE4m3Mma (CudaLaunchContext)
   runtime::GemvKernels gemv = runtime::GemvKernels::Lanes; ///< CudaOptions::gemv (CudaLaunchContext)
   bool dependentLaunches = true; ///< CudaOptions::dependentLaunch

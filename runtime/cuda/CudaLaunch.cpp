@@ -17,6 +17,7 @@ BoundLaunch::BoundLaunch(CudaSession &session, runtime::LaunchContext &c)
   cpuOrderFamilies = engine_.cpuOrderFamilies;
   splitAttention = engine_.splitAttention;
   mqaAttention = engine_.mqaAttention;
+  tensorCoreAttention = engine_.tensorCoreAttention;
   moeE4m3Mma = engine_.moeE4m3Mma;
   gemv = engine_.gemv;
 }

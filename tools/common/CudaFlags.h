@@ -9,10 +9,12 @@
 //                              kernels (cpu-order: the first-cut kernels in the
 //                              CPU's summation order, for every family or for
 //                              the named ones: runtime::kKernelFamilyNames)
-//   --cuda-attention single|split|mqa  the fast sparse attention as one walk
-//                              per (row, head), split-KV (CudaOptions::
-//                              splitAttention) or split-KV with the MQA logits
-//                              and PV kernels (CudaOptions::mqaAttention)
+//   --cuda-attention single|split|mqa|tc  the fast sparse attention as one
+//                              walk per (row, head), split-KV (CudaOptions::
+//                              splitAttention), split-KV with the MQA logits
+//                              and PV kernels (CudaOptions::mqaAttention) or
+//                              with the tensor-core kernels (CudaOptions::
+//                              tensorCoreAttention)
 //   --cuda-moe-mma f16|e4m3    the MoE up/down tiles' mma (CudaOptions::
 //                              moeE4m3Mma; with --cuda-gemv tiles)
 //   --cuda-gemv lanes|slots|tiles  the FP8/FP4 GEMV family: lane-block
@@ -50,8 +52,9 @@ inline const std::vector<std::string> kCudaFlags = {"--cuda-sync"};
 /// One line for a usage text.
 inline constexpr const char *kCudaUsage =
     "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]\n"
-    "                 [--cuda-kernels fast|cpu-order[=FAMILY,...]] [--cuda-attention single|split|mqa]\n"
-    "                 [--cuda-moe-mma f16|e4m3] [--cuda-gemv lanes|slots|tiles] [--cuda-pdl on|off]\n"
+    "                 [--cuda-kernels fast|cpu-order[=FAMILY,...]]\n"
+    "                 [--cuda-attention single|split|mqa|tc] [--cuda-moe-mma f16|e4m3]\n"
+    "                 [--cuda-gemv lanes|slots|tiles] [--cuda-pdl on|off]\n"
     "                 [--cpu-threads N]";
 
 /// The DSC_CUDA_* variables, as the runtime used to read them.
@@ -129,10 +132,12 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
       return error;
   }
   if (auto it = cl.options.find("--cuda-attention"); it != cl.options.end()) {
-    if (it->second != "single" && it->second != "split" && it->second != "mqa")
-      return "--cuda-attention takes single, split or mqa, got '" + it->second + "'";
+    if (it->second != "single" && it->second != "split" && it->second != "mqa" &&
+        it->second != "tc")
+      return "--cuda-attention takes single, split, mqa or tc, got '" + it->second + "'";
     options.splitAttention = it->second != "single";
     options.mqaAttention = it->second == "mqa";
+    options.tensorCoreAttention = it->second == "tc";
   }
   if (auto it = cl.options.find("--cuda-moe-mma"); it != cl.options.end()) {
     if (it->second != "f16" && it->second != "e4m3")

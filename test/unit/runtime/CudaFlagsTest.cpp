@@ -157,26 +157,28 @@ TEST_F(CudaFlags, KernelsFlagRejectsUnknownFamily) {
   EXPECT_NE(error.find("unknown kernel family ''"), std::string::npos) << error;
 }
 
-/// --cuda-attention picks CudaOptions::splitAttention and mqaAttention;
-/// split with the MQA kernels is the default.
+/// --cuda-attention picks CudaOptions::splitAttention, mqaAttention and
+/// tensorCoreAttention; split with the MQA kernels is the default.
 TEST_F(CudaFlags, AttentionFlagSelectsSplitKv) {
   CommandLine cl;
   EXPECT_TRUE(apply(cl).splitAttention);
   EXPECT_TRUE(apply(cl).mqaAttention);
+  EXPECT_FALSE(apply(cl).tensorCoreAttention);
   struct Case {
     const char *value;
-    bool split, mqa;
+    bool split, mqa, tc;
   };
-  for (const Case &c : {Case{"single", false, false}, Case{"split", true, false},
-                        Case{"mqa", true, true}}) {
+  for (const Case &c : {Case{"single", false, false, false}, Case{"split", true, false, false},
+                        Case{"mqa", true, true, false}, Case{"tc", true, false, true}}) {
     cl.options["--cuda-attention"] = c.value;
     EXPECT_EQ(apply(cl).splitAttention, c.split) << c.value;
     EXPECT_EQ(apply(cl).mqaAttention, c.mqa) << c.value;
+    EXPECT_EQ(apply(cl).tensorCoreAttention, c.tc) << c.value;
   }
   cl.options["--cuda-attention"] = "wide";
   std::string error;
   apply(cl, &error);
-  EXPECT_EQ(error, "--cuda-attention takes single, split or mqa, got 'wide'");
+  EXPECT_EQ(error, "--cuda-attention takes single, split, mqa or tc, got 'wide'");
 }
 
 /// --cuda-moe-mma picks CudaOptions::moeE4m3Mma; the f16 tiles are the default.

@@ -146,6 +146,14 @@ struct CudaOptions {
   /// Byte-identical to split (scripts/device-split-attention.sh compares
   /// the logits on the device; docs/cuda-kernels-attention.md).
   bool mqaAttention = true;
+  /// With splitAttention: logits and PV of every head of a row on the tensor
+  /// cores, one block per (row, 64-entry block), each block's probabilities
+  /// against its own maximum and rescaled in the merge (flash decoding;
+  /// codegen/kernels/sparse_attention_tc.cuh). Not byte-identical to the
+  /// walk; inside the GPU gates (docs/cuda-kernels-attention.md). Takes
+  /// precedence over mqaAttention where the shapes allow (D % 16 == 0, at
+  /// most abi::kTcMaxHeads heads).
+  bool tensorCoreAttention = false;
   /// The fast MoE up/down kernels sum each 32-K block of (FP4 or FP8 weight
   /// x FP8 activation) products with one E4M3 mma (m16n8k32) instead of two
   /// f16 mmas after widening: fewer instructions per weight byte, but the
