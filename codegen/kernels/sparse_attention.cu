@@ -447,7 +447,9 @@ DSC_KERNEL void dsc_sparse_attention_merge_fast(
 #pragma unroll
         for (int u = 0; u < kPer; ++u) {
           const long long d = d0 + u * stride;
-          x[t][u] = live && d < D ? pv[(bb + t) * D + d] : 0.0f;
+          // A block of invisible entries (max -inf) sums to +0: its pv is
+          // not read (the tensor-core PV writes none).
+          x[t][u] = live && d < D && bm[t] != negInf() ? pv[(bb + t) * D + d] : 0.0f;
         }
       }
 #pragma unroll

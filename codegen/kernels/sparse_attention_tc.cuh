@@ -1,39 +1,38 @@
 //===- sparse_attention_tc.cuh - Tensor-core MQA split-KV sparse attention ===//
 //
-// What: CudaOptions::tensorCoreAttention (`--cuda-attention tc`), the decode
-// and prefill attention of sparse_attention.cu's split-KV path with both
-// matrix products on the tensor cores, every head of a row at once (MQA: the
-// heads share their KV entries, so a 64-entry block is read and decoded once
-// for all of them, where the MQA kernels decode it once per group of 8 heads
-// and twice per block, once for the logits and once for the PV).
-//   dsc_sparse_attention_split_tc: one block per (query row, 64-entry block
-//     b), kTcThreads threads. A block with no visible entry writes m_b =
-//     -inf (the merge skips it) and stops. Stages the row's queries [H, D]
-//     and the block's entries [64, D] (stageBlock: exact bf16) in shared
-//     memory, rows padded by kPad elements (conflict-free ldmatrix); warp w
-//     owns heads 16w .. 16w + 15:
-//       S = Q V^T (mma m16n8k16 bf16, fp32 accumulation; the products are
-//       exact, the sum is the tensor core's), logit = fp32(S) * scale, -1
-//       entries -inf; m_b = max(-1e30, the block's logits) per head;
-//       p = exp(logit - m_b); psum_b = the fp32 sum of p (a fixed order);
-//       pv_b = bf16(p) V on the tensor cores (P straight from S's
-//       accumulator registers, V through ldmatrix.trans) -> the split
-//       scratch's blockMax, psum, pv (sparse_attention.cu SplitScratch).
-//   dsc_sparse_attention_merge_tc: one block per (row, head), over the blocks
-//     with an m_b > -inf: m = the fold of the m_b, w_b = exp(m_b - m), denom = sum_b psum_b w_b + exp(sink - m),
-//     o = bf16(sum_b pv_b w_b / denom) in block order, then emit() (the RoPE
-//     epilogue of the fused `attention` kernel).
-// Numerics: the flash-decoding split (each block's probabilities against its
-// own maximum, rescaled in the merge) instead of the walk's running maximum,
-// the logits' sum in the tensor core's order: not byte-identical to the other
-// paths, inside the GPU gates (docs/cuda-kernels-attention.md), and
-// deterministic (fixed orders everywhere; a row's bytes never depend on the
-// other rows of the call or on the launch's row chunking).
-// Invariants (the adapter checks and else takes the MQA path; the kernel
-// traps): D % 16 == 0, H <= kTcMaxHeads; dynamic shared memory
-// tcStageBytes(H, D) (dsc/abi/LaunchShapes.h).
+// What: CudaOptions::tensorCoreAttention (`--cuda-attention tc`), the split-KV
+// path of sparse_attention.cu with both matrix products on the tensor cores
+// and every head of a row at once (MQA: the heads share their KV entries, so
+// a 64-entry block is decoded once per kernel for all of them, where the MQA
+// kernels decode it once per group of 8 heads). The reference's online
+// softmax is kept: probabilities are rounded to bf16 against the running
+// maximum of the blocks so far (reference-spec 9.7), so
+//   dsc_sparse_attention_logits_tc: one block per (query row, 64-entry block
+//     b), kTcThreads threads; stages the row's queries [H, D] and the
+//     block's entries [64, D] (stageBlock: exact bf16) in shared memory,
+//     rows padded by kPad elements (conflict-free ldmatrix); warp w < ceil(H
+//     / 16) owns heads 16w .. 16w + 15: S = Q V^T (mma m16n8k16 bf16, fp32
+//     accumulation: exact products, the tensor core's sum), logit = fp32(S)
+//     * scale, -1 entries -inf -> the split scratch's logits, the block's
+//     maximum per head (the order does not matter for a max) and the row's
+//     ids (head 0's slots). A block of invisible entries writes -inf logits
+//     and maximum and stops;
+//   dsc_sparse_attention_pv_tc: the same grid: m_b = the fold of the maxima
+//     of blocks 0..b (the walk's), prob = exp(logit - m_b), psum in entry
+//     order (one thread per head), pv_b = bf16(prob) V on the tensor cores
+//     (P through ldmatrix from shared memory, V through ldmatrix.trans);
+//     a block of invisible entries writes psum 0 and no pv;
+//   then dsc_sparse_attention_merge_fast, the walk's recursion over the
+//     blocks (it skips the pv of invisible blocks: the same fp32 values).
+// Numerics: the walk's operations except the logits' sum order (tensor
+// core instead of warpLogit's lane chains): not byte-identical to the other
+// paths, deterministic, a row's bytes independent of the other rows and of
+// the launch's row chunking.
+// Invariants (the adapter checks and else takes the MQA path; the kernels
+// trap): D % 16 == 0, H <= kTcMaxHeads; dynamic shared memory
+// tcLogitsBytes / tcPvBytes (dsc/abi/LaunchShapes.h).
 // Bound: the block's KV bytes and the queries at L2 latency; the math is
-// 4 * H * 64 * D flops per block, under a microsecond of tensor-core time.
+// 4 * H * 64 * D flops per block, well under a microsecond of tensor cores.
 // Include at the end of sparse_attention.cu (uses its dsc_sparse helpers).
 //===----------------------------------------------------------------------===//
 #ifndef DSC_CODEGEN_KERNELS_SPARSE_ATTENTION_TC_CUH
@@ -94,7 +93,18 @@ __device__ __forceinline__ void stageQueries(unsigned short *qs, const unsigned 
 }
 } // namespace dsc_sparse_tc
 
-DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_split_tc(
+namespace dsc_sparse_tc {
+/// The block's entry ids (e >= n or past the visible KV: -1) into jl, from
+/// the list (logits) or from the row's ids in the scratch (pv); returns
+/// whether any is visible. All threads (a barrier).
+__device__ __forceinline__ bool blockEntries(long long *jl, int n, const long long *ids) {
+  for (int e = threadIdx.x; e < kEntries; e += blockDim.x)
+    jl[e] = e < n ? ids[e] : -1;
+  return __syncthreads_or(threadIdx.x < kEntries && jl[threadIdx.x] >= 0);
+}
+} // namespace dsc_sparse_tc
+
+DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_logits_tc(
     const __grid_constant__ dsc::abi::SparseAttentionParams p, const unsigned short *q, long long S,
     long long H, long long D, const float *rows, long long R, const unsigned char *kvPool,
     int values, int tile, int valueType, int scaleType, int tokensPerPage, int order,
@@ -108,13 +118,13 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_spl
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
   const long long K = call.K, nb = call.nb;
   const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
-  const int hPad = int((H + 15) / 16) * 16, ld = int(D) + kPad, d = int(D);
+  const int hPad = int((H + 15) / 16 * 16), ld = int(D) + kPad, d = int(D);
   extern __shared__ __align__(16) unsigned short tcSmem[];
-  unsigned short *qs = tcSmem;                          // [hPad, ld]
-  unsigned short *vs = tcSmem + (long long)hPad * ld;   // [kEntries, ld]
+  unsigned short *qs = tcSmem;                        // [hPad, ld]
+  unsigned short *vs = tcSmem + (long long)hPad * ld; // [kEntries, ld]
   __shared__ long long jl[kEntries];
   const long long localRow = blockIdx.x, s = rowBase + localRow, b = blockIdx.y;
-  const long long b0 = b * kEntries;
+  const long long b0 = b * kEntries, local0 = localRow * H; // the row's first (row, head)
   const int n = int(K - b0 < kEntries ? K - b0 : kEntries);
   for (int e = threadIdx.x; e < kEntries; e += blockDim.x) {
     long long j = -1;
@@ -122,16 +132,15 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_spl
       j = sparseEntry(s, b0 + e, call.startPos, call.chunk, call.ringRows, window, windowWidth,
                       topk, k);
       j = j >= call.nKv ? -1 : j;
+      sc.ids[local0 * K + b0 + e] = j; // head 0's slots: the row's ids
     }
     jl[e] = j;
   }
-  const long long local0 = localRow * H; // the row's first (row, head)
-  // A block of invisible entries only marks itself for the merge.
   if (!__syncthreads_or(threadIdx.x < kEntries && jl[threadIdx.x] >= 0)) {
-    for (long long h = threadIdx.x; h < H; h += blockDim.x) {
+    for (long long i = threadIdx.x; i < H * n; i += blockDim.x)
+      sc.logits[(local0 + i / n) * K + b0 + i % n] = negInf();
+    for (long long h = threadIdx.x; h < H; h += blockDim.x)
       sc.blockMax[(local0 + h) * nb + b] = negInf();
-      sc.psum[(local0 + h) * nb + b] = 0.0f;
-    }
     return;
   }
   stageQueries(qs, q, s, int(H), hPad, d, ld);
@@ -141,7 +150,7 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_spl
   if (warp * 16 >= H)
     return;
   const int h0 = warp * 16;
-  // S = Q V^T: 8 n-tiles of 8 entries; lane row/column of its ldmatrix address.
+  // S = Q V^T: 8 n-tiles of 8 entries; the lane's ldmatrix row and column.
   float acc[8][4];
 #pragma unroll
   for (int j = 0; j < 8; ++j)
@@ -159,16 +168,18 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_spl
       mmaBf16(acc[2 * jj + 1], a, bv[2], bv[3]);
     }
   }
-  // Logits, the block maximum per head (rows g and g + 8 of the tile), p.
+  // Logits (rows g and g + 8 of the tile) and the block maximum per head.
   const float scale = call.scale;
-  float mx[2] = {-1e30f, -1e30f};
+  float mx[2] = {negInf(), negInf()};
 #pragma unroll
   for (int j = 0; j < 8; ++j)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int e = 8 * j + 2 * t + (i & 1);
       const float v = jl[e] < 0 ? negInf() : __fmul_rn(acc[j][i], scale);
-      acc[j][i] = v;
+      const long long h = h0 + g + 8 * (i >> 1);
+      if (e < n && h < H)
+        sc.logits[(local0 + h) * K + b0 + e] = v;
       mx[i >> 1] = mx[i >> 1] < v ? v : mx[i >> 1];
     }
 #pragma unroll
@@ -178,33 +189,73 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_spl
       const float o = __shfl_xor_sync(0xffffffffu, mx[u], off);
       mx[u] = mx[u] < o ? o : mx[u];
     }
-  float ps[2] = {0.0f, 0.0f};
-  unsigned pa[4][4]; // bf16(p) as the A operand of P V: k-tile kt = entries 16 kt ..
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const float pe = expf(__fsub_rn(acc[j][i], mx[i >> 1])); // -inf logits: 0
-      acc[j][i] = pe;
-      ps[i >> 1] = __fadd_rn(ps[i >> 1], pe);
-    }
-    pa[j >> 1][(j & 1) * 2] = bf16x2FromFloats(acc[j][0], acc[j][1]);     // row g
-    pa[j >> 1][(j & 1) * 2 + 1] = bf16x2FromFloats(acc[j][2], acc[j][3]); // row g + 8
-  }
-#pragma unroll
-  for (int u = 0; u < 2; ++u) {
-    ps[u] = __fadd_rn(ps[u], __shfl_xor_sync(0xffffffffu, ps[u], 1));
-    ps[u] = __fadd_rn(ps[u], __shfl_xor_sync(0xffffffffu, ps[u], 2));
-  }
   if (t == 0)
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const long long h = h0 + g + 8 * u;
-      if (h < H) {
-        sc.blockMax[(local0 + h) * nb + b] = mx[u];
-        sc.psum[(local0 + h) * nb + b] = ps[u];
-      }
-    }
+    for (int u = 0; u < 2; ++u)
+      if (h0 + g + 8 * u < H)
+        sc.blockMax[(local0 + h0 + g + 8 * u) * nb + b] = mx[u];
+}
+
+DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_pv_tc(
+    long long D, const float *rows, long long R, const unsigned char *kvPool, int values, int tile,
+    int valueType, int scaleType, int tokensPerPage, int order, long long K, long long rowsH,
+    long long H, float *scratch, long long rowBase) {
+  DSC_KERNEL_PROLOGUE();
+  using namespace dsc_sparse_tc;
+  (void)rowBase;
+  if (D % 16 != 0 || H > dsc::abi::kTcMaxHeads || H < 1)
+    __trap();
+  const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);
+  const long long nb = (K + kEntries - 1) / kEntries;
+  const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
+  const int hPad = int((H + 15) / 16 * 16), ld = int(D) + kPad, d = int(D);
+  constexpr int kPld = kEntries + kPad; // P rows: 64 entries + padding
+  extern __shared__ __align__(16) unsigned short tcSmem[];
+  unsigned short *vs = tcSmem;                              // [kEntries, ld]
+  unsigned short *ps = tcSmem + (long long)kEntries * ld;   // bf16(prob) [hPad, kPld]
+  float *prob = reinterpret_cast<float *>(ps + (long long)hPad * kPld); // [hPad, kEntries]
+  __shared__ long long jl[kEntries];
+  __shared__ float mRun[dsc::abi::kTcMaxHeads];
+  const long long localRow = blockIdx.x, b = blockIdx.y, b0 = b * kEntries;
+  const long long local0 = localRow * H;
+  const int n = int(K - b0 < kEntries ? K - b0 : kEntries);
+  if (!blockEntries(jl, n, sc.ids + local0 * K + b0)) {
+    for (long long h = threadIdx.x; h < H; h += blockDim.x)
+      sc.psum[(local0 + h) * nb + b] = 0.0f;
+    return;
+  }
+  for (long long h = threadIdx.x; h < H; h += blockDim.x) {
+    float m = -1e30f; // the walk's running max after block b
+    for (long long i = 0; i <= b; ++i)
+      m = dsc_sparse::foldMax(m, sc.blockMax[(local0 + h) * nb + i]);
+    mRun[h] = m;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < hPad * kEntries; i += blockDim.x) {
+    const int h = i / kEntries, e = i - h * kEntries;
+    const float pe = h < H && e < n && jl[e] >= 0
+                         ? expf(__fsub_rn(sc.logits[(local0 + h) * K + b0 + e], mRun[h]))
+                         : 0.0f;
+    prob[i] = pe;
+    ps[h * kPld + e] = bf16FromFloat(pe);
+  }
+  dsc_sparse::stageBlock(vs, jl, kEntries, d, ld, rows, R, l, kvPool); // synchronises first
+  __syncthreads();
+  for (long long h = threadIdx.x; h < H; h += blockDim.x) { // psum in entry order
+    float psum = 0.0f;
+    for (int e = 0; e < n; ++e)
+      psum = __fadd_rn(psum, prob[h * kEntries + e]);
+    sc.psum[(local0 + h) * nb + b] = psum;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, t = lane & 3;
+  if (warp * 16 >= H)
+    return;
+  const int h0 = warp * 16, mi = lane >> 3, r8 = lane & 7;
+  // The A fragments of bf16(P): rows h0.. of ps, entries 16 kt ...
+  unsigned pa[4][4];
+#pragma unroll
+  for (int kt = 0; kt < 4; ++kt)
+    ldmatrix4(pa[kt], ps + (h0 + r8 + (mi & 1) * 8) * kPld + 16 * kt + (mi >> 1) * 8);
   // pv_b = bf16(P) V, 128 channels (16 n-tiles) at a time.
   constexpr int kChunk = 128;
   for (int d0 = 0; d0 < d; d0 += kChunk) {
@@ -215,16 +266,14 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_spl
 #pragma unroll
     for (int kt = 0; kt < 4; ++kt) {
       const unsigned short *vRow = vs + (16 * kt + r8 + (mi & 1) * 8) * ld + d0 + (mi >> 1) * 8;
-      // The A fragment: rows g / g + 8, entries 16 kt + 2t (+1) and + 8.
-      const unsigned a[4] = {pa[kt][0], pa[kt][1], pa[kt][2], pa[kt][3]};
 #pragma unroll
       for (int jj = 0; jj < 8; ++jj) {
         if (d0 + 16 * jj >= d)
           break;
         unsigned bv[4];
         ldmatrix4Trans(bv, vRow + 16 * jj);
-        mmaBf16(o[2 * jj], a, bv[0], bv[1]);
-        mmaBf16(o[2 * jj + 1], a, bv[2], bv[3]);
+        mmaBf16(o[2 * jj], pa[kt], bv[0], bv[1]);
+        mmaBf16(o[2 * jj + 1], pa[kt], bv[2], bv[3]);
       }
     }
 #pragma unroll
@@ -239,63 +288,6 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_spl
           *reinterpret_cast<float2 *>(pv + 8 * j) = make_float2(o[j][2 * u], o[j][2 * u + 1]);
     }
   }
-}
-
-DSC_KERNEL void dsc_sparse_attention_merge_tc(
-    const __grid_constant__ dsc::abi::SparseAttentionParams p,
-    const __grid_constant__ dsc::abi::RopeParams ropeStep, long long H, long long D, long long K,
-    long long rowsH, float *scratch, const float *sink, const long long *callState,
-    const float *ropeInvFreq, unsigned short *o, long long rowBase) {
-  DSC_KERNEL_PROLOGUE();
-  (void)p;
-  const long long nb = (K + dsc::abi::kSparseBlock - 1) / dsc::abi::kSparseBlock;
-  const dsc_sparse::SplitScratch sc = dsc_sparse::splitScratch(scratch, rowsH, K, nb, D);
-  extern __shared__ float mergeSmem[]; // acc [D], then the block weights [nb]
-  float *acc = mergeSmem, *w = mergeSmem + D;
-  const long long local = blockIdx.x, sh = rowBase * H + local, s = sh / H, h = sh % H;
-  const float *blockMax = sc.blockMax + local * nb, *psum = sc.psum + local * nb;
-  // Every thread folds the maximum (the same operations: the same value).
-  // Blocks of invisible entries (m_b = -inf) wrote no pv: weight 0, not read.
-  float m = -1e30f;
-  for (long long b = 0; b < nb; ++b)
-    m = dsc_sparse::foldMax(m, blockMax[b]);
-  for (long long b = threadIdx.x; b < nb; b += blockDim.x)
-    w[b] = blockMax[b] == negInf() ? 0.0f : expf(__fsub_rn(blockMax[b], m));
-  __syncthreads();
-  float denom = 0.0f;
-  for (long long b = 0; b < nb; ++b) // block order
-    if (w[b] != 0.0f)
-      denom = __fadd_rn(denom, __fmul_rn(psum[b], w[b]));
-  denom = __fadd_rn(denom, expf(__fsub_rn(sink[h], m)));
-  const float *pv = sc.pv + local * nb * D;
-  // kPer channels per thread at a time (d0 + u * blockDim), kAhead blocks'
-  // values loaded before they are summed (in block order).
-  constexpr int kPer = 4, kAhead = 8;
-  for (long long d0 = threadIdx.x; d0 < D; d0 += kPer * blockDim.x) {
-    float a[kPer] = {};
-    for (long long bb = 0; bb < nb; bb += kAhead) {
-      float x[kAhead][kPer];
-#pragma unroll
-      for (int u = 0; u < kAhead; ++u)
-#pragma unroll
-        for (int v = 0; v < kPer; ++v) {
-          const long long dd = d0 + v * blockDim.x;
-          x[u][v] = bb + u < nb && w[bb + u] != 0.0f && dd < D ? pv[(bb + u) * D + dd] : 0.0f;
-        }
-#pragma unroll
-      for (int u = 0; u < kAhead; ++u)
-        if (bb + u < nb && w[bb + u] != 0.0f)
-#pragma unroll
-          for (int v = 0; v < kPer; ++v)
-            a[v] = __fadd_rn(a[v], __fmul_rn(x[u][v], w[bb + u]));
-    }
-#pragma unroll
-    for (int v = 0; v < kPer; ++v)
-      if (d0 + v * blockDim.x < D)
-        acc[d0 + v * blockDim.x] = a[v];
-  }
-  __syncthreads();
-  dsc_sparse::emit(acc, denom, D, sh, s, DSC_CALL_START(callState), ropeStep, ropeInvFreq, o);
 }
 
 #endif // DSC_CODEGEN_KERNELS_SPARSE_ATTENTION_TC_CUH

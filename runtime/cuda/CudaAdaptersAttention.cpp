@@ -566,7 +566,7 @@ Status splitKvAttention(CudaLaunchContext &c, abi::SparseAttentionParams &params
   const bool mqa = c.mqaAttention && D % 16 == 0 && D <= 32 * abi::kMqaMaxLane &&
                    D <= 2 * int64_t(abi::kMqaPvThreads) * abi::kMqaPvRounds;
   // CudaOptions::tensorCoreAttention: every head of a row per 64-entry
-  // block on the tensor cores (sparse_attention_tc.cuh), then its merge.
+  // block on the tensor cores (sparse_attention_tc.cuh), then the merge.
   const bool tc = c.tensorCoreAttention && D % 16 == 0 && H <= abi::kTcMaxHeads;
   for (int64_t r0 = 0; r0 < S; r0 += rowsPer) {
     int64_t rows = std::min<int64_t>(rowsPer, S - r0);
@@ -574,11 +574,16 @@ Status splitKvAttention(CudaLaunchContext &c, abi::SparseAttentionParams &params
       std::vector<void *> a{&params, &qp, &S, &H, &D, &rp, &R, &kvp};
       pool.push(a);
       a.insert(a.end(), {&ratio, &topk, &k, &cs, &window, &windowWidth, &rowsH, &sp, &r0});
-      DSC_TRY(c.launchEntry("dsc_sparse_attention_split_tc", Dim3{unsigned(rows), unsigned(nb), 1},
-                            Dim3{abi::tcThreads(H), 1, 1}, size_t(abi::tcStageBytes(H, D)),
-                            std::move(a)));
-      DSC_TRY(c.launchEntry("dsc_sparse_attention_merge_tc", Dim3{unsigned(rows * H), 1, 1},
-                            block, size_t(D + nb) * sizeof(float),
+      const Dim3 grid{unsigned(rows), unsigned(nb), 1}, threads{abi::kTcThreads, 1, 1};
+      DSC_TRY(c.launchEntry("dsc_sparse_attention_logits_tc", grid, threads,
+                            size_t(abi::tcLogitsBytes(H, D)), std::move(a)));
+      std::vector<void *> b{&D, &rp, &R, &kvp};
+      pool.push(b);
+      b.insert(b.end(), {&K, &rowsH, &H, &sp, &r0});
+      DSC_TRY(c.launchEntry("dsc_sparse_attention_pv_tc", grid, threads,
+                            size_t(abi::tcPvBytes(H, D)), std::move(b)));
+      DSC_TRY(c.launchEntry("dsc_sparse_attention_merge_fast", Dim3{unsigned(rows * H), 1, 1},
+                            block, size_t(D) * sizeof(float),
                             args(params, ropeParams, H, D, K, rowsH, sp, sk, cs, invFreq, out, r0)));
       continue;
     }

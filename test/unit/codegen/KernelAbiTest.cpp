@@ -265,9 +265,7 @@ TEST_F(KernelAbi, TemplateEntriesTakeTheirStructFirst) {
        {layoutOf<dsc::abi::SparseAttentionParams>(), layoutOf<dsc::abi::RopeParams>()}},
       {"dsc_sparse_attention_logits_fast", {layoutOf<dsc::abi::SparseAttentionParams>()}},
       {"dsc_sparse_attention_logits_mqa", {layoutOf<dsc::abi::SparseAttentionParams>()}},
-      {"dsc_sparse_attention_split_tc", {layoutOf<dsc::abi::SparseAttentionParams>()}},
-      {"dsc_sparse_attention_merge_tc",
-       {layoutOf<dsc::abi::SparseAttentionParams>(), layoutOf<dsc::abi::RopeParams>()}},
+      {"dsc_sparse_attention_logits_tc", {layoutOf<dsc::abi::SparseAttentionParams>()}},
       {"dsc_sparse_attention_merge_fast",
        {layoutOf<dsc::abi::SparseAttentionParams>(), layoutOf<dsc::abi::RopeParams>()}},
   };

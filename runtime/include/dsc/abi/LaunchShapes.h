@@ -55,17 +55,22 @@ static_assert(kMqaHeadsPerBlock <= kMqaMaxHeads, "the MQA kernels hold kMqaMaxHe
 /// The tensor-core split-KV attention (codegen/kernels/sparse_attention_tc.cuh):
 /// heads per row it takes (one warp per 16), the bf16 row padding of its
 /// shared-memory tiles (16 bytes: conflict-free ldmatrix), its threads (all
-/// of them stage, the first ceil(H / 16) warps compute) and
-/// its dynamic shared memory: the row's queries [ceil16(H), D + pad] and the
-/// block's entries [kSparseBlock, D + pad] as bf16 (133,120 bytes at H = 64,
-/// D = 512).
+/// of them stage, the first ceil(H / 16) warps compute) and the dynamic
+/// shared memory of its logits kernel (the row's queries [ceil16(H), D +
+/// pad] and the block's entries [kSparseBlock, D + pad] as bf16: 133,120
+/// bytes at H = 64, D = 512) and of its PV kernel (the entries, then the
+/// probabilities as bf16 [ceil16(H), kSparseBlock + pad] and fp32
+/// [ceil16(H), kSparseBlock]: 101,888 bytes).
 inline constexpr int kTcMaxHeads = 128;
 inline constexpr int kTcRowPad = 8;
 inline constexpr long long tcHeadsPadded(long long H) { return (H + 15) / 16 * 16; }
 inline constexpr unsigned kTcThreads = 512;
-inline constexpr unsigned tcThreads(long long) { return kTcThreads; }
-inline constexpr long long tcStageBytes(long long H, long long D) {
+inline constexpr long long tcLogitsBytes(long long H, long long D) {
   return (tcHeadsPadded(H) + kSparseBlock) * (D + kTcRowPad) * 2;
+}
+inline constexpr long long tcPvBytes(long long H, long long D) {
+  return kSparseBlock * (D + kTcRowPad) * 2 + tcHeadsPadded(H) * (kSparseBlock + kTcRowPad) * 2 +
+         tcHeadsPadded(H) * kSparseBlock * 4;
 }
 /// The fast MoE gate select (codegen/kernels/moe_gate.cu): experts (keys
 /// and scores in shared memory) and top-k rounds per token it takes.

@@ -43,7 +43,7 @@ const std::vector<Template> &templates() {
        {"dsc_sparse_attention", "dsc_sparse_attention_fast", "dsc_sparse_attention_logits_fast",
         "dsc_sparse_attention_pv_fast", "dsc_sparse_attention_merge_fast",
         "dsc_sparse_attention_logits_mqa", "dsc_sparse_attention_pv_mqa",
-        "dsc_sparse_attention_split_tc", "dsc_sparse_attention_merge_tc"}},
+        "dsc_sparse_attention_logits_tc", "dsc_sparse_attention_pv_tc"}},
   };
   return t;
 }
