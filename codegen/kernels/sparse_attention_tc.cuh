@@ -199,10 +199,9 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_log
 DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_pv_tc(
     long long D, const float *rows, long long R, const unsigned char *kvPool, int values, int tile,
     int valueType, int scaleType, int tokensPerPage, int order, long long K, long long rowsH,
-    long long H, float *scratch, long long rowBase) {
+    long long H, float *scratch) {
   DSC_KERNEL_PROLOGUE();
   using namespace dsc_sparse_tc;
-  (void)rowBase;
   if (D % 16 != 0 || H > dsc::abi::kTcMaxHeads || H < 1)
     __trap();
   const KvPageLayout l = pageLayout(values, tile, valueType, scaleType, tokensPerPage, order);

@@ -570,51 +570,38 @@ Status splitKvAttention(CudaLaunchContext &c, abi::SparseAttentionParams &params
   const bool tc = c.tensorCoreAttention && D % 16 == 0 && H <= abi::kTcMaxHeads;
   for (int64_t r0 = 0; r0 < S; r0 += rowsPer) {
     int64_t rows = std::min<int64_t>(rowsPer, S - r0);
-    if (tc) {
-      std::vector<void *> a{&params, &qp, &S, &H, &D, &rp, &R, &kvp};
-      pool.push(a);
-      a.insert(a.end(), {&ratio, &topk, &k, &cs, &window, &windowWidth, &rowsH, &sp, &r0});
-      const Dim3 grid{unsigned(rows), unsigned(nb), 1}, threads{abi::kTcThreads, 1, 1};
-      DSC_TRY(c.launchEntry("dsc_sparse_attention_logits_tc", grid, threads,
-                            size_t(abi::tcLogitsBytes(H, D)), std::move(a)));
-      std::vector<void *> b{&D, &rp, &R, &kvp};
-      pool.push(b);
-      b.insert(b.end(), {&K, &rowsH, &H, &sp, &r0});
-      DSC_TRY(c.launchEntry("dsc_sparse_attention_pv_tc", grid, threads,
-                            size_t(abi::tcPvBytes(H, D)), std::move(b)));
-      DSC_TRY(c.launchEntry("dsc_sparse_attention_merge_fast", Dim3{unsigned(rows * H), 1, 1},
-                            block, size_t(D) * sizeof(float),
-                            args(params, ropeParams, H, D, K, rowsH, sp, sk, cs, invFreq, out, r0)));
-      continue;
-    }
-    if (mqa) {
-      Dim3 grid{unsigned(rows), unsigned(nb), unsigned(ceilDiv(H, headsPer))};
-      std::vector<void *> a{&params, &qp, &S, &H, &D, &rp, &R, &kvp};
-      pool.push(a);
-      a.insert(a.end(), {&ratio, &topk, &k, &cs, &window, &windowWidth, &rowsH, &sp, &r0,
-                         &headsPer});
-      DSC_TRY(c.launchEntry("dsc_sparse_attention_logits_mqa", grid,
-                            Dim3{unsigned(abi::kMqaPvThreads), 1, 1}, stageBytes, std::move(a)));
-      std::vector<void *> b{&D, &rp, &R, &kvp};
-      pool.push(b);
-      b.insert(b.end(), {&K, &rowsH, &H, &headsPer, &sp});
-      DSC_TRY(c.launchEntry("dsc_sparse_attention_pv_mqa", grid,
-                            Dim3{unsigned(abi::kMqaPvThreads), 1, 1}, stageBytes, std::move(b)));
-      DSC_TRY(c.launchEntry("dsc_sparse_attention_merge_fast", Dim3{unsigned(rows * H), 1, 1},
-                            block, size_t(D) * sizeof(float),
-                            args(params, ropeParams, H, D, K, rowsH, sp, sk, cs, invFreq, out, r0)));
-      continue;
-    }
-    Dim3 grid{unsigned(rows * H), unsigned(nb), 1};
+    // The logits and PV steps take the same leading operands in every
+    // family; each adds its own tail (sparse_attention.cu, _tc.cuh).
     std::vector<void *> a{&params, &qp, &S, &H, &D, &rp, &R, &kvp};
     pool.push(a);
     a.insert(a.end(), {&ratio, &topk, &k, &cs, &window, &windowWidth, &rowsH, &sp, &r0});
-    DSC_TRY(c.launchEntry("dsc_sparse_attention_logits_fast", grid, block,
-                          size_t(D) * sizeof(float), std::move(a)));
     std::vector<void *> b{&D, &rp, &R, &kvp};
     pool.push(b);
-    b.insert(b.end(), {&K, &rowsH, &sp});
-    DSC_TRY(c.launchEntry("dsc_sparse_attention_pv_fast", grid, block, 0, std::move(b)));
+    b.push_back(&K);
+    b.push_back(&rowsH);
+    if (tc) {
+      const Dim3 grid{unsigned(rows), unsigned(nb), 1}, threads{abi::kTcThreads, 1, 1};
+      DSC_TRY(c.launchEntry("dsc_sparse_attention_logits_tc", grid, threads,
+                            size_t(abi::tcLogitsBytes(H, D)), std::move(a)));
+      b.insert(b.end(), {&H, &sp});
+      DSC_TRY(c.launchEntry("dsc_sparse_attention_pv_tc", grid, threads,
+                            size_t(abi::tcPvBytes(H, D)), std::move(b)));
+    } else if (mqa) {
+      const Dim3 grid{unsigned(rows), unsigned(nb), unsigned(ceilDiv(H, headsPer))},
+          threads{unsigned(abi::kMqaPvThreads), 1, 1};
+      a.push_back(&headsPer);
+      DSC_TRY(c.launchEntry("dsc_sparse_attention_logits_mqa", grid, threads, stageBytes,
+                            std::move(a)));
+      b.insert(b.end(), {&H, &headsPer, &sp});
+      DSC_TRY(c.launchEntry("dsc_sparse_attention_pv_mqa", grid, threads, stageBytes,
+                            std::move(b)));
+    } else {
+      const Dim3 grid{unsigned(rows * H), unsigned(nb), 1};
+      DSC_TRY(c.launchEntry("dsc_sparse_attention_logits_fast", grid, block,
+                            size_t(D) * sizeof(float), std::move(a)));
+      b.push_back(&sp);
+      DSC_TRY(c.launchEntry("dsc_sparse_attention_pv_fast", grid, block, 0, std::move(b)));
+    }
     DSC_TRY(c.launchEntry("dsc_sparse_attention_merge_fast", Dim3{unsigned(rows * H), 1, 1},
                           block, size_t(D) * sizeof(float),
                           args(params, ropeParams, H, D, K, rowsH, sp, sk, cs, invFreq, out, r0)));

@@ -147,10 +147,11 @@ struct CudaOptions {
   /// the logits on the device; docs/cuda-kernels-attention.md).
   bool mqaAttention = true;
   /// With splitAttention: logits and PV of every head of a row on the tensor
-  /// cores, one block per (row, 64-entry block), each block's probabilities
-  /// against its own maximum and rescaled in the merge (flash decoding;
-  /// codegen/kernels/sparse_attention_tc.cuh). Not byte-identical to the
-  /// walk; inside the GPU gates (docs/cuda-kernels-attention.md). Takes
+  /// cores, one block per (row, 64-entry block), the walk's roundings (bf16
+  /// probabilities against the running max) with the logits summed in the
+  /// tensor core's order (codegen/kernels/sparse_attention_tc.cuh). Not
+  /// byte-identical to the walk; opt-in until its rw6 logits' difference
+  /// from the walk's is explained (docs/cuda-kernels-attention.md). Takes
   /// precedence over mqaAttention where the shapes allow (D % 16 == 0, at
   /// most abi::kTcMaxHeads heads).
   bool tensorCoreAttention = false;

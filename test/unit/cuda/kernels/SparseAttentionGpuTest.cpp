@@ -139,7 +139,7 @@ TEST_P(SparseAttentionGpu, TensorCoreSplitMatchesDoubleAttention) {
     st = harness_->launch2D("sparse_attention", "dsc_sparse_attention_pv_tc", unsigned(S),
                             unsigned(nb), dsc::abi::kTcThreads, size_t(dsc::abi::tcPvBytes(H, D)),
                             kernelArgs(Dv, rp, Rv, none, values, tile, valueType, scaleType,
-                                       tokensPerPage, order, Kv, rowsH, Hv, scratch, rowBase));
+                                       tokensPerPage, order, Kv, rowsH, Hv, scratch));
     ASSERT_TRUE(st) << st.message();
     st = harness_->launch("sparse_attention", "dsc_sparse_attention_merge_fast", unsigned(S * H),
                           128, size_t(D) * 4,
