@@ -124,7 +124,7 @@ __device__ __forceinline__ void laneDots(const unsigned char *const *wRow,
     for (int x = 0; x < kMats; ++x) {
 #pragma unroll
       for (int u = 0; u < kWLoads; ++u)
-        st.w[x][u] = jl < j1 ? dsc_gemv::load16(wRow[x] + jl * kBlockBytes + 16 * u)
+        st.w[x][u] = jl < j1 ? dsc_gemv::loadStream16(wRow[x] + jl * kBlockBytes + 16 * u)
                              : dsc_gemv::zero16();
       st.ws0[x] = jd < j1 ? __ldg(sRow0[x] + jd) : (unsigned char)0;
       st.ws1[x] = jd < j1 ? __ldg(sRow1[x] + jd) : (unsigned char)0;
@@ -277,15 +277,16 @@ __device__ __forceinline__ void laneDotsRows(const unsigned char *const *wRow,
 /// The lane-block GEMV/GEMM: y[m, n] = bf16(sum) for x [M, K] and W [N, K]
 /// (FP8, scales [ceil(N/32), K/32]) or [N, K/2] (kFp4, scales [N, K/32]);
 /// one warp per item (8 weight rows x 8 activation rows x one of `splits`
-/// K ranges), grid-strided; splits > 1: fp32 partials [splits, M, N] for
-/// dsc_gemv::splitKReduce. x != null: the block act_quants x into dynamic
-/// shared memory first (dsc_gemv::quantBytes(M, K)), else codes/scales are
-/// global. All threads must call it (the staging barrier).
+/// K ranges), grid-strided; splits > 1: fp32 partials [splits, M, N], then
+/// with sem the tile's last split writes y (dsc_gemv::finishSplitTile),
+/// without it dsc_gemv::splitKReduce does. x != null: the block act_quants x
+/// into dynamic shared memory first (dsc_gemv::quantBytes(M, K)), else
+/// codes/scales are global. All threads must call it (the staging barrier).
 template <bool kFp4>
 __device__ void laneGemv(const unsigned short *x, const unsigned char *gCodes,
                          const float *gScales, long long M, long long K, const unsigned char *w,
                          const unsigned char *wScale, long long N, unsigned short *y,
-                         long long splits, float *partial) {
+                         long long splits, float *partial, unsigned *sem) {
   extern __shared__ __align__(16) unsigned char laneSmem[];
   const dsc_gemv::Codes act = dsc_gemv::stageCodes(x, gCodes, gScales, M, K, laneSmem);
   const unsigned char *codes = act.codes;
@@ -322,6 +323,8 @@ __device__ void laneGemv(const unsigned short *x, const unsigned char *gCodes,
         }
       }
     }
+    if (splits > 1 && sem)
+      dsc_gemv::finishSplitTile(partial, sem, tile, splits, M, N, m0, rows, n0, kTileRows, y);
   }
 }
 

@@ -264,7 +264,7 @@ DSC_KERNEL void dsc_sparse_attention_fast(
 }
 
 //===----------------------------------------------------------------------===//
-// Split-KV (CudaOptions::splitAttention): the fast walk's 64-entry blocks run
+// Split-KV (CudaOptions::attention Split): the fast walk's 64-entry blocks run
 // in parallel, byte-identical to dsc_sparse_attention_fast. The walk's state
 // after block b depends on the blocks before it only through the running max
 // m_b = fold(m_{b-1}, max of block b) (attend's mNew) and the rescaling c_b =
@@ -473,7 +473,7 @@ DSC_KERNEL void dsc_sparse_attention_merge_fast(
 }
 
 //===----------------------------------------------------------------------===//
-// MQA split-KV (CudaOptions::mqaAttention, the default): the split path's
+// MQA split-KV (CudaOptions::attention Mqa; the default in sessions 6-10): the split path's
 // logits and PV with every 64-entry block's values decoded once per group of
 // `headsPer` heads instead of once per head (the heads of a row share their
 // KV entries, MQA). Grid (rows, blocks, head groups); the block's entries are

@@ -1,6 +1,6 @@
 //===- sparse_attention_tc.cuh - Tensor-core MQA split-KV sparse attention ===//
 //
-// What: CudaOptions::tensorCoreAttention (`--cuda-attention tc`), the split-KV
+// What: CudaOptions::attention TensorCore (`--cuda-attention tc`, the default), the split-KV
 // path of sparse_attention.cu with both matrix products on the tensor cores
 // and every head of a row at once (MQA: the heads share their KV entries, so
 // a 64-entry block is decoded once per kernel for all of them, where the MQA

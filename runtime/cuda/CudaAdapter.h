@@ -88,12 +88,8 @@ public:
   bool cpuOrder(runtime::KernelFamily family) const {
     return cpuOrderFamilies & uint32_t(family);
   }
-  /// CudaOptions::splitAttention: the split-KV sparse attention.
-  bool splitAttention = true;
-  /// CudaOptions::mqaAttention: the split path's MQA logits and PV kernels.
-  bool mqaAttention = false;
-  /// CudaOptions::tensorCoreAttention: the split path's tensor-core kernels.
-  bool tensorCoreAttention = false;
+  /// CudaOptions::attention: the fast sparse attention's kernels.
+  runtime::AttentionKernels attention = runtime::AttentionKernels::TensorCore;
   /// CudaOptions::moeE4m3Mma: the MoE up/down tiles on the FP8 tensor cores.
   bool moeE4m3Mma = false;
   /// CudaOptions::gemv: the FP8/FP4 GEMV family (GemvLaunch.h gemvEntry).

@@ -538,7 +538,7 @@ struct RopeEpilogue {
 /// rows one split-KV launch set covers (bounds its scratch).
 constexpr int64_t kSparseBlock = abi::kSparseBlock, kSplitKvRows = 16;
 
-/// CudaOptions::splitAttention: the fast walk's 64-entry blocks in parallel
+/// CudaOptions::attention Split, Mqa, TensorCore: the fast walk's 64-entry blocks in parallel
 /// (dsc_sparse_attention_logits_fast, _pv_fast, _merge_fast), byte-identical
 /// to dsc_sparse_attention_fast (sparse_attention.cu says why).
 Status splitKvAttention(CudaLaunchContext &c, abi::SparseAttentionParams &params,
@@ -556,18 +556,24 @@ Status splitKvAttention(CudaLaunchContext &c, abi::SparseAttentionParams &params
     return scratch.status();
   CUdeviceptr sp = *scratch;
   Dim3 block{128, 1, 1};
-  // CudaOptions::mqaAttention: logits and PV per group of headsPer heads,
+  // AttentionKernels::Mqa: logits and PV per group of headsPer heads,
   // each 64-entry block's values staged once for the group as bf16 in
   // kSparseBlock * D * 2 bytes of shared memory (sparse_attention.cu, "MQA
   // split-KV"; dsc/abi/LaunchShapes.h): kMqaPvThreads threads owning at most
   // kMqaPvRounds channel pairs each for the PV.
   int64_t headsPer = std::min<int64_t>(H, abi::kMqaHeadsPerBlock);
   const size_t stageBytes = size_t(kSparseBlock * D) * 2;
-  const bool mqa = c.mqaAttention && D % 16 == 0 && D <= 32 * abi::kMqaMaxLane &&
+  using runtime::AttentionKernels;
+  // AttentionKernels::TensorCore: every head of a row per 64-entry block on
+  // the tensor cores (sparse_attention_tc.cuh), then the merge; where its
+  // shapes do not fit, the MQA kernels where theirs do.
+  const bool tc = c.attention == AttentionKernels::TensorCore && D % 16 == 0 &&
+                  H <= abi::kTcMaxHeads;
+  const bool mqa = !tc &&
+                   (c.attention == AttentionKernels::Mqa ||
+                    c.attention == AttentionKernels::TensorCore) &&
+                   D % 16 == 0 && D <= 32 * abi::kMqaMaxLane &&
                    D <= 2 * int64_t(abi::kMqaPvThreads) * abi::kMqaPvRounds;
-  // CudaOptions::tensorCoreAttention: every head of a row per 64-entry
-  // block on the tensor cores (sparse_attention_tc.cuh), then the merge.
-  const bool tc = c.tensorCoreAttention && D % 16 == 0 && H <= abi::kTcMaxHeads;
   for (int64_t r0 = 0; r0 < S; r0 += rowsPer) {
     int64_t rows = std::min<int64_t>(rowsPer, S - r0);
     // The logits and PV steps take the same leading operands in every
@@ -685,7 +691,7 @@ Status sparseAttentionWith(CudaLaunchContext &c, const abi::SparseAttentionParam
   block.x = 128;
   const int64_t entries = windowWidth + (topk ? k : 0);
   const bool cpuOrder = c.cpuOrder(runtime::KernelFamily::Attention);
-  if (!cpuOrder && c.splitAttention && entries > kSparseBlock)
+  if (!cpuOrder && c.attention != runtime::AttentionKernels::Single && entries > kSparseBlock)
     return splitKvAttention(c, params, ropeParams, qp, S, H, D, rp, R, kvp, pool, ratio, topk, k,
                             sk, cs, window, windowWidth, invFreq, out);
   return c.launchEntry(cpuOrder ? "dsc_sparse_attention" : "dsc_sparse_attention_fast",

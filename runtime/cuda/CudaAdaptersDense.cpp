@@ -103,6 +103,11 @@ Status hcMixes(CudaLaunchContext &c, const abi::HcMixesParams &p) {
     auto partial = c.scratch(size_t(items) * sizeof(double) + size_t(groupFloats) * sizeof(float));
     if (!partial)
       return partial.status();
+    // The tokens' arrival counters (zeroed scratch; every launch leaves them zero).
+    auto sem = c.scratch(size_t(chunk) * sizeof(unsigned));
+    if (!sem)
+      return sem.status();
+    CUdeviceptr semp = *sem;
     const size_t stage = size_t(hcStageBytes(nmix, width, splits));
     CUdeviceptr pp = *partial, gp = pp + CUdeviceptr(items) * sizeof(double);
     for (long long t0 = 0; t0 < S; t0 += chunk) {
@@ -110,13 +115,9 @@ Status hcMixes(CudaLaunchContext &c, const abi::HcMixesParams &p) {
       CUdeviceptr hr = hp + CUdeviceptr(t0 * width) * 2, prer = pre + CUdeviceptr(t0 * hc) * 4,
                   postr = post + CUdeviceptr(t0 * hc) * 4,
                   combr = comb + CUdeviceptr(t0 * hc * hc) * 4;
-      if (Status s = c.launchEntry("dsc_hc_mixes_dot_fast", gemvGrid(rowItems), gemvBlock(), 0,
-                                   args(hr, rows, width, fn, nmix, splits, pp, gp));
-          !s)
-        return s;
-      if (Status s = c.launchEntry("dsc_hc_mixes_finish_fast", gridRows(rows), gemvBlock(), stage,
-                                   args(p, hr, pp, gp, rows, splits, hc, D, sc, base, prer, postr,
-                                        combr));
+      if (Status s = c.launchEntry("dsc_hc_mixes_fast", gemvGrid(rowItems), gemvBlock(), stage,
+                                   args(p, hr, rows, hc, D, fn, splits, pp, gp, semp, sc, base,
+                                        prer, postr, combr));
           !s)
         return s;
     }

@@ -13,9 +13,7 @@ CudaEngineState::CudaEngineState(hal::Device device, const runtime::CudaOptions 
   logGraphs = graphs && options.logGraphs; // say when a graph is captured
   quadraticTopk = options.quadraticTopk;
   cpuOrderFamilies = options.cpuOrderFamilies;
-  splitAttention = options.splitAttention;
-  mqaAttention = options.mqaAttention;
-  tensorCoreAttention = options.tensorCoreAttention;
+  attention = options.attention;
   moeE4m3Mma = options.moeE4m3Mma;
   gemv = options.gemv;
   dependentLaunches = options.dependentLaunch;

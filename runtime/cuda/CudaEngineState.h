@@ -74,9 +74,8 @@ public:
   bool logGraphs = false;      ///< CudaOptions::logGraphs
   bool quadraticTopk = false;  ///< CudaOptions::quadraticTopk (CudaLaunchContext)
   uint32_t cpuOrderFamilies = 0; ///< CudaOptions::cpuOrderFamilies (CudaLaunchContext)
-  bool splitAttention = true;   ///< CudaOptions::splitAttention (CudaLaunchContext)
-  bool mqaAttention = false;    ///< CudaOptions::mqaAttention (CudaLaunchContext)
-  bool tensorCoreAttention = false; ///< CudaOptions::tensorCoreAttention (CudaLaunchContext)
+  /// CudaOptions::attention (CudaLaunchContext)
+  runtime::AttentionKernels attention = runtime::AttentionKernels::TensorCore;
   bool moeE4m3Mma = false;       ///< CudaOptions::moeE4m3Mma (CudaLaunchContext)
   runtime::GemvKernels gemv = runtime::GemvKernels::Lanes; ///< CudaOptions::gemv (CudaLaunchContext)
   bool dependentLaunches = true; ///< CudaOptions::dependentLaunch

@@ -15,9 +15,7 @@ BoundLaunch::BoundLaunch(CudaSession &session, runtime::LaunchContext &c)
   outputSlots = c.outputSlots;
   quadraticTopk = engine_.quadraticTopk;
   cpuOrderFamilies = engine_.cpuOrderFamilies;
-  splitAttention = engine_.splitAttention;
-  mqaAttention = engine_.mqaAttention;
-  tensorCoreAttention = engine_.tensorCoreAttention;
+  attention = engine_.attention;
   moeE4m3Mma = engine_.moeE4m3Mma;
   gemv = engine_.gemv;
 }

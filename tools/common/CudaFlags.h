@@ -9,12 +9,11 @@
 //                              kernels (cpu-order: the first-cut kernels in the
 //                              CPU's summation order, for every family or for
 //                              the named ones: runtime::kKernelFamilyNames)
-//   --cuda-attention single|split|mqa|tc  the fast sparse attention as one
-//                              walk per (row, head), split-KV (CudaOptions::
-//                              splitAttention), split-KV with the MQA logits
-//                              and PV kernels (CudaOptions::mqaAttention) or
-//                              with the tensor-core kernels (CudaOptions::
-//                              tensorCoreAttention)
+//   --cuda-attention single|split|mqa|tc  the fast sparse attention
+//                              (CudaOptions::attention): one walk per (row,
+//                              head), split-KV, split-KV with the MQA logits
+//                              and PV kernels, or with the tensor-core kernels
+//                              (the default)
 //   --cuda-moe-mma f16|e4m3    the MoE up/down tiles' mma (CudaOptions::
 //                              moeE4m3Mma; with --cuda-gemv tiles)
 //   --cuda-gemv lanes|slots|tiles  the FP8/FP4 GEMV family: lane-block
@@ -132,12 +131,17 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
       return error;
   }
   if (auto it = cl.options.find("--cuda-attention"); it != cl.options.end()) {
-    if (it->second != "single" && it->second != "split" && it->second != "mqa" &&
-        it->second != "tc")
+    using dsc::runtime::AttentionKernels;
+    if (it->second == "single")
+      options.attention = AttentionKernels::Single;
+    else if (it->second == "split")
+      options.attention = AttentionKernels::Split;
+    else if (it->second == "mqa")
+      options.attention = AttentionKernels::Mqa;
+    else if (it->second == "tc")
+      options.attention = AttentionKernels::TensorCore;
+    else
       return "--cuda-attention takes single, split, mqa or tc, got '" + it->second + "'";
-    options.splitAttention = it->second != "single";
-    options.mqaAttention = it->second == "mqa";
-    options.tensorCoreAttention = it->second == "tc";
   }
   if (auto it = cl.options.find("--cuda-moe-mma"); it != cl.options.end()) {
     if (it->second != "f16" && it->second != "e4m3")

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <utility>
 
 using dsc::runtime::CudaOptions;
 using dsc::tools::CommandLine;
@@ -157,23 +158,20 @@ TEST_F(CudaFlags, KernelsFlagRejectsUnknownFamily) {
   EXPECT_NE(error.find("unknown kernel family ''"), std::string::npos) << error;
 }
 
-/// --cuda-attention picks CudaOptions::splitAttention, mqaAttention and
-/// tensorCoreAttention; split with the MQA kernels is the default.
-TEST_F(CudaFlags, AttentionFlagSelectsSplitKv) {
+/// --cuda-attention picks CudaOptions::attention; the tensor-core kernels
+/// are the default.
+TEST_F(CudaFlags, AttentionFlagSelectsTheKernels) {
+  using dsc::runtime::AttentionKernels;
   CommandLine cl;
-  EXPECT_TRUE(apply(cl).splitAttention);
-  EXPECT_TRUE(apply(cl).mqaAttention);
-  EXPECT_FALSE(apply(cl).tensorCoreAttention);
-  struct Case {
-    const char *value;
-    bool split, mqa, tc;
-  };
-  for (const Case &c : {Case{"single", false, false, false}, Case{"split", true, false, false},
-                        Case{"mqa", true, true, false}, Case{"tc", true, false, true}}) {
-    cl.options["--cuda-attention"] = c.value;
-    EXPECT_EQ(apply(cl).splitAttention, c.split) << c.value;
-    EXPECT_EQ(apply(cl).mqaAttention, c.mqa) << c.value;
-    EXPECT_EQ(apply(cl).tensorCoreAttention, c.tc) << c.value;
+  EXPECT_EQ(apply(cl).attention, AttentionKernels::TensorCore);
+  const std::pair<const char *, AttentionKernels> cases[] = {
+      {"single", AttentionKernels::Single},
+      {"split", AttentionKernels::Split},
+      {"mqa", AttentionKernels::Mqa},
+      {"tc", AttentionKernels::TensorCore}};
+  for (const auto &[value, kernels] : cases) {
+    cl.options["--cuda-attention"] = value;
+    EXPECT_EQ(apply(cl).attention, kernels) << value;
   }
   cl.options["--cuda-attention"] = "wide";
   std::string error;

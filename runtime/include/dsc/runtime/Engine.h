@@ -109,6 +109,9 @@ inline constexpr KernelFamilyName kKernelFamilyNames[] = {
 /// The FP8/FP4 GEMV kernel families of the CUDA fast path (CudaOptions::gemv).
 enum class GemvKernels { Tiles, Lanes, Slots };
 
+/// The fast sparse attention's kernels (CudaOptions::attention).
+enum class AttentionKernels { Single, Split, Mqa, TensorCore };
+
 /// Switches of the CUDA backend (createCudaBackend). The runtime reads no
 /// environment variable: the tools map DSC_CUDA_GRAPHS, DSC_CUDA_SYNC and
 /// DSC_CUDA_TOPK_QUADRATIC onto these (docs/runtime.md).
@@ -134,27 +137,23 @@ struct CudaOptions {
   /// which fast kernel moves a result (docs/cuda-kernels-dense.md).
   uint32_t cpuOrderFamilies = 0;
   bool cpuOrder(KernelFamily family) const { return cpuOrderFamilies & uint32_t(family); }
-  /// The fast sparse attention's 64-entry blocks run in parallel (split-KV:
-  /// logits, per-block PV, an in-order merge) instead of one walk per (row,
-  /// head). Byte-identical to the single walk (logits bytes compared on the
-  /// H200: scripts/device-split-attention.sh), 2.2x faster at rw6 decode;
-  /// false keeps the single walk (docs/cuda-kernels-attention.md).
-  bool splitAttention = true;
-  /// With splitAttention: the split path's logits and PV by one block per
-  /// (row, entry block, group of heads), each entry block's values read once
-  /// for the group instead of once per head (the heads share their KV).
-  /// Byte-identical to split (scripts/device-split-attention.sh compares
-  /// the logits on the device; docs/cuda-kernels-attention.md).
-  bool mqaAttention = true;
-  /// With splitAttention: logits and PV of every head of a row on the tensor
-  /// cores, one block per (row, 64-entry block), the walk's roundings (bf16
-  /// probabilities against the running max) with the logits summed in the
-  /// tensor core's order (codegen/kernels/sparse_attention_tc.cuh). Not
-  /// byte-identical to the walk; opt-in until its rw6 logits' difference
-  /// from the walk's is explained (docs/cuda-kernels-attention.md). Takes
-  /// precedence over mqaAttention where the shapes allow (D % 16 == 0, at
-  /// most abi::kTcMaxHeads heads).
-  bool tensorCoreAttention = false;
+  /// The fast sparse attention (docs/cuda-kernels-attention.md). Single: one
+  /// walk per (row, head) over the row's entries in 64-entry blocks. Split:
+  /// the walk's blocks in parallel (split-KV: logits, per-block PV, an
+  /// in-order merge), byte-identical to Single. Mqa: Split with the logits
+  /// and PV by one block per (row, entry block, group of heads), each entry
+  /// block's values read once for the group; byte-identical to Split.
+  /// TensorCore (the default since session 11): logits and PV of every head
+  /// of a row per 64-entry block on the bf16 tensor cores with the walk's
+  /// roundings (bf16 probabilities against the running max), the logits
+  /// summed in the tensor core's order; not byte-identical to the walk, but
+  /// its rw6 logits move no more than another valid summation order's do
+  /// (`--cuda-gemv lanes` vs `slots`, scripts/device-logits-diff.sh). Split,
+  /// Mqa and TensorCore fall back to the next simpler kernels where their
+  /// shapes do not fit (TensorCore: D % 16 == 0 and at most abi::kTcMaxHeads
+  /// heads; Mqa: its D bounds), and every one to the single walk for rows of
+  /// at most 64 entries.
+  AttentionKernels attention = AttentionKernels::TensorCore;
   /// The fast MoE up/down kernels sum each 32-K block of (FP4 or FP8 weight
   /// x FP8 activation) products with one E4M3 mma (m16n8k32) instead of two
   /// f16 mmas after widening: fewer instructions per weight byte, but the

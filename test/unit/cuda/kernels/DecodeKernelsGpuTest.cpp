@@ -4,7 +4,8 @@
 // reference: dsc_window_kv (one warp per FP8 tile) + dsc_window_kv_ring
 // against cpu::windowKvDecode over several decode steps (the ring's record
 // bytes in both page orders, and the decoded rows); the fast mHC mixes
-// (dsc_hc_mixes_dot_fast + _finish_fast) against the CPU-order dsc_hc_mixes
+// (dsc_hc_mixes_fast: dots, then each token finished by its last block;
+// its arrival counters left zero) against the CPU-order dsc_hc_mixes
 // (bytes) and cpu::hcMixes (within the device expf's few ulps); dsc_moe_gate_select_fast
 // (scores in shared memory) against the reference's top-k order (NaN first,
 // larger first, lower id at ties) and its normalisation; dsc_index_queries_rope_qdq (one warp per
@@ -31,6 +32,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <utility>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -180,36 +182,53 @@ TEST_F(DecodeKernelsGpu, FastHcMixesEqualTheCpuOrderKernel) {
                                         harness_->upload(nullptr, size_t(S * hc) * 4),
                                         harness_->upload(nullptr, size_t(S * hc * hc) * 4)};
       };
-      const std::vector<CUdeviceptr> ref = outputs(), fast = outputs();
-      long long Sv = S, hcv = hc, Dv = D, widthv = width, nmixv = nmix, splitsv = splits;
-      CUdeviceptr r0 = ref[0], r1 = ref[1], r2 = ref[2], f0 = fast[0], f1 = fast[1], f2 = fast[2];
+      const std::vector<CUdeviceptr> ref = outputs();
+      long long Sv = S, hcv = hc, Dv = D;
+      CUdeviceptr r0 = ref[0], r1 = ref[1], r2 = ref[2];
       dsc::runtime::Status st =
           harness_->launch("hc_mixes", "dsc_hc_mixes", unsigned(S), 64, 0,
                            kernelArgs(p, hp, Sv, hcv, Dv, fp, sp, bp, r0, r1, r2));
-      ASSERT_TRUE(st) << st.message();
-      const long long items = S * (nmix + 1) * splits;
-      const long long groupFloats = S * dsc::abi::torchGroupStride(width) * 32;
-      CUdeviceptr pp = harness_->upload(nullptr, size_t(items) * 8),
-                  gp = harness_->upload(nullptr, size_t(groupFloats) * 4);
-      st = harness_->launch("hc_mixes", "dsc_hc_mixes_dot_fast", unsigned((items + 7) / 8), 256, 0,
-                            kernelArgs(hp, Sv, widthv, fp, nmixv, splitsv, pp, gp));
-      ASSERT_TRUE(st) << st.message();
-      const size_t stage = size_t(nmix * splits * 8 + dsc::abi::torchGroupStride(width) * 32 * 4);
-      st = harness_->launch("hc_mixes", "dsc_hc_mixes_finish_fast", unsigned(S), 256, stage,
-                            kernelArgs(p, hp, pp, gp, Sv, splitsv, hcv, Dv, sp, bp, f0, f1, f2));
       ASSERT_TRUE(st) << st.message();
       std::vector<float> cpuPre(static_cast<size_t>(S * hc)), cpuPost(static_cast<size_t>(S * hc));
       std::vector<float> cpuComb(static_cast<size_t>(S * hc * hc));
       dsc::cpu::hcMixes(h.data(), S, hc, D, fn.data(), scale.data(), base.data(), 20, 1e-6f, 1e-6f,
                         cpuPre.data(), cpuPost.data(), cpuComb.data());
       const std::vector<float> *cpu[3] = {&cpuPre, &cpuPost, &cpuComb};
-      for (int o = 0; o < 3; ++o) {
-        const size_t n = cpu[o]->size();
-        const std::vector<float> a = harness_->download<float>(ref[size_t(o)], n);
-        EXPECT_EQ(harness_->download<float>(fast[size_t(o)], n), a)
-            << "output " << o << " D " << D << " S " << S << ": fast != CPU-order";
-        for (size_t i = 0; i < n; ++i)
-          EXPECT_NEAR(a[i], (*cpu[o])[i], 1e-5f) << "output " << o << " element " << i;
+      for (int o = 0; o < 3; ++o)
+        for (size_t i = 0; i < cpu[o]->size(); ++i)
+          EXPECT_NEAR(harness_->download<float>(ref[size_t(o)], cpu[o]->size())[i], (*cpu[o])[i],
+                      1e-5f)
+              << "output " << o << " element " << i;
+      // The runtime's splits with a block per 8 items, and splits whose
+      // tokens' items straddle the blocks' groups (61 * 25 is no multiple of
+      // 8) with few blocks taking many groups each.
+      for (const auto &[splitsv, grid] : {std::pair<long long, long long>{splits, 0},
+                                          std::pair<long long, long long>{61, 37}}) {
+        const long long items = S * (nmix + 1) * splitsv;
+        const long long groupFloats = S * dsc::abi::torchGroupStride(width) * 32;
+        CUdeviceptr pp = harness_->upload(nullptr, size_t(items) * 8),
+                    gp = harness_->upload(nullptr, size_t(groupFloats) * 4);
+        CUdeviceptr sem = harness_->upload(nullptr, size_t(S) * 4);
+        const std::vector<CUdeviceptr> fast = outputs();
+        CUdeviceptr f0 = fast[0], f1 = fast[1], f2 = fast[2];
+        const size_t stage =
+            size_t(nmix * splitsv * 8 + dsc::abi::torchGroupStride(width) * 32 * 4);
+        long long sv = splitsv;
+        st = harness_->launch("hc_mixes", "dsc_hc_mixes_fast",
+                              unsigned(grid ? grid : (items + 7) / 8), 256, stage,
+                              kernelArgs(p, hp, Sv, hcv, Dv, fp, sv, pp, gp, sem, sp, bp, f0, f1,
+                                         f2));
+        ASSERT_TRUE(st) << st.message();
+        const std::vector<uint32_t> left = harness_->download<uint32_t>(sem, size_t(S));
+        EXPECT_EQ(std::count(left.begin(), left.end(), 0u), std::ptrdiff_t(S))
+            << "every token's arrival counter is left zero";
+        for (int o = 0; o < 3; ++o) {
+          const size_t n = cpu[o]->size();
+          EXPECT_EQ(harness_->download<float>(fast[size_t(o)], n),
+                    harness_->download<float>(ref[size_t(o)], n))
+              << "output " << o << " D " << D << " S " << S << " splits " << splitsv
+              << ": fast != CPU-order";
+        }
       }
     }
   }
