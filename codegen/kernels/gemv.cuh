@@ -86,6 +86,11 @@ __device__ __forceinline__ uint4 zero16() { return make_uint4(0u, 0u, 0u, 0u); }
 /// miss fetches the whole 256-byte block around it, so that the next steps
 /// of a weight row (which the same lanes load next) are already on the way
 /// (more bytes in flight per load instruction; the values are load16's).
+/// Asks L2 for bytes [p, p + bytes) without waiting (sm_90 bulk prefetch:
+/// one instruction, no registers; p 16-byte aligned, bytes a multiple of 16).
+__device__ __forceinline__ void prefetchL2(const void *p, unsigned bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
 __device__ __forceinline__ uint4 loadStream16(const void *p) {
   uint4 v;
   asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -511,11 +516,18 @@ __device__ void fp4Gemv(const unsigned short *x, const unsigned char *codes, con
 /// row n < N (grid-strided), activation rows in passes of kRowsPerPass;
 /// bf16RowDots<kChunkLoads> of weight row wRow(n) (K bf16) with the rows of
 /// xBase(n) (row stride ldx), then lane 0 calls emit(m, n, dot) per row m.
+/// Lane 0 asks L2 for the warp's next weight row while it works on this one
+/// (prefetchL2: more bytes in flight than the loads' registers hold; K % 8
+/// == 0 and 16-byte aligned rows, as the loads need).
 template <int kChunkLoads = 2, typename WRow, typename XBase, typename Emit>
 __device__ void bf16RowGemv(long long N, long long M, long long K, long long ldx, WRow wRow,
                             XBase xBase, Emit emit) {
   const int lane = threadIdx.x & 31;
-  for (long long n = firstRow(); n < N; n += rowStride())
+  if (lane == 0 && firstRow() < N)
+    prefetchL2(wRow(firstRow()), unsigned(K * 2));
+  for (long long n = firstRow(); n < N; n += rowStride()) {
+    if (lane == 0 && n + rowStride() < N)
+      prefetchL2(wRow(n + rowStride()), unsigned(K * 2));
     for (long long m0 = 0; m0 < M; m0 += kRowsPerPass) {
       const int rows = passRows(M, m0);
       float acc[kRowsPerPass];
@@ -524,6 +536,7 @@ __device__ void bf16RowGemv(long long N, long long M, long long K, long long ldx
         for (int r = 0; r < rows; ++r)
           emit(m0 + r, n, acc[r]);
     }
+  }
 }
 
 /// y[m, n] = bf16(x[m] . W[n]) for bf16 x (row stride ldx) and W [N, K].

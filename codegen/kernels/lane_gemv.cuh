@@ -140,6 +140,20 @@ __device__ __forceinline__ void laneDots(const unsigned char *const *wRow,
         st.as[p][h] = jd < j1 && av[p][h] ? srow[p][h][jd] : 0.0f;
       }
   };
+  // The weight rows stream through L2 ahead of the loads: lane t == 0 of
+  // each row asks for the row's blocks one or two chunks (8 steps each)
+  // ahead, so that more bytes are in flight than the registers hold.
+  constexpr long long kChunk = 32;
+  auto prefetchChunk = [&](long long jc) {
+    if (t == 0 && jc < j1) {
+      const unsigned bytes = unsigned((j1 - jc < kChunk ? j1 - jc : kChunk) * kBlockBytes);
+#pragma unroll
+      for (int x = 0; x < kMats; ++x)
+        dsc_gemv::prefetchL2(wRow[x] + jc * kBlockBytes, bytes);
+    }
+  };
+  prefetchChunk(j0);
+  prefetchChunk(j0 + kChunk);
   // Up to 4 activation rows the next step's operands load while this one
   // computes; 8 rows would spill at two blocks per SM (prefill's shapes).
   constexpr bool kAhead = kMaxRows <= 4;
@@ -147,6 +161,8 @@ __device__ __forceinline__ void laneDots(const unsigned char *const *wRow,
   if (kAhead)
     load(j0, cur);
   for (long long jq = j0; jq < j1; jq += 4) {
+    if (((jq - j0) & (kChunk - 1)) == 0)
+      prefetchChunk(jq + 2 * kChunk);
     if (kAhead)
       load(jq + 4, nxt);
     else

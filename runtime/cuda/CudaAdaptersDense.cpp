@@ -202,6 +202,11 @@ Status groupedOutput(CudaLaunchContext &c, const abi::GroupedOutputParams &p) {
                        args(q->codes, q->scales, S, K, bp, bs, D, yp));
 }
 
+/// Tokens up to which the MoE gate's select runs in the scores launch's
+/// last block (decode, M-row steps); beyond, serial selects would cost more
+/// than the select launch saves.
+constexpr long long kMoeFusedSelectTokens = 8;
+
 Status moeGate(CudaLaunchContext &c, const abi::MoeGateParams &p) {
   const CudaTensor &x = *c.inputs[0], &w = *c.inputs[1];
   long long T = x.dim(0), D = x.dim(1), E = w.dim(0);
@@ -217,11 +222,22 @@ Status moeGate(CudaLaunchContext &c, const abi::MoeGateParams &p) {
     auto choice = c.scratch(size_t(T * E) * sizeof(float));
     if (!scores || !choice)
       return !scores ? scores.status() : choice.status();
-    CUdeviceptr sp = *scores, cp = *choice;
+    CUdeviceptr sp = *scores, cp = *choice, semp = 0;
+    // Few tokens: the scores launch's last block selects them (one launch);
+    // more: one block per token in a select launch. The same bytes.
+    const bool fused = T <= kMoeFusedSelectTokens;
+    if (fused) {
+      auto sem = c.scratch(sizeof(unsigned)); // zeroed; every launch leaves it zero
+      if (!sem)
+        return sem.status();
+      semp = *sem;
+    }
     if (Status s = c.launchEntry("dsc_moe_gate_scores_fast", gemvGrid(E), gemvBlock(), 0,
-                                 args(p, xp, T, D, wp, bias, E, sp, cp));
+                                 args(p, xp, T, D, wp, bias, E, sp, cp, semp, weights, ids));
         !s)
       return s;
+    if (fused)
+      return Status::ok();
     return c.launchEntry("dsc_moe_gate_select_fast", gridRows(T), gemvBlock(), 0,
                          args(p, sp, cp, T, E, weights, ids));
   }

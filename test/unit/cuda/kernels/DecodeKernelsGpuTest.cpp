@@ -295,6 +295,62 @@ TEST_F(DecodeKernelsGpu, MoeGateSelectPicksTheReferenceTopK) {
   EXPECT_EQ(harness_->download<float>(wp, expectW.size()), expectW);
 }
 
+/// dsc_moe_gate_scores_fast with its arrival counter (decode's one launch:
+/// the last block selects every token) gives the bytes of the scores launch
+/// followed by dsc_moe_gate_select_fast, and leaves the counter zero.
+TEST_F(DecodeKernelsGpu, FusedMoeGateSelectEqualsTheSelectLaunch) {
+  const long long T = 3, E = 384, D = 256, k = 6;
+  std::mt19937 rng(23);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<uint16_t> x(size_t(T * D)), w(size_t(E * D));
+  for (uint16_t &v : x)
+    v = dsc::numerics::bf16FromFloat(normal(rng));
+  for (uint16_t &v : w)
+    v = dsc::numerics::bf16FromFloat(0.05f * normal(rng));
+  std::vector<float> bias(static_cast<size_t>(E));
+  for (float &v : bias)
+    v = 0.1f * normal(rng);
+  dsc::abi::MoeGateParams p{};
+  p.topk = k;
+  p.route_scale = 2.5;
+  p.temperature = 1.0;
+  p.normalize = true;
+  CUdeviceptr xp = harness_->upload(x), wgt = harness_->upload(w), bp = harness_->upload(bias);
+  long long Tv = T, Dv = D, Ev = E;
+  auto run = [&](bool fused) {
+    CUdeviceptr sp = harness_->upload(nullptr, size_t(T * E) * 4),
+                cp = harness_->upload(nullptr, size_t(T * E) * 4),
+                wp = harness_->upload(nullptr, size_t(T * k) * 4),
+                ip = harness_->upload(nullptr, size_t(T * k) * 4),
+                sem = fused ? harness_->upload(nullptr, 4) : 0;
+    const unsigned grid = unsigned((E + 7) / 8); // a warp per expert row
+    dsc::runtime::Status st =
+        harness_->launch("moe_gate", "dsc_moe_gate_scores_fast", grid, 256, 0,
+                         kernelArgs(p, xp, Tv, Dv, wgt, bp, Ev, sp, cp, sem, wp, ip));
+    EXPECT_TRUE(st) << st.message();
+    if (!fused) {
+      st = harness_->launch("moe_gate", "dsc_moe_gate_select_fast", unsigned(T), 256, 0,
+                            kernelArgs(p, sp, cp, Tv, Ev, wp, ip));
+      EXPECT_TRUE(st) << st.message();
+    } else {
+      EXPECT_EQ(harness_->download<uint32_t>(sem, 1)[0], 0u) << "the counter is left zero";
+    }
+    return std::make_pair(harness_->download<int>(ip, size_t(T * k)),
+                          harness_->download<float>(wp, size_t(T * k)));
+  };
+  const auto apart = run(false), fused = run(true);
+  EXPECT_EQ(fused.first, apart.first) << "expert ids";
+  EXPECT_EQ(fused.second, apart.second) << "route weights";
+  for (long long t = 0; t < T; ++t) {
+    std::vector<int> mine(apart.first.begin() + t * k, apart.first.begin() + (t + 1) * k);
+    std::sort(mine.begin(), mine.end());
+    EXPECT_EQ(std::adjacent_find(mine.begin(), mine.end()), mine.end())
+        << "distinct experts, token " << t;
+    EXPECT_GE(mine.front(), 0) << "token " << t;
+    EXPECT_LT(mine.back(), int(E)) << "token " << t;
+  }
+}
+
 TEST_F(DecodeKernelsGpu, MoeCombineSumsTheSlotsInTheCpuOrder) {
   const long long T = 3, k = 6, E = 16, D = 300;
   std::mt19937 rng(5);
