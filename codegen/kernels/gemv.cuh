@@ -85,12 +85,7 @@ __device__ __forceinline__ uint4 zero16() { return make_uint4(0u, 0u, 0u, 0u); }
 /// A 16-byte load of streamed weights: read-only, not kept in L1, and an L2
 /// miss fetches the whole 256-byte block around it, so that the next steps
 /// of a weight row (which the same lanes load next) are already on the way
-/// (more bytes in flight per load instruction; the values are load16's).
-/// Asks L2 for bytes [p, p + bytes) without waiting (sm_90 bulk prefetch:
-/// one instruction, no registers; p 16-byte aligned, bytes a multiple of 16).
-__device__ __forceinline__ void prefetchL2(const void *p, unsigned bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
+/// (the values are load16's; measured in docs/perf.md, session 11).
 __device__ __forceinline__ uint4 loadStream16(const void *p) {
   uint4 v;
   asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -453,43 +448,6 @@ __device__ void splitKReduce(const float *partial, long long splits, long long M
   }
 }
 
-/// The split-K tail fused into a warp-item GEMV (lane_gemv.cuh, slot_gemv.cuh),
-/// so that no reduce launch follows it. Called by the whole warp after its
-/// item (tile `tile`, one of `splits` K ranges) has stored its partials
-/// ([splits, M, N], as for splitKReduce): the stores are fenced, lane 0 counts
-/// the item in sem[tile], and the warp that counts last sums the tile's
-/// outputs (activation rows m0 .. m0 + rows - 1, weight rows n0 .. n0 +
-/// tileRows - 1 below N) over the splits in split order, exactly
-/// splitKReduce's sum, reading the others' partials from L2 (ld.cg), writes
-/// y and resets sem[tile] to 0 for the next launch. Invariant: sem[tile] is 0
-/// when the launch starts (zeroed scratch; every launch leaves it 0).
-__device__ void finishSplitTile(const float *partial, unsigned *sem, long long tile,
-                                long long splits, long long M, long long N, long long m0,
-                                int rows, long long n0, int tileRows, unsigned short *y) {
-  const int lane = threadIdx.x & 31;
-  __threadfence();
-  __syncwarp();
-  unsigned last = 0;
-  if (lane == 0)
-    last = atomicAdd(sem + tile, 1u) == unsigned(splits - 1);
-  last = __shfl_sync(0xffffffffu, last, 0);
-  if (!last)
-    return;
-  __threadfence();
-  for (int o = lane; o < rows * tileRows; o += 32) {
-    const long long m = m0 + o / tileRows, n = n0 + o % tileRows;
-    if (n >= N)
-      continue;
-    const long long i = m * N + n, MN = M * N;
-    float v = __ldcg(partial + i);
-    for (long long s = 1; s < splits; ++s)
-      v = __fadd_rn(v, __ldcg(partial + s * MN + i));
-    y[i] = bf16FromFloat(v);
-  }
-  if (lane == 0)
-    sem[tile] = 0u;
-}
-
 /// Rows of the pass starting at m0 of M.
 __device__ __forceinline__ int passRows(long long M, long long m0) {
   return (int)(M - m0 < kRowsPerPass ? M - m0 : kRowsPerPass);
@@ -516,18 +474,11 @@ __device__ void fp4Gemv(const unsigned short *x, const unsigned char *codes, con
 /// row n < N (grid-strided), activation rows in passes of kRowsPerPass;
 /// bf16RowDots<kChunkLoads> of weight row wRow(n) (K bf16) with the rows of
 /// xBase(n) (row stride ldx), then lane 0 calls emit(m, n, dot) per row m.
-/// Lane 0 asks L2 for the warp's next weight row while it works on this one
-/// (prefetchL2: more bytes in flight than the loads' registers hold; K % 8
-/// == 0 and 16-byte aligned rows, as the loads need).
 template <int kChunkLoads = 2, typename WRow, typename XBase, typename Emit>
 __device__ void bf16RowGemv(long long N, long long M, long long K, long long ldx, WRow wRow,
                             XBase xBase, Emit emit) {
   const int lane = threadIdx.x & 31;
-  if (lane == 0 && firstRow() < N)
-    prefetchL2(wRow(firstRow()), unsigned(K * 2));
-  for (long long n = firstRow(); n < N; n += rowStride()) {
-    if (lane == 0 && n + rowStride() < N)
-      prefetchL2(wRow(n + rowStride()), unsigned(K * 2));
+  for (long long n = firstRow(); n < N; n += rowStride())
     for (long long m0 = 0; m0 < M; m0 += kRowsPerPass) {
       const int rows = passRows(M, m0);
       float acc[kRowsPerPass];
@@ -536,7 +487,6 @@ __device__ void bf16RowGemv(long long N, long long M, long long K, long long ldx
         for (int r = 0; r < rows; ++r)
           emit(m0 + r, n, acc[r]);
     }
-  }
 }
 
 /// y[m, n] = bf16(x[m] . W[n]) for bf16 x (row stride ldx) and W [N, K].
@@ -553,19 +503,16 @@ __device__ void bf16Gemv(const unsigned short *x, long long ldx, long long M, lo
 // (a module is compiled on its own, so each names its own copies; the
 // adapters' quantizedGemv launches <prefix>_act_quant_fast and
 // <prefix>_splitk_reduce_fast next to the GEMV entry):
-/// A warp-item GEMV entry (lane_gemv.cuh, slot_gemv.cuh): the arguments of
-/// DSC_GEMV_QUANTIZED_ENTRY and `sem`, the split tiles' arrival counters
-/// (splits > 1: sem != null -> the last split of a tile writes y,
-/// finishSplitTile; sem == null -> partials only, for a splitk_reduce
-/// launch); `fn` (x, codes, scales, M, K, w, wScale, N, y, splits, partial,
-/// sem), two blocks of kGemvWarps warps per SM.
+/// A warp-item GEMV entry (lane_gemv.cuh, slot_gemv.cuh) with the signature
+/// of DSC_GEMV_QUANTIZED_ENTRY: `fn` (x, codes, scales, M, K, w, wScale, N,
+/// y, splits, partial), two blocks of kGemvWarps warps per SM.
 #define DSC_GEMV_WARP_ENTRY(name, fn)                                                         \
   DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)                             \
       name(const unsigned short *x, const unsigned char *codes, const float *scales,          \
            long long M, long long K, const unsigned char *w, const unsigned char *wScale,     \
-           long long N, unsigned short *y, long long splits, float *partial, unsigned *sem) { \
+           long long N, unsigned short *y, long long splits, float *partial) {                \
     DSC_KERNEL_PROLOGUE();                                                                    \
-    fn(x, codes, scales, M, K, w, wScale, N, y, splits, partial, sem);                        \
+    fn(x, codes, scales, M, K, w, wScale, N, y, splits, partial);                             \
   }
 #define DSC_GEMV_ACT_QUANT_ENTRY(name)                                                         \
   DSC_KERNEL void name(const unsigned short *x, long long M, long long K, unsigned char *codes, \

@@ -12,25 +12,20 @@
 // (the Mhc kernel family on CudaOptions::cpuOrderFamilies). The default,
 // fast path, `splits` = hcSplits(nmix, width) (runtime/cuda/GemvLaunch.h: 64
 // unless the finish stage would not fit; never a function of the tokens),
-// at most kHcTokenChunk tokens per launch, one kernel, dsc_hc_mixes_fast:
-//   the dot items: one warp per (token s, mix k, split c) of the (nmix + 1)
-//     x splits items: the dot of fn[k] with the token's stream over split c
-//     as exact fp32 products summed in double (lane-strided, a warp xor
-//     tree) -> partial [S, nmix + 1, splits] (double); items k == nmix
-//     compute the squares' torch-order group sums (reduce.cuh TorchChains;
-//     split c: groups c, c + splits, ...) -> groupSums [S,
-//     torchGroupStride(width), 32]. A block takes its warps' items as a
-//     group, then counts them per token in sem[s] (one atomic per token and
-//     group, after a fence);
-//   the finish, by the block whose count completes token s (sem[s] reset
-//     to 0 by it: every launch leaves the counters zero): the token's
-//     partials staged in shared memory (read from L2), warp 0 merges the
-//     group sums (torchSumMerge: the CPU's sum of squares bit for bit,
-//     hence its r = rmsRsqrt), the warps sum each mix's splits in double (a
-//     fixed lane order), round to fp32 and multiply by r, then
-//     splitSinkhorn as above (splitSinkhornWarp: the same operations spread
-//     over the lanes). Until session 11 the two phases were two launches
-//     (dot, then a one-block-per-token finish); the values are the same.
+// at most kHcTokenChunk tokens per launch pair:
+//   dsc_hc_mixes_dot_fast: one warp per (token s, mix k, split c) of the
+//     (nmix + 1) x splits items: the dot of fn[k] with the token's stream
+//     over split c as exact fp32 products summed in double (lane-strided,
+//     a warp xor tree) -> partial [S, nmix + 1, splits] (double); items
+//     k == nmix compute the squares' torch-order group sums (reduce.cuh
+//     TorchChains; split c: groups c, c + splits, ...) -> groupSums
+//     [S, torchGroupStride(width), 32];
+//   dsc_hc_mixes_finish_fast: one block per token, the token's partials
+//     staged in shared memory: warp 0 merges the group sums
+//     (torchSumMerge: the CPU's sum of squares bit for bit, hence its r =
+//     rmsRsqrt), the warps sum each mix's splits in double (a fixed lane
+//     order), round to fp32 and multiply by r, then splitSinkhorn as above
+//     (splitSinkhornWarp: the same operations spread over the lanes).
 // The mixes equal the CPU-order kernel's unless the two double sums (same
 // exact products, different order) round to different floats: they differ
 // by a few double ulps, so that takes a double-sum within ~2^-29 relative of
@@ -164,46 +159,49 @@ DSC_KERNEL void dsc_hc_mixes(const __grid_constant__ dsc::abi::HcMixesParams p,
   }
 }
 
-namespace dsc_dense_hc {
-/// Dot item q of dsc_hc_mixes_fast (one warp): see the header.
-__device__ void dotItem(long long q, const unsigned short *h, long long width, const float *fn,
-                        long long nmix, long long splits, double *partial, float *groupSums) {
+DSC_KERNEL void dsc_hc_mixes_dot_fast(const unsigned short *h, long long S, long long width,
+                                      const float *fn, long long nmix, long long splits,
+                                      double *partial, float *groupSums) {
+  DSC_KERNEL_PROLOGUE();
   const int lane = threadIdx.x & 31;
-  const long long perToken = (nmix + 1) * splits;
+  const long long perToken = (nmix + 1) * splits, items = S * perToken;
   const long long chunk = (width + splits - 1) / splits;
-  const long long s = q / perToken, rem = q - s * perToken, k = rem / splits, c = rem - k * splits;
-  const unsigned short *xs = h + s * width;
-  if (k == nmix) { // the squares' torch-order group sums m = c, c + splits, ...
-    const dsc_dense_ts::TorchChains t(width);
-    float *gs = groupSums + s * dsc::abi::torchGroupStride(width) * 32;
-    for (long long m = c; m <= t.groups; m += splits)
-      gs[m * 32 + lane] = dsc_dense_ts::torchGroupSum(t, lane, m, [&](long long i) {
-        const float v = bf16ToFloat(xs[i]);
-        return __fmul_rn(v, v);
-      });
-    return;
-  }
-  // Exact fp32 products summed in double over the split, lanes strided.
-  const long long begin = c * chunk, end = begin + chunk < width ? begin + chunk : width;
-  const float *f = fn + k * width;
-  double acc = 0.0;
+  for (long long q = dsc_gemv::firstRow(); q < items; q += dsc_gemv::rowStride()) {
+    const long long s = q / perToken, rem = q - s * perToken, k = rem / splits,
+                    c = rem - k * splits;
+    const unsigned short *xs = h + s * width;
+    if (k == nmix) { // the squares' torch-order group sums m = c, c + splits, ...
+      const dsc_dense_ts::TorchChains t(width);
+      float *gs = groupSums + s * dsc::abi::torchGroupStride(width) * 32;
+      for (long long m = c; m <= t.groups; m += splits)
+        gs[m * 32 + lane] = dsc_dense_ts::torchGroupSum(t, lane, m, [&](long long i) {
+          const float v = bf16ToFloat(xs[i]);
+          return __fmul_rn(v, v);
+        });
+      continue;
+    }
+    // Exact fp32 products summed in double over the split, lanes strided.
+    const long long begin = c * chunk, end = begin + chunk < width ? begin + chunk : width;
+    const float *f = fn + k * width;
+    double acc = 0.0;
 #pragma unroll 8
-  for (long long i = begin + lane; i < end; i += 32)
-    acc = __fma_rn((double)__ldg(f + i), (double)bf16ToFloat(xs[i]), acc);
+    for (long long i = begin + lane; i < end; i += 32)
+      acc = __fma_rn((double)__ldg(f + i), (double)bf16ToFloat(xs[i]), acc);
 #pragma unroll
-  for (int offset = 16; offset > 0; offset >>= 1)
-    acc = __dadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, offset));
-  if (lane == 0)
-    partial[q] = acc;
+    for (int offset = 16; offset > 0; offset >>= 1)
+      acc = __dadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, offset));
+    if (lane == 0)
+      partial[q] = acc;
+  }
 }
-/// The finish of token s of dsc_hc_mixes_fast by the whole block (see the
-/// header): its partials and group sums, written by other blocks of the
-/// launch, are read through L2 (ld.cg). stage: the dynamic shared memory
-/// (hcStageBytes). All threads must call it.
-__device__ void finishToken(long long s, const dsc::abi::HcMixesParams &p, const unsigned short *h,
-                            const double *partial, const float *groupSums, long long splits,
-                            long long hc, long long D, const float *scale, const float *base,
-                            float *pre, float *post, float *comb, double *stage) {
+
+DSC_KERNEL void dsc_hc_mixes_finish_fast(const __grid_constant__ dsc::abi::HcMixesParams p,
+                                         const unsigned short *h, const double *partial,
+                                         const float *groupSums, long long S, long long splits,
+                                         long long hc, long long D, const float *scale,
+                                         const float *base, float *pre, float *post,
+                                         float *comb) {
+  DSC_KERNEL_PROLOGUE();
   const int iters = (int)p.sinkhorn_iters;
   const float normEps = (float)p.norm_eps, eps = (float)p.eps;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
@@ -211,94 +209,55 @@ __device__ void finishToken(long long s, const dsc::abi::HcMixesParams &p, const
   const long long stride = dsc::abi::torchGroupStride(width);
   // The token's split sums and group sums, staged: nmix * splits doubles,
   // then stride * 32 floats (the adapter sizes the dynamic shared memory).
+  extern __shared__ double stage[];
   float *groups = (float *)(stage + nmix * splits);
   __shared__ float raw[80], mixes[80];
   __shared__ float rs;
   const dsc_dense_ts::TorchChains chains(width);
-  const double *ps = partial + s * (nmix + 1) * splits;
-  const float *gs = groupSums + s * stride * 32;
-  blockCopy(
-      nmix * splits, [&](long long i) { return __ldcg(ps + i); },
-      [&](long long i, double v) { stage[i] = v; });
-  blockCopy((chains.groups + 1) * 32, [&](long long i) { return __ldcg(gs + i); },
-            [&](long long i, float v) { groups[i] = v; });
-  __syncthreads();
-  const unsigned short *xs = h + s * width;
-  if (warp == 0) { // rmsRsqrt of the torch-order sum of squares
-    auto square = [&](long long i) {
-      const float v = bf16ToFloat(xs[i]);
-      return __fmul_rn(v, v);
-    };
-    const float sumsq = dsc_dense_ts::torchSumMerge(
-        chains, [&](long long m) { return groups[m * 32 + lane]; }, square);
-    if (lane == 0)
-      rs = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(sumsq, (float)width), normEps)));
-  }
-  // Each mix: its split sums in double (lane j: splits j, j + 32, ...;
-  // then a fixed xor tree), rounded to fp32.
-  for (long long k = warp; k < nmix; k += warps) {
-    double v = 0.0;
-    for (long long c = lane; c < splits; c += 32)
-      v = __dadd_rn(v, stage[k * splits + c]);
+  for (long long s = blockIdx.x; s < S; s += gridDim.x) {
+    const double *ps = partial + s * (nmix + 1) * splits;
+    const float *gs = groupSums + s * stride * 32;
+    blockCopy(
+        nmix * splits, [&](long long i) { return ps[i]; },
+        [&](long long i, double v) { stage[i] = v; });
+    blockCopy((chains.groups + 1) * 32, [&](long long i) { return gs[i]; },
+              [&](long long i, float v) { groups[i] = v; });
+    __syncthreads();
+    const unsigned short *xs = h + s * width;
+    if (warp == 0) { // rmsRsqrt of the torch-order sum of squares
+      auto square = [&](long long i) {
+        const float v = bf16ToFloat(xs[i]);
+        return __fmul_rn(v, v);
+      };
+      const float sumsq = dsc_dense_ts::torchSumMerge(
+          chains, [&](long long m) { return groups[m * 32 + lane]; }, square);
+      if (lane == 0)
+        rs = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(sumsq, (float)width), normEps)));
+    }
+    // Each mix: its split sums in double (lane j: splits j, j + 32, ...;
+    // then a fixed xor tree), rounded to fp32.
+    for (long long k = warp; k < nmix; k += warps) {
+      double v = 0.0;
+      for (long long c = lane; c < splits; c += 32)
+        v = __dadd_rn(v, stage[k * splits + c]);
 #pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1)
-      v = __dadd_rn(v, __shfl_xor_sync(0xffffffffu, v, offset));
-    if (lane == 0)
-      raw[k] = (float)v;
-  }
-  __syncthreads();
-  if (warp == 0) {
-    for (long long k = lane; k < nmix; k += 32)
-      mixes[k] = __fmul_rn(raw[k], rs);
-    __syncwarp();
-    if (hc * hc <= 32)
-      splitSinkhornWarp(mixes, hc, scale, base, eps, iters, pre + s * hc, post + s * hc,
-                        comb + s * hc * hc);
-    else if (lane == 0)
-      splitSinkhorn(mixes, hc, scale, base, eps, iters, pre + s * hc, post + s * hc,
-                    comb + s * hc * hc);
-  }
-  __syncthreads();
-}
-} // namespace dsc_dense_hc
-
-DSC_KERNEL void dsc_hc_mixes_fast(const __grid_constant__ dsc::abi::HcMixesParams p,
-                                  const unsigned short *h, long long S, long long hc, long long D,
-                                  const float *fn, long long splits, double *partial,
-                                  float *groupSums, unsigned *sem, const float *scale,
-                                  const float *base, float *pre, float *post, float *comb) {
-  DSC_KERNEL_PROLOGUE();
-  extern __shared__ double hcStage[];
-  const long long nmix = (2 + hc) * hc, width = hc * D, perToken = (nmix + 1) * splits;
-  const long long items = S * perToken, warps = blockDim.x >> 5;
-  __shared__ long long complete[dsc::abi::kGemvWarps + 1]; // tokens a group completes
-  __shared__ int completed;
-  for (long long first = (long long)blockIdx.x * warps; first < items;
-       first += (long long)gridDim.x * warps) {
-    const long long q = first + (threadIdx.x >> 5);
-    if (q < items)
-      dsc_dense_hc::dotItem(q, h, width, fn, nmix, splits, partial, groupSums);
-    __threadfence(); // this thread's partial / group-sum stores, before the count
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      completed = 0;
-      const long long last = (first + warps < items ? first + warps : items) - 1;
-      for (long long s = first / perToken; s <= last / perToken; ++s) {
-        const long long lo = s * perToken > first ? s * perToken : first;
-        const long long hi = (s + 1) * perToken - 1 < last ? (s + 1) * perToken - 1 : last;
-        const unsigned n = unsigned(hi - lo + 1);
-        if (atomicAdd(sem + s, n) + n == unsigned(perToken))
-          complete[completed++] = s;
-      }
+      for (int offset = 16; offset > 0; offset >>= 1)
+        v = __dadd_rn(v, __shfl_xor_sync(0xffffffffu, v, offset));
+      if (lane == 0)
+        raw[k] = (float)v;
     }
     __syncthreads();
-    for (int i = 0; i < completed; ++i) {
-      __threadfence(); // the other blocks' stores, counted before ours completed the token
-      dsc_dense_hc::finishToken(complete[i], p, h, partial, groupSums, splits, hc, D, scale, base,
-                                pre, post, comb, hcStage);
-      if (threadIdx.x == 0)
-        sem[complete[i]] = 0u; // for the next launch
+    if (warp == 0) {
+      for (long long k = lane; k < nmix; k += 32)
+        mixes[k] = __fmul_rn(raw[k], rs);
+      __syncwarp();
+      if (hc * hc <= 32)
+        dsc_dense_hc::splitSinkhornWarp(mixes, hc, scale, base, eps, iters, pre + s * hc,
+                                        post + s * hc, comb + s * hc * hc);
+      else if (lane == 0)
+        dsc_dense_hc::splitSinkhorn(mixes, hc, scale, base, eps, iters, pre + s * hc,
+                                    post + s * hc, comb + s * hc * hc);
     }
-    __syncthreads(); // `completed` is rewritten by the next group
+    __syncthreads();
   }
 }

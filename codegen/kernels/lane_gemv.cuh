@@ -140,20 +140,6 @@ __device__ __forceinline__ void laneDots(const unsigned char *const *wRow,
         st.as[p][h] = jd < j1 && av[p][h] ? srow[p][h][jd] : 0.0f;
       }
   };
-  // The weight rows stream through L2 ahead of the loads: lane t == 0 of
-  // each row asks for the row's blocks one or two chunks (8 steps each)
-  // ahead, so that more bytes are in flight than the registers hold.
-  constexpr long long kChunk = 32;
-  auto prefetchChunk = [&](long long jc) {
-    if (t == 0 && jc < j1) {
-      const unsigned bytes = unsigned((j1 - jc < kChunk ? j1 - jc : kChunk) * kBlockBytes);
-#pragma unroll
-      for (int x = 0; x < kMats; ++x)
-        dsc_gemv::prefetchL2(wRow[x] + jc * kBlockBytes, bytes);
-    }
-  };
-  prefetchChunk(j0);
-  prefetchChunk(j0 + kChunk);
   // Up to 4 activation rows the next step's operands load while this one
   // computes; 8 rows would spill at two blocks per SM (prefill's shapes).
   constexpr bool kAhead = kMaxRows <= 4;
@@ -161,8 +147,6 @@ __device__ __forceinline__ void laneDots(const unsigned char *const *wRow,
   if (kAhead)
     load(j0, cur);
   for (long long jq = j0; jq < j1; jq += 4) {
-    if (((jq - j0) & (kChunk - 1)) == 0)
-      prefetchChunk(jq + 2 * kChunk);
     if (kAhead)
       load(jq + 4, nxt);
     else
@@ -293,16 +277,15 @@ __device__ __forceinline__ void laneDotsRows(const unsigned char *const *wRow,
 /// The lane-block GEMV/GEMM: y[m, n] = bf16(sum) for x [M, K] and W [N, K]
 /// (FP8, scales [ceil(N/32), K/32]) or [N, K/2] (kFp4, scales [N, K/32]);
 /// one warp per item (8 weight rows x 8 activation rows x one of `splits`
-/// K ranges), grid-strided; splits > 1: fp32 partials [splits, M, N], then
-/// with sem the tile's last split writes y (dsc_gemv::finishSplitTile),
-/// without it dsc_gemv::splitKReduce does. x != null: the block act_quants x
-/// into dynamic shared memory first (dsc_gemv::quantBytes(M, K)), else
-/// codes/scales are global. All threads must call it (the staging barrier).
+/// K ranges), grid-strided; splits > 1: fp32 partials [splits, M, N] for
+/// dsc_gemv::splitKReduce. x != null: the block act_quants x into dynamic
+/// shared memory first (dsc_gemv::quantBytes(M, K)), else codes/scales are
+/// global. All threads must call it (the staging barrier).
 template <bool kFp4>
 __device__ void laneGemv(const unsigned short *x, const unsigned char *gCodes,
                          const float *gScales, long long M, long long K, const unsigned char *w,
                          const unsigned char *wScale, long long N, unsigned short *y,
-                         long long splits, float *partial, unsigned *sem) {
+                         long long splits, float *partial) {
   extern __shared__ __align__(16) unsigned char laneSmem[];
   const dsc_gemv::Codes act = dsc_gemv::stageCodes(x, gCodes, gScales, M, K, laneSmem);
   const unsigned char *codes = act.codes;
@@ -339,8 +322,6 @@ __device__ void laneGemv(const unsigned short *x, const unsigned char *gCodes,
         }
       }
     }
-    if (splits > 1 && sem)
-      dsc_gemv::finishSplitTile(partial, sem, tile, splits, M, N, m0, rows, n0, kTileRows, y);
   }
 }
 

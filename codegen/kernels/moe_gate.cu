@@ -12,10 +12,7 @@
 // That is the CPU-order kernel (CudaOptions::cpuOrderFamilies). The default,
 // fast path (same formulas, scores accumulated in fp32 in gemv.cuh's order):
 //   dsc_moe_gate_scores_fast: one warp per expert row e (16-byte loads),
-//     all tokens in passes: s[t, e], choice[t, e] into global scratch; with
-//     `sem` (calls of few tokens, the adapter's kMoeFusedSelectTokens) the
-//     block that finishes last (an arrival counter it resets) then runs the
-//     select below for every token, so decode takes one launch, not two;
+//     all tokens in passes: s[t, e], choice[t, e] into global scratch;
 //   dsc_moe_gate_select_fast: one block per token: the choice row as
 //     rankKey keys and the scores in shared memory (E <= 2048; larger key =
 //     ranks before, the same tie rule), then k <= 64 rounds of a warp argmax
@@ -100,68 +97,10 @@ DSC_KERNEL void dsc_moe_gate(const __grid_constant__ dsc::abi::MoeGateParams p,
 }
 
 
-namespace dsc_moe_gate_tail {
-/// The select of token t by the whole block (dsc_moe_gate_select_fast, and
-/// the last block of a fused dsc_moe_gate_scores_fast): its choice row as
-/// rankKey keys and its scores in shared memory (read through L2: other
-/// blocks of the same launch may have written them), k argmax rounds of warp
-/// 0, the route weights. All threads must call it.
-__device__ void selectToken(const dsc::abi::MoeGateParams &p, const float *scores,
-                            const float *choice, long long t, long long E, float *weights,
-                            int *ids) {
-  const long long topk = p.topk;
-  const long long k = topk < E ? topk : E;
-  constexpr int kE = dsc::abi::kMoeSelectMaxExperts, kK = dsc::abi::kMoeSelectMaxTopk;
-  __shared__ unsigned long long keys[kE]; // E <= kE and k <= kK (the adapter checks)
-  __shared__ float score[kE];             // the row's scores: no global load per round
-  __shared__ int pick[kK];                // the rounds' experts
-  blockCopy(
-      E, [&](long long e) { return make_float2(__ldcg(choice + t * E + e), __ldcg(scores + t * E + e)); },
-      [&](long long e, float2 v) {
-        keys[e] = rankKey(v.x, e);
-        score[e] = v.y;
-      });
-  __syncthreads();
-  if (threadIdx.x < 32) { // k argmax rounds of warp 0 over the keys
-    const int lane = threadIdx.x;
-    for (long long j = 0; j < k; ++j) {
-      unsigned long long best = 0; // below every key (their low word is > 0)
-      for (long long e = lane; e < E; e += 32)
-        best = keys[e] > best ? keys[e] : best;
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) {
-        const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, off);
-        best = other > best ? other : best;
-      }
-      const long long e = 0xffffffffll - (long long)(best & 0xffffffffull);
-      if (lane == 0) {
-        pick[j] = (int)e;
-        keys[e] = 0; // taken
-      }
-      __syncwarp();
-    }
-    for (long long j = lane; j < k; j += 32) {
-      ids[t * topk + j] = pick[j];
-      weights[t * topk + j] = score[pick[j]];
-    }
-    __syncwarp();
-    if (lane == 0) {
-      for (long long j = k; j < topk; ++j) { // k > E: never in a valid plan
-        ids[t * topk + j] = -1;
-        weights[t * topk + j] = 0.0f;
-      }
-      finishWeights(weights + t * topk, topk, p.normalize, (float)p.route_scale);
-    }
-  }
-  __syncthreads();
-}
-} // namespace dsc_moe_gate_tail
-
 DSC_KERNEL void dsc_moe_gate_scores_fast(const __grid_constant__ dsc::abi::MoeGateParams p,
                                          const unsigned short *x, long long T, long long D,
                                          const unsigned short *w, const float *bias, long long E,
-                                         float *scores, float *choice, unsigned *sem,
-                                         float *weights, int *ids) {
+                                         float *scores, float *choice) {
   DSC_KERNEL_PROLOGUE();
   const float temperature = (float)p.temperature;
   dsc_gemv::bf16RowGemv<8>(
@@ -171,28 +110,58 @@ DSC_KERNEL void dsc_moe_gate_scores_fast(const __grid_constant__ dsc::abi::MoeGa
         scores[t * E + e] = v;
         choice[t * E + e] = bias ? __fadd_rn(v, bias[e]) : v;
       });
-  if (!sem) // the select is its own launch
-    return;
-  // Fused: the block that finishes last selects every token (few tokens).
-  __shared__ unsigned last;
-  __threadfence(); // this thread's score stores, before the count
-  __syncthreads();
-  if (threadIdx.x == 0)
-    last = atomicAdd(sem, 1u) == gridDim.x - 1;
-  __syncthreads();
-  if (!last)
-    return;
-  __threadfence();
-  for (long long t = 0; t < T; ++t)
-    dsc_moe_gate_tail::selectToken(p, scores, choice, t, E, weights, ids);
-  if (threadIdx.x == 0)
-    *sem = 0u; // for the next launch
 }
 
 DSC_KERNEL void dsc_moe_gate_select_fast(const __grid_constant__ dsc::abi::MoeGateParams p,
                                          const float *scores, const float *choice, long long T,
                                          long long E, float *weights, int *ids) {
   DSC_KERNEL_PROLOGUE();
-  for (long long t = blockIdx.x; t < T; t += gridDim.x)
-    dsc_moe_gate_tail::selectToken(p, scores, choice, t, E, weights, ids);
+  const long long topk = p.topk;
+  const long long k = topk < E ? topk : E;
+  constexpr int kE = dsc::abi::kMoeSelectMaxExperts, kK = dsc::abi::kMoeSelectMaxTopk;
+  __shared__ unsigned long long keys[kE]; // E <= kE and k <= kK (the adapter checks)
+  __shared__ float score[kE];             // the row's scores: no global load per round
+  __shared__ int pick[kK];                // the rounds' experts
+  for (long long t = blockIdx.x; t < T; t += gridDim.x) {
+    blockCopy(
+        E, [&](long long e) { return make_float2(choice[t * E + e], scores[t * E + e]); },
+        [&](long long e, float2 v) {
+          keys[e] = rankKey(v.x, e);
+          score[e] = v.y;
+        });
+    __syncthreads();
+    if (threadIdx.x < 32) { // k argmax rounds of warp 0 over the keys
+      const int lane = threadIdx.x;
+      for (long long j = 0; j < k; ++j) {
+        unsigned long long best = 0; // below every key (their low word is > 0)
+        for (long long e = lane; e < E; e += 32)
+          best = keys[e] > best ? keys[e] : best;
+#pragma unroll
+        for (int off = 16; off > 0; off >>= 1) {
+          const unsigned long long other = __shfl_xor_sync(0xffffffffu, best, off);
+          best = other > best ? other : best;
+        }
+        const long long e = 0xffffffffll - (long long)(best & 0xffffffffull);
+        if (lane == 0) {
+          pick[j] = (int)e;
+          keys[e] = 0; // taken
+        }
+        __syncwarp();
+      }
+      for (long long j = lane; j < k; j += 32) {
+        ids[t * topk + j] = pick[j];
+        weights[t * topk + j] = score[pick[j]];
+      }
+      __syncwarp();
+      if (lane == 0) {
+        for (long long j = k; j < topk; ++j) { // k > E: never in a valid plan
+          ids[t * topk + j] = -1;
+          weights[t * topk + j] = 0.0f;
+        }
+        dsc_moe_gate_tail::finishWeights(weights + t * topk, topk, p.normalize,
+                                         (float)p.route_scale);
+      }
+    }
+    __syncthreads();
+  }
 }

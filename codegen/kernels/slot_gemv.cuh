@@ -279,16 +279,15 @@ __device__ __forceinline__ Rows tileRows(const unsigned char *w, const unsigned 
 /// The block-slot GEMV/GEMM: y[m, n] = bf16(sum) for x [M, K] and W [N, K]
 /// (FP8, scales [ceil(N/32), K/32]) or [N, K/2] (kFp4, scales [N, K/32]);
 /// one warp per item (16 weight rows x 8 activation rows x one of `splits`
-/// K ranges), grid-strided; splits > 1: fp32 partials [splits, M, N], then
-/// with sem the tile's last split writes y (dsc_gemv::finishSplitTile),
-/// without it dsc_gemv::splitKReduce does. x != null: the block act_quants x
-/// into dynamic shared memory first (dsc_gemv::quantBytes(M, K)), else
-/// codes/scales are global. All threads must call it (the staging barrier).
+/// K ranges), grid-strided; splits > 1: fp32 partials [splits, M, N] for
+/// dsc_gemv::splitKReduce. x != null: the block act_quants x into dynamic
+/// shared memory first (dsc_gemv::quantBytes(M, K)), else codes/scales are
+/// global. All threads must call it (the staging barrier).
 template <bool kFp4>
 __device__ void slotGemv(const unsigned short *x, const unsigned char *gCodes,
                          const float *gScales, long long M, long long K, const unsigned char *w,
                          const unsigned char *wScale, long long N, unsigned short *y,
-                         long long splits, float *partial, unsigned *sem) {
+                         long long splits, float *partial) {
   extern __shared__ __align__(16) unsigned char slotSmem[];
   const dsc_gemv::Codes act = dsc_gemv::stageCodes(x, gCodes, gScales, M, K, slotSmem);
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -322,8 +321,6 @@ __device__ void slotGemv(const unsigned short *x, const unsigned char *gCodes,
           }
         }
     }
-    if (splits > 1 && sem)
-      dsc_gemv::finishSplitTile(partial, sem, tile, splits, M, N, m0, rows, n0, kTileRows, y);
   }
 }
 

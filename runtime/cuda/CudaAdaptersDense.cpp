@@ -103,11 +103,6 @@ Status hcMixes(CudaLaunchContext &c, const abi::HcMixesParams &p) {
     auto partial = c.scratch(size_t(items) * sizeof(double) + size_t(groupFloats) * sizeof(float));
     if (!partial)
       return partial.status();
-    // The tokens' arrival counters (zeroed scratch; every launch leaves them zero).
-    auto sem = c.scratch(size_t(chunk) * sizeof(unsigned));
-    if (!sem)
-      return sem.status();
-    CUdeviceptr semp = *sem;
     const size_t stage = size_t(hcStageBytes(nmix, width, splits));
     CUdeviceptr pp = *partial, gp = pp + CUdeviceptr(items) * sizeof(double);
     for (long long t0 = 0; t0 < S; t0 += chunk) {
@@ -115,9 +110,13 @@ Status hcMixes(CudaLaunchContext &c, const abi::HcMixesParams &p) {
       CUdeviceptr hr = hp + CUdeviceptr(t0 * width) * 2, prer = pre + CUdeviceptr(t0 * hc) * 4,
                   postr = post + CUdeviceptr(t0 * hc) * 4,
                   combr = comb + CUdeviceptr(t0 * hc * hc) * 4;
-      if (Status s = c.launchEntry("dsc_hc_mixes_fast", gemvGrid(rowItems), gemvBlock(), stage,
-                                   args(p, hr, rows, hc, D, fn, splits, pp, gp, semp, sc, base,
-                                        prer, postr, combr));
+      if (Status s = c.launchEntry("dsc_hc_mixes_dot_fast", gemvGrid(rowItems), gemvBlock(), 0,
+                                   args(hr, rows, width, fn, nmix, splits, pp, gp));
+          !s)
+        return s;
+      if (Status s = c.launchEntry("dsc_hc_mixes_finish_fast", gridRows(rows), gemvBlock(), stage,
+                                   args(p, hr, pp, gp, rows, splits, hc, D, sc, base, prer, postr,
+                                        combr));
           !s)
         return s;
     }
@@ -202,11 +201,6 @@ Status groupedOutput(CudaLaunchContext &c, const abi::GroupedOutputParams &p) {
                        args(q->codes, q->scales, S, K, bp, bs, D, yp));
 }
 
-/// Tokens up to which the MoE gate's select runs in the scores launch's
-/// last block (decode, M-row steps); beyond, serial selects would cost more
-/// than the select launch saves.
-constexpr long long kMoeFusedSelectTokens = 8;
-
 Status moeGate(CudaLaunchContext &c, const abi::MoeGateParams &p) {
   const CudaTensor &x = *c.inputs[0], &w = *c.inputs[1];
   long long T = x.dim(0), D = x.dim(1), E = w.dim(0);
@@ -222,22 +216,11 @@ Status moeGate(CudaLaunchContext &c, const abi::MoeGateParams &p) {
     auto choice = c.scratch(size_t(T * E) * sizeof(float));
     if (!scores || !choice)
       return !scores ? scores.status() : choice.status();
-    CUdeviceptr sp = *scores, cp = *choice, semp = 0;
-    // Few tokens: the scores launch's last block selects them (one launch);
-    // more: one block per token in a select launch. The same bytes.
-    const bool fused = T <= kMoeFusedSelectTokens;
-    if (fused) {
-      auto sem = c.scratch(sizeof(unsigned)); // zeroed; every launch leaves it zero
-      if (!sem)
-        return sem.status();
-      semp = *sem;
-    }
+    CUdeviceptr sp = *scores, cp = *choice;
     if (Status s = c.launchEntry("dsc_moe_gate_scores_fast", gemvGrid(E), gemvBlock(), 0,
-                                 args(p, xp, T, D, wp, bias, E, sp, cp, semp, weights, ids));
+                                 args(p, xp, T, D, wp, bias, E, sp, cp));
         !s)
       return s;
-    if (fused)
-      return Status::ok();
     return c.launchEntry("dsc_moe_gate_select_fast", gridRows(T), gemvBlock(), 0,
                          args(p, sp, cp, T, E, weights, ids));
   }

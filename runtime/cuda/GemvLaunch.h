@@ -146,11 +146,7 @@ constexpr long long kSplitRowChunk = 512;
 /// act_quants x in shared memory when it fits, else `<prefix>_act_quant_fast`
 /// quantises it into scratch first and the GEMV reads the codes from there;
 /// with K splits (gemvSplits) the partials go to scratch and
-/// `<prefix>_splitk_reduce_fast` sums them, kSplitRowChunk rows at a time,
-/// except for the warp-item families (lanes, slots), whose tiles' last split
-/// sums them in the GEMV launch itself (dsc_gemv::finishSplitTile: the same
-/// sum, byte for byte, one launch fewer) with arrival counters in zeroed
-/// scratch that every launch leaves zero.
+/// `<prefix>_splitk_reduce_fast` sums them, kSplitRowChunk rows at a time.
 /// CudaOptions::gemv picks the entry: the lane-block one (lane_gemv.cuh
 /// DSC_LANE_GEMV_ENTRY, the same arguments; one warp per (8 weight rows, 8
 /// activation rows, K split: laneSplits)), the block-slot one (slot_gemv.cuh
@@ -176,21 +172,12 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix,
   };
   long long splits = gemvFamilySplits(family, N, K);
   const long long chunk = splits > 1 ? (M < kSplitRowChunk ? M : kSplitRowChunk) : M;
-  CUdeviceptr partial = 0, sem = 0;
-  const bool warpItems = family != runtime::GemvKernels::Tiles;
+  CUdeviceptr partial = 0;
   if (splits > 1) {
     auto p = c.scratch(size_t(splits * chunk * N) * sizeof(float));
     if (!p)
       return p.status();
     partial = *p;
-    if (warpItems) { // one counter per (weight tile, activation tile)
-      auto q = c.scratch(size_t(ceilDiv(N, gemvItemRows(family)) *
-                                ceilDiv(chunk, gemvItemActRows(family))) *
-                         sizeof(unsigned));
-      if (!q)
-        return q.status();
-      sem = *q;
-    }
   }
   const bool shared = quantizeInBlocks(gridOf(chunk, splits).x, chunk, K);
   ActQuant q;
@@ -204,14 +191,9 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix,
     long long rows = M - m0 < chunk ? M - m0 : chunk;
     CUdeviceptr x = xp + CUdeviceptr(m0 * K * 2), y = yp + CUdeviceptr(m0 * N * 2);
     const Dim3 grid = gridOf(rows, splits);
-    // The warp-item entries take the counters as one more argument.
-    auto gemvArgs = [&](CUdeviceptr &xa, CUdeviceptr &codes, CUdeviceptr &scales) {
-      return warpItems ? args(xa, codes, scales, rows, K, wp, sp, N, y, splits, partial, sem)
-                       : args(xa, codes, scales, rows, K, wp, sp, N, y, splits, partial);
-    };
     if (shared) {
       if (Status s = c.launchEntry(entry, grid, gemvBlock(), quantBytes(rows, K) + kCombineBytes,
-                                   gemvArgs(x, none, none));
+                                   args(x, none, none, rows, K, wp, sp, N, y, splits, partial));
           !s)
         return s;
     } else {
@@ -221,11 +203,12 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix,
           !s)
         return s;
       if (Status s = c.launchEntry(entry, grid, gemvBlock(), kCombineBytes,
-                                   gemvArgs(none, q.codes, q.scales));
+                                   args(none, q.codes, q.scales, rows, K, wp, sp, N, y, splits,
+                                        partial));
           !s)
         return s;
     }
-    if (splits > 1 && !warpItems) {
+    if (splits > 1) {
       long long mn = rows * N;
       if (Status s = c.launchEntry((prefix + "_splitk_reduce_fast").c_str(), gridFor(mn),
                                    block1(), 0, args(partial, splits, mn, y));
@@ -236,17 +219,17 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix,
   return Status::ok();
 }
 
-/// Dynamic shared memory dsc_hc_mixes_fast may take without opting
+/// Dynamic shared memory dsc_hc_mixes_finish_fast may take without opting
 /// in (48 KiB, less 1 KiB for its static arrays).
 constexpr long long kMaxDynamicShared = 47 * 1024;
 
-/// Bytes dsc_hc_mixes_fast's finish stages per token: nmix * splits split
+/// Bytes dsc_hc_mixes_finish_fast stages per token: nmix * splits split
 /// sums (double), then the group sums of the squares (floats).
 inline long long hcStageBytes(long long nmix, long long width, long long splits) {
   return nmix * splits * 8 + abi::torchGroupStride(width) * 32 * 4;
 }
 
-/// Splits per mHC mix row of dsc_hc_mixes_fast: kHcSplits, fewer where
+/// Splits per mHC mix row of dsc_hc_mixes_dot_fast: kHcSplits, fewer where
 /// one token's stage would not fit the finish kernel's shared memory; a
 /// function of the widths only, so a row's mixes do not depend on the call
 /// (chunked == one call). 0: not even one split fits (the adapter then runs

@@ -171,12 +171,6 @@ int run(int argc, char **argv) {
     CUdeviceptr x = h->upload(randomBf16(size_t(M * K), rng));
     CUdeviceptr y = h->upload(nullptr, size_t(M * N) * 2);
     CUdeviceptr partial = h->upload(nullptr, size_t(splits * M * N) * 4);
-    // The warp-item families finish the split tiles in the launch (arrival
-    // counters, zeroed, left zero by every launch: runtime/cuda/GemvLaunch.h).
-    const bool warpItems = family != dsc::runtime::GemvKernels::Tiles;
-    CUdeviceptr sem = h->upload(nullptr, size_t(cu::ceilDiv(N, cu::gemvItemRows(family)) *
-                                                cu::ceilDiv(M, cu::gemvItemActRows(family))) *
-                                             4);
     CUdeviceptr codes = h->upload(nullptr, size_t(M * K)),
                 scales = h->upload(nullptr, size_t(M * (K / 32)) * 4);
     entry = std::string("dsc_linear_") + (fp4 ? "fp4" : "fp8") + suffix;
@@ -187,19 +181,12 @@ int run(int argc, char **argv) {
         steps.push_back(Launch{"linear", "dsc_linear_act_quant_fast", cu::gemvGrid(M * (K / 32)).x,
                                1, cu::gemvBlock().x, 0,
                                kernelArgs(P(x), I64(M), I64(K), P(codes), P(scales))});
-      const size_t smem = (shared ? cu::quantBytes(M, K) : 0) + cu::kCombineBytes;
-      if (warpItems)
-        steps.push_back(Launch{
-            "linear", entry, grid, 1, cu::gemvBlock().x, smem,
-            kernelArgs(P(shared ? x : 0), P(shared ? 0 : codes), P(shared ? 0 : scales), I64(M),
-                       I64(K), P(w), P(s), I64(N), P(y), I64(splits), P(partial),
-                       P(splits > 1 ? sem : 0))});
-      else
-        steps.push_back(Launch{
-            "linear", entry, grid, 1, cu::gemvBlock().x, smem,
-            kernelArgs(P(shared ? x : 0), P(shared ? 0 : codes), P(shared ? 0 : scales), I64(M),
-                       I64(K), P(w), P(s), I64(N), P(y), I64(splits), P(partial))});
-      if (splits > 1 && !warpItems)
+      steps.push_back(
+          Launch{"linear", entry, grid, 1, cu::gemvBlock().x,
+                 (shared ? cu::quantBytes(M, K) : 0) + cu::kCombineBytes,
+                 kernelArgs(P(shared ? x : 0), P(shared ? 0 : codes), P(shared ? 0 : scales),
+                            I64(M), I64(K), P(w), P(s), I64(N), P(y), I64(splits), P(partial))});
+      if (splits > 1)
         steps.push_back(Launch{"linear", "dsc_linear_splitk_reduce_fast", cu::gridFor(M * N).x, 1,
                                cu::block1().x, 0,
                                kernelArgs(P(partial), I64(splits), I64(M * N), P(y))});

@@ -224,7 +224,7 @@ TEST_F(KernelAbi, TemplateEntriesTakeTheirStructFirst) {
       {"dsc_engram_gate", {layoutOf<dsc::abi::EngramGateParams>()}},
       {"dsc_grouped_output_woa", {layoutOf<dsc::abi::GroupedOutputParams>()}},
       {"dsc_grouped_output_woa_fast", {layoutOf<dsc::abi::GroupedOutputParams>()}},
-      {"dsc_hc_mixes_fast", {layoutOf<dsc::abi::HcMixesParams>()}},
+      {"dsc_hc_mixes_finish_fast", {layoutOf<dsc::abi::HcMixesParams>()}},
       {"dsc_moe_gate_scores_fast", {layoutOf<dsc::abi::MoeGateParams>()}},
       {"dsc_moe_gate_select_fast", {layoutOf<dsc::abi::MoeGateParams>()}},
       {"dsc_moe_experts_up_fast", {layoutOf<dsc::abi::MoeExpertsParams>()}},

@@ -80,12 +80,12 @@ inline constexpr int kMoeSelectMaxTopk = 64;
 /// checks topk) and channels per thread (grid x = ceil(D / (256 * this))).
 inline constexpr int kMoeCombineMaxTopk = 64;
 inline constexpr int kMoeCombinePerThread = 1;
-/// Splits of one mHC mix row in dsc_hc_mixes_fast (fewer only where the
-/// finish's shared memory needs it: cuda::hcSplits, a function of the
+/// Splits of one mHC mix row in dsc_hc_mixes_dot_fast (fewer only where the
+/// finish kernel's shared memory needs it: cuda::hcSplits, a function of the
 /// model's widths, never of the call's tokens); the split sums are double,
 /// so the count only moves a mix where a double sum sits at a float boundary.
 inline constexpr int kHcSplits = 64;
-/// Tokens per dsc_hc_mixes_fast launch (bounds the
+/// Tokens per dsc_hc_mixes_dot_fast / _finish_fast launch pair (bounds the
 /// scratch: tokens * (nmix + 1) * splits doubles).
 inline constexpr int kHcTokenChunk = 256;
 /// Group sums per chain (x 32 chains, fp32) that torchSumBlock keeps in

@@ -34,7 +34,7 @@ std::vector<KernelCase> denseKernels() {
         "dsc_linear_bf16_fast", "dsc_linear_splitk_reduce_fast", "dsc_linear_fp8_lanes",
         "dsc_linear_fp4_lanes"}},
       {"rms_norm", {"dsc_rms_norm", "dsc_rms_norm_fast"}},
-      {"hc_mixes", {"dsc_hc_mixes", "dsc_hc_mixes_fast"}},
+      {"hc_mixes", {"dsc_hc_mixes", "dsc_hc_mixes_dot_fast", "dsc_hc_mixes_finish_fast"}},
       {"hc_pre", {"dsc_hc_pre"}},
       {"hc_post", {"dsc_hc_post"}},
       {"copy_mean", {"dsc_copy_mean"}},

@@ -4,8 +4,7 @@
 // reference: dsc_window_kv (one warp per FP8 tile) + dsc_window_kv_ring
 // against cpu::windowKvDecode over several decode steps (the ring's record
 // bytes in both page orders, and the decoded rows); the fast mHC mixes
-// (dsc_hc_mixes_fast: dots, then each token finished by its last block;
-// its arrival counters left zero) against the CPU-order dsc_hc_mixes
+// (dsc_hc_mixes_dot_fast + _finish_fast) against the CPU-order dsc_hc_mixes
 // (bytes) and cpu::hcMixes (within the device expf's few ulps); dsc_moe_gate_select_fast
 // (scores in shared memory) against the reference's top-k order (NaN first,
 // larger first, lower id at ties) and its normalisation; dsc_index_queries_rope_qdq (one warp per
@@ -32,7 +31,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <utility>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -182,53 +180,36 @@ TEST_F(DecodeKernelsGpu, FastHcMixesEqualTheCpuOrderKernel) {
                                         harness_->upload(nullptr, size_t(S * hc) * 4),
                                         harness_->upload(nullptr, size_t(S * hc * hc) * 4)};
       };
-      const std::vector<CUdeviceptr> ref = outputs();
-      long long Sv = S, hcv = hc, Dv = D;
-      CUdeviceptr r0 = ref[0], r1 = ref[1], r2 = ref[2];
+      const std::vector<CUdeviceptr> ref = outputs(), fast = outputs();
+      long long Sv = S, hcv = hc, Dv = D, widthv = width, nmixv = nmix, splitsv = splits;
+      CUdeviceptr r0 = ref[0], r1 = ref[1], r2 = ref[2], f0 = fast[0], f1 = fast[1], f2 = fast[2];
       dsc::runtime::Status st =
           harness_->launch("hc_mixes", "dsc_hc_mixes", unsigned(S), 64, 0,
                            kernelArgs(p, hp, Sv, hcv, Dv, fp, sp, bp, r0, r1, r2));
+      ASSERT_TRUE(st) << st.message();
+      const long long items = S * (nmix + 1) * splits;
+      const long long groupFloats = S * dsc::abi::torchGroupStride(width) * 32;
+      CUdeviceptr pp = harness_->upload(nullptr, size_t(items) * 8),
+                  gp = harness_->upload(nullptr, size_t(groupFloats) * 4);
+      st = harness_->launch("hc_mixes", "dsc_hc_mixes_dot_fast", unsigned((items + 7) / 8), 256, 0,
+                            kernelArgs(hp, Sv, widthv, fp, nmixv, splitsv, pp, gp));
+      ASSERT_TRUE(st) << st.message();
+      const size_t stage = size_t(nmix * splits * 8 + dsc::abi::torchGroupStride(width) * 32 * 4);
+      st = harness_->launch("hc_mixes", "dsc_hc_mixes_finish_fast", unsigned(S), 256, stage,
+                            kernelArgs(p, hp, pp, gp, Sv, splitsv, hcv, Dv, sp, bp, f0, f1, f2));
       ASSERT_TRUE(st) << st.message();
       std::vector<float> cpuPre(static_cast<size_t>(S * hc)), cpuPost(static_cast<size_t>(S * hc));
       std::vector<float> cpuComb(static_cast<size_t>(S * hc * hc));
       dsc::cpu::hcMixes(h.data(), S, hc, D, fn.data(), scale.data(), base.data(), 20, 1e-6f, 1e-6f,
                         cpuPre.data(), cpuPost.data(), cpuComb.data());
       const std::vector<float> *cpu[3] = {&cpuPre, &cpuPost, &cpuComb};
-      for (int o = 0; o < 3; ++o)
-        for (size_t i = 0; i < cpu[o]->size(); ++i)
-          EXPECT_NEAR(harness_->download<float>(ref[size_t(o)], cpu[o]->size())[i], (*cpu[o])[i],
-                      1e-5f)
-              << "output " << o << " element " << i;
-      // The runtime's splits with a block per 8 items, and splits whose
-      // tokens' items straddle the blocks' groups (61 * 25 is no multiple of
-      // 8) with few blocks taking many groups each.
-      for (const auto &[splitsv, grid] : {std::pair<long long, long long>{splits, 0},
-                                          std::pair<long long, long long>{61, 37}}) {
-        const long long items = S * (nmix + 1) * splitsv;
-        const long long groupFloats = S * dsc::abi::torchGroupStride(width) * 32;
-        CUdeviceptr pp = harness_->upload(nullptr, size_t(items) * 8),
-                    gp = harness_->upload(nullptr, size_t(groupFloats) * 4);
-        CUdeviceptr sem = harness_->upload(nullptr, size_t(S) * 4);
-        const std::vector<CUdeviceptr> fast = outputs();
-        CUdeviceptr f0 = fast[0], f1 = fast[1], f2 = fast[2];
-        const size_t stage =
-            size_t(nmix * splitsv * 8 + dsc::abi::torchGroupStride(width) * 32 * 4);
-        long long sv = splitsv;
-        st = harness_->launch("hc_mixes", "dsc_hc_mixes_fast",
-                              unsigned(grid ? grid : (items + 7) / 8), 256, stage,
-                              kernelArgs(p, hp, Sv, hcv, Dv, fp, sv, pp, gp, sem, sp, bp, f0, f1,
-                                         f2));
-        ASSERT_TRUE(st) << st.message();
-        const std::vector<uint32_t> left = harness_->download<uint32_t>(sem, size_t(S));
-        EXPECT_EQ(std::count(left.begin(), left.end(), 0u), std::ptrdiff_t(S))
-            << "every token's arrival counter is left zero";
-        for (int o = 0; o < 3; ++o) {
-          const size_t n = cpu[o]->size();
-          EXPECT_EQ(harness_->download<float>(fast[size_t(o)], n),
-                    harness_->download<float>(ref[size_t(o)], n))
-              << "output " << o << " D " << D << " S " << S << " splits " << splitsv
-              << ": fast != CPU-order";
-        }
+      for (int o = 0; o < 3; ++o) {
+        const size_t n = cpu[o]->size();
+        const std::vector<float> a = harness_->download<float>(ref[size_t(o)], n);
+        EXPECT_EQ(harness_->download<float>(fast[size_t(o)], n), a)
+            << "output " << o << " D " << D << " S " << S << ": fast != CPU-order";
+        for (size_t i = 0; i < n; ++i)
+          EXPECT_NEAR(a[i], (*cpu[o])[i], 1e-5f) << "output " << o << " element " << i;
       }
     }
   }
@@ -293,62 +274,6 @@ TEST_F(DecodeKernelsGpu, MoeGateSelectPicksTheReferenceTopK) {
   ASSERT_TRUE(st) << st.message();
   EXPECT_EQ(harness_->download<int>(ip, expectIds.size()), expectIds);
   EXPECT_EQ(harness_->download<float>(wp, expectW.size()), expectW);
-}
-
-/// dsc_moe_gate_scores_fast with its arrival counter (decode's one launch:
-/// the last block selects every token) gives the bytes of the scores launch
-/// followed by dsc_moe_gate_select_fast, and leaves the counter zero.
-TEST_F(DecodeKernelsGpu, FusedMoeGateSelectEqualsTheSelectLaunch) {
-  const long long T = 3, E = 384, D = 256, k = 6;
-  std::mt19937 rng(23);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<uint16_t> x(size_t(T * D)), w(size_t(E * D));
-  for (uint16_t &v : x)
-    v = dsc::numerics::bf16FromFloat(normal(rng));
-  for (uint16_t &v : w)
-    v = dsc::numerics::bf16FromFloat(0.05f * normal(rng));
-  std::vector<float> bias(static_cast<size_t>(E));
-  for (float &v : bias)
-    v = 0.1f * normal(rng);
-  dsc::abi::MoeGateParams p{};
-  p.topk = k;
-  p.route_scale = 2.5;
-  p.temperature = 1.0;
-  p.normalize = true;
-  CUdeviceptr xp = harness_->upload(x), wgt = harness_->upload(w), bp = harness_->upload(bias);
-  long long Tv = T, Dv = D, Ev = E;
-  auto run = [&](bool fused) {
-    CUdeviceptr sp = harness_->upload(nullptr, size_t(T * E) * 4),
-                cp = harness_->upload(nullptr, size_t(T * E) * 4),
-                wp = harness_->upload(nullptr, size_t(T * k) * 4),
-                ip = harness_->upload(nullptr, size_t(T * k) * 4),
-                sem = fused ? harness_->upload(nullptr, 4) : 0;
-    const unsigned grid = unsigned((E + 7) / 8); // a warp per expert row
-    dsc::runtime::Status st =
-        harness_->launch("moe_gate", "dsc_moe_gate_scores_fast", grid, 256, 0,
-                         kernelArgs(p, xp, Tv, Dv, wgt, bp, Ev, sp, cp, sem, wp, ip));
-    EXPECT_TRUE(st) << st.message();
-    if (!fused) {
-      st = harness_->launch("moe_gate", "dsc_moe_gate_select_fast", unsigned(T), 256, 0,
-                            kernelArgs(p, sp, cp, Tv, Ev, wp, ip));
-      EXPECT_TRUE(st) << st.message();
-    } else {
-      EXPECT_EQ(harness_->download<uint32_t>(sem, 1)[0], 0u) << "the counter is left zero";
-    }
-    return std::make_pair(harness_->download<int>(ip, size_t(T * k)),
-                          harness_->download<float>(wp, size_t(T * k)));
-  };
-  const auto apart = run(false), fused = run(true);
-  EXPECT_EQ(fused.first, apart.first) << "expert ids";
-  EXPECT_EQ(fused.second, apart.second) << "route weights";
-  for (long long t = 0; t < T; ++t) {
-    std::vector<int> mine(apart.first.begin() + t * k, apart.first.begin() + (t + 1) * k);
-    std::sort(mine.begin(), mine.end());
-    EXPECT_EQ(std::adjacent_find(mine.begin(), mine.end()), mine.end())
-        << "distinct experts, token " << t;
-    EXPECT_GE(mine.front(), 0) << "token " << t;
-    EXPECT_LT(mine.back(), int(E)) << "token " << t;
-  }
 }
 
 TEST_F(DecodeKernelsGpu, MoeCombineSumsTheSlotsInTheCpuOrder) {

@@ -4,15 +4,12 @@
 // lane_gemv.cuh) and the block-slot entries dsc_linear_fp8_slots / _fp4_slots
 // (slot_gemv.cuh), through linear.cu, on the GPU against cpu::linearFp8 / linearFp4 (the reference's
 // block-scaled GEMMs) at odd shapes, M = 1 included, with one K range and
-// with K splits, each tile's last split summing them in the launch (the
-// runtime's path: dsc_gemv::finishSplitTile) and, for comparison, by a
-// dsc_linear_splitk_reduce_fast launch. The kernels sum in
+// with K splits reduced by dsc_linear_splitk_reduce_fast. The kernels sum in
 // their own fixed order (the mma's, then the lanes' xor tree), so an output
 // may differ from the CPU's by one bf16 rounding step of its fp32 sum, never
 // more (outputs that nearly cancel are judged by a step of the outputs' rms /
-// 64); and, what the runtime relies on: two runs give the same bytes, a
-// row's bytes do not depend on the other rows of the call, the fused split
-// tail gives the reduce launch's bytes and leaves its arrival counters zero.
+// 64); and, what the runtime relies on: two runs give the same bytes, and a
+// row's bytes do not depend on the other rows of the call.
 // Needs a GPU (skips without one). First run on the H200 in session 9 (the
 // lanes: PASS).
 //===----------------------------------------------------------------------===//
@@ -23,7 +20,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -74,32 +70,22 @@ struct Family {
 };
 constexpr Family kLanes{"_lanes", 8}, kSlots{"_slots", 16};
 
-/// How the K splits are summed: in the GEMV launch (arrival counters) or by
-/// a splitk_reduce launch after it.
-enum class Tail { Fused, ReduceLaunch };
-
 std::vector<uint16_t> runGemv(KernelHarness &h, const Family &f, const Shape &s, bool fp4,
-                              const Operands &o, Tail tail = Tail::Fused) {
+                              const Operands &o) {
   CUdeviceptr x = h.upload(o.x), w = h.upload(o.w), ws = h.upload(o.ws);
   CUdeviceptr y = h.upload(nullptr, size_t(s.M * s.N) * 2);
   CUdeviceptr partial = h.upload(nullptr, size_t(s.splits * s.M * s.N) * 4);
   CUdeviceptr none = 0;
   long long M = s.M, K = s.K, N = s.N, splits = s.splits;
-  const size_t tiles = size_t(((N + f.tileRows - 1) / f.tileRows) * ((M + 7) / 8));
-  CUdeviceptr sem = tail == Tail::Fused && splits > 1 ? h.upload(nullptr, tiles * 4) : 0;
   const size_t smem = size_t(M * K + M * (K / 32) * 4); // dsc_gemv::quantBytes
-  const unsigned grid = unsigned((tiles * size_t(splits) + 7) / 8); // 8 warps, one item each
+  const unsigned items =
+      unsigned(((N + f.tileRows - 1) / f.tileRows) * ((M + 7) / 8) * splits);
+  const unsigned grid = (items + 7) / 8; // 8 warps per block, one item each
   const std::string entry = std::string(fp4 ? "dsc_linear_fp4" : "dsc_linear_fp8") + f.suffix;
-  dsc::runtime::Status st =
-      h.launch("linear", entry.c_str(), grid, 256, smem,
-               kernelArgs(x, none, none, M, K, w, ws, N, y, splits, partial, sem));
+  dsc::runtime::Status st = h.launch("linear", entry.c_str(), grid, 256, smem,
+                                     kernelArgs(x, none, none, M, K, w, ws, N, y, splits, partial));
   EXPECT_TRUE(st) << st.message();
-  if (sem) {
-    const std::vector<uint32_t> left = h.download<uint32_t>(sem, tiles);
-    EXPECT_EQ(std::count(left.begin(), left.end(), 0u), std::ptrdiff_t(tiles))
-        << "every arrival counter is left zero";
-  }
-  if (splits > 1 && tail == Tail::ReduceLaunch) {
+  if (splits > 1) {
     long long MN = M * N;
     st = h.launch("linear", "dsc_linear_splitk_reduce_fast", unsigned((MN + 255) / 256), 256, 0,
                   kernelArgs(partial, splits, MN, y));
@@ -161,10 +147,6 @@ TEST_P(QuantizedGemvGpu, MatchesTheCpuReferenceWithinOneBf16Step) {
                                << dsc::numerics::bf16ToFloat(cpu[worst]);
     EXPECT_GE(double(equal), 0.9 * double(cpu.size())) << "most outputs round the same";
     EXPECT_EQ(runGemv(*harness_, family, s, fp4, o), gpu) << "same input, same bytes";
-    if (s.splits > 1) {
-      EXPECT_EQ(runGemv(*harness_, family, s, fp4, o, Tail::ReduceLaunch), gpu)
-          << "the fused split tail sums as the reduce launch";
-    }
   }
 }
 
