@@ -19,6 +19,8 @@
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/Conformance.h"
 #include "dsc/runtime/Engine.h"
+#include "dsc/runtime/LaunchGraph.h"
+#include "dsc/runtime/MemoryPlan.h"
 #include "dsc/runtime/Npy.h"
 #include "dsc/runtime/PlanFile.h"
 #include "tools/common/CommandLine.h"
@@ -119,9 +121,16 @@ static int describe(const std::string &planPath) {
     for (const Fusion &f : p.fusions)
       native += !f.executable.empty();
     std::printf("  program %s: %lld kernel launches (%zu steps, %zu fused kernels, %zu native), "
-                "activation peak %llu B (%llu B without row tiles)\n",
+                "activation peak %llu B (%llu B without row tiles)",
                 p.name.c_str(), (long long)launches, p.launches.size(), p.fusions.size(), native,
                 (unsigned long long)p.peakBytes, (unsigned long long)p.peakBytesUntiled);
+    // The longest chain of steps that wait for each other (LaunchGraph.h) in
+    // a one-token call: what side-by-side launches could shorten.
+    if (Expected<MemoryPlan> memory = planMemory(*plan, p, 1, p.name == "decode" ? 1 : 0, true))
+      std::printf(", dependency depth %lld steps at 1 token (%lld without arena reuse)",
+                  (long long)launchGraph(p, *memory).depth,
+                  (long long)launchGraph(p, *memory, false).depth);
+    std::printf("\n");
   }
   return 0;
 }
