@@ -22,6 +22,7 @@
 #include "dsc/runtime/LaunchGraph.h"
 #include "dsc/runtime/MemoryPlan.h"
 #include "dsc/runtime/Npy.h"
+#include "dsc/runtime/StreamSchedule.h"
 #include "dsc/runtime/PlanFile.h"
 #include "tools/common/CommandLine.h"
 #include "tools/common/CudaFlags.h"
@@ -126,10 +127,17 @@ static int describe(const std::string &planPath) {
                 (unsigned long long)p.peakBytes, (unsigned long long)p.peakBytesUntiled);
     // The longest chain of steps that wait for each other (LaunchGraph.h) in
     // a one-token call: what side-by-side launches could shorten.
-    if (Expected<MemoryPlan> memory = planMemory(*plan, p, 1, p.name == "decode" ? 1 : 0, true))
-      std::printf(", dependency depth %lld steps at 1 token (%lld without arena reuse)",
-                  (long long)launchGraph(p, *memory).depth,
-                  (long long)launchGraph(p, *memory, false).depth);
+    if (Expected<MemoryPlan> memory = planMemory(*plan, p, 1, p.name == "decode" ? 1 : 0, true)) {
+      const LaunchGraph graph = launchGraph(p, *memory);
+      const StreamSchedule streams = scheduleStreams(graph, 4);
+      size_t waits = 0;
+      for (const std::vector<int64_t> &w : streams.waits)
+        waits += w.size();
+      std::printf(", dependency depth %lld steps at 1 token (%lld without arena reuse; "
+                  "%d of 4 streams, %zu cross-stream waits)",
+                  (long long)graph.depth, (long long)launchGraph(p, *memory, false).depth,
+                  streams.streams, waits);
+    }
     std::printf("\n");
   }
   return 0;

@@ -1,0 +1,42 @@
+//===- StreamSchedule.h - Launches spread over streams along their dependencies ===//
+//
+// What: given the launches' dependency graph (LaunchGraph.h), a stream for
+// every launch and the cross-stream waits that keep every dependency: a
+// backend issues launch j on stream[j] after waiting for the completion
+// events of waits[j], and at the end stream 0 waits for the last launch of
+// every other stream (joins). Launches on one stream run in issue order.
+// Why: the decode step's latency-bound kernels hold a longest dependency
+// chain of ~100 of 151 steps on rw6; independent chains on their own
+// streams (in a CUDA graph: branches) run side by side.
+// How: launches in order; launch j continues the stream of its latest
+// predecessor that is still its stream's last launch (a chain), else takes
+// the least recently used stream (a fork), at most `maxStreams`. Each stream keeps a vector clock (per stream, the latest
+// launch known complete before its next one); a dependency that the clock
+// already covers needs no wait, so waits are few (no transitive repeats).
+// Invariants: stream[j] < streams <= maxStreams; waits[j] holds launches
+// < j on other streams, ascending; every edge i -> j of the graph is
+// ordered by stream order and waits (checked in StreamScheduleTest);
+// maxStreams == 1 puts everything on stream 0 with no waits.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_RUNTIME_STREAMSCHEDULE_H
+#define DSC_RUNTIME_STREAMSCHEDULE_H
+
+#include "dsc/runtime/LaunchGraph.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace dsc::runtime {
+
+struct StreamSchedule {
+  int streams = 1;                         ///< streams used (stream 0 is the origin)
+  std::vector<int> stream;                 ///< per launch
+  std::vector<std::vector<int64_t>> waits; ///< per launch: other streams' launches to wait for
+  std::vector<int64_t> joins;              ///< last launch of each stream > 0, for stream 0 at the end
+};
+
+StreamSchedule scheduleStreams(const LaunchGraph &graph, int maxStreams);
+
+} // namespace dsc::runtime
+
+#endif // DSC_RUNTIME_STREAMSCHEDULE_H
