@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/LaunchGraph.h"
 #include "dsc/runtime/PlanFile.h"
+#include "test/unit/support/ProgramBuilder.h"
 #include "test/unit/support/Tiny6Plan.h"
 
 #include <gtest/gtest.h>
@@ -26,12 +27,7 @@ ValueSlot slot(ValueKind kind, std::string name) {
   return v;
 }
 
-Launch launch(std::vector<int64_t> in, std::vector<int64_t> out) {
-  Launch l;
-  l.inputs = std::move(in);
-  l.outputs = std::move(out);
-  return l;
-}
+using dsc::test::launchOf;
 
 /// A memory plan placing every Activation slot at `offsets[slot]` with 64 bytes.
 MemoryPlan placed(const Program &p, const std::vector<uint64_t> &offsets) {
@@ -53,7 +49,7 @@ TEST(LaunchGraph, IndependentBranchesJoin) {
   Program p;
   p.values = {slot(ValueKind::Input, "x"), slot(ValueKind::Activation, "a"),
               slot(ValueKind::Activation, "b"), slot(ValueKind::Activation, "c")};
-  p.launches = {launch({0}, {1}), launch({0}, {2}), launch({1, 2}, {3})};
+  p.launches = {launchOf({0}, {1}), launchOf({0}, {2}), launchOf({1, 2}, {3})};
   const LaunchGraph g = launchGraph(p, placed(p, {0, 64, 128, 192}));
   EXPECT_EQ(g.preds, (Preds{{}, {}, {0, 1}}));
   EXPECT_EQ(g.depth, 2);
@@ -67,7 +63,7 @@ TEST(LaunchGraph, SharedArenaBytesOrderTheirUsers) {
   p.values = {slot(ValueKind::Input, "x"), slot(ValueKind::Activation, "a"),
               slot(ValueKind::Activation, "b"), slot(ValueKind::Activation, "c"),
               slot(ValueKind::Activation, "d")};
-  p.launches = {launch({0}, {1}), launch({1}, {2}), launch({0}, {3}), launch({2, 3}, {4})};
+  p.launches = {launchOf({0}, {1}), launchOf({1}, {2}), launchOf({0}, {3}), launchOf({2, 3}, {4})};
   const MemoryPlan m = placed(p, {0, 64, 128, 64, 192});
   const LaunchGraph values = launchGraph(p, m, /*arenaAliasing=*/false);
   EXPECT_EQ(values.preds, (Preds{{}, {0}, {}, {1, 2}}));
@@ -84,7 +80,7 @@ TEST(LaunchGraph, StatesOrderReadersAndWritersWeightsNothing) {
   Program p;
   p.values = {slot(ValueKind::Weight, "w"), slot(ValueKind::State, "s"),
               slot(ValueKind::Activation, "y"), slot(ValueKind::Activation, "z")};
-  p.launches = {launch({0}, {1}), launch({0, 1}, {2}), launch({0}, {1}), launch({0}, {3})};
+  p.launches = {launchOf({0}, {1}), launchOf({0, 1}, {2}), launchOf({0}, {1}), launchOf({0}, {3})};
   const LaunchGraph g = launchGraph(p, placed(p, {0, 0, 64, 128}));
   EXPECT_EQ(g.preds, (Preds{{}, {0}, {0, 1}, {}}));
   EXPECT_EQ(g.depth, 3);

@@ -9,6 +9,7 @@
 #include "dsc/runtime/MemoryPlan.h"
 #include "dsc/runtime/PlanFile.h"
 #include "test/unit/support/SharedDir.h"
+#include "test/unit/support/ProgramBuilder.h"
 #include "test/unit/support/Tiny6Plan.h"
 
 #include <gmock/gmock.h>
@@ -31,12 +32,7 @@ ValueSlot slot(ValueKind kind, DType dtype, std::vector<int64_t> shape, std::str
   return v;
 }
 
-Launch launch(std::vector<int64_t> in, std::vector<int64_t> out) {
-  Launch l;
-  l.inputs = std::move(in);
-  l.outputs = std::move(out);
-  return l;
-}
+using dsc::test::launchOf;
 
 // --- hand-built programs -------------------------------------------------------
 
@@ -51,7 +47,7 @@ TEST(MemoryPlan, ChainReusesDeadValues) {
               slot(ValueKind::Activation, DType::F32, {kTokens, 16}, "c")}; // 128
   p.inputs = {0};
   p.outputs = {3};
-  p.launches = {launch({0}, {1}), launch({1}, {2}), launch({2}, {3})};
+  p.launches = {launchOf({0}, {1}), launchOf({1}, {2}), launchOf({2}, {3})};
   Expected<MemoryPlan> m = planMemory(plan, p, /*tokens=*/2, /*startPos=*/0);
   ASSERT_TRUE(m) << m.status().message();
   ASSERT_EQ(m->values.size(), 4u);
@@ -88,8 +84,8 @@ TEST(MemoryPlan, BestFitTakesTheSmallestGap) {
               slot(ValueKind::Activation, DType::U8, {1}, "out")};
   p.inputs = {0};
   p.outputs = {6};
-  p.launches = {launch({}, {1, 2, 3, 4}), launch({2}, {5}), launch({5}, {}),
-                launch({2, 4, 5}, {6})};
+  p.launches = {launchOf({}, {1, 2, 3, 4}), launchOf({2}, {5}), launchOf({5}, {}),
+                launchOf({2, 4, 5}, {6})};
   Expected<MemoryPlan> m = planMemory(plan, p, 1, 0);
   ASSERT_TRUE(m) << m.status().message();
   EXPECT_EQ(m->values[1].offset, 0u);
@@ -126,7 +122,7 @@ TEST(MemoryPlan, OutputsBoundariesWeightsAndStates) {
               slot(ValueKind::Activation, DType::F32, {kTokens, 16}, "logits")};
   p.inputs = {0};
   p.outputs = {5};
-  p.launches = {launch({0, 1, 2}, {3, 4}), launch({3}, {2}), launch({3}, {5})};
+  p.launches = {launchOf({0, 1, 2}, {3, 4}), launchOf({3}, {2}), launchOf({3}, {5})};
   p.boundaries.push_back({/*layer=*/0, /*stream=*/3, /*mix=*/4, /*afterLaunch=*/1});
   Expected<MemoryPlan> m = planMemory(plan, p, 1, /*startPos=*/11);
   ASSERT_TRUE(m) << m.status().message();
@@ -154,7 +150,7 @@ TEST(MemoryPlan, CapacityPlanCoversEveryStartPosition) {
               slot(ValueKind::Activation, DType::F32, {kTokens, 16}, "logits")};
   p.inputs = {0};
   p.outputs = {3};
-  p.launches = {launch({0}, {1, 2}), launch({1, 2}, {3})};
+  p.launches = {launchOf({0}, {1, 2}), launchOf({1, 2}, {3})};
   Expected<MemoryPlan> cap = planMemory(plan, p, 1, 29, /*capacity=*/true);
   ASSERT_TRUE(cap) << cap.status().message();
   EXPECT_EQ(cap->values[1].shape, (std::vector<int64_t>{7, 16})); // 30 / 4
