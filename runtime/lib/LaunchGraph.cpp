@@ -1,9 +1,9 @@
 //===- LaunchGraph.cpp - The launches of one call as a dependency graph ----===//
 //
 // See LaunchGraph.h. Each launch's reads and writes become accesses to
-// "locations": a state or input slot is its own location; a planned
-// activation is the byte range [offset, offset + alignedBytes) of the
-// arena (or, without arena aliasing, its own slot). A launch conflicts with
+// "locations": a state buffer (however many slots name it), an unplanned
+// or empty slot; a planned activation is the byte range [offset, offset +
+// alignedBytes) of the arena (or, without arena aliasing, its own slot). A launch conflicts with
 // the last writer of every location it touches and, for the locations it
 // writes, with every reader since that writer. Cost: launches x (accesses
 // x earlier accesses) in the worst case; programs have a few hundred launches.
@@ -47,10 +47,15 @@ LaunchGraph launchGraph(const Program &program, const MemoryPlan &memory, bool a
       Access a;
       a.launch = int64_t(j);
       a.write = write;
-      const bool planned = size_t(v) < memory.values.size() && memory.values[size_t(v)].planned;
+      const ValueSlot &slot = program.values[size_t(v)];
+      const bool planned = size_t(v) < memory.values.size() && memory.values[size_t(v)].planned &&
+                           memory.values[size_t(v)].alignedBytes > 0;
       if (planned && arenaAliasing) {
         a.begin = memory.values[size_t(v)].offset;
-        a.end = a.begin + std::max<uint64_t>(memory.values[size_t(v)].alignedBytes, 1);
+        a.end = a.begin + memory.values[size_t(v)].alignedBytes;
+      } else if (slot.kind == ValueKind::State && slot.state >= 0) {
+        // Slots naming one state buffer are one location (the buffer).
+        a.slot = int64_t(program.values.size()) + slot.state;
       } else {
         a.slot = v;
       }

@@ -54,8 +54,8 @@ StreamSchedule scheduleStreams(const LaunchGraph &graph, int maxStreams) {
     used[size_t(s)] = int64_t(j);
     out.streams = std::max(out.streams, s + 1);
   }
-  for (int t = 1; t < out.streams; ++t)
-    if (last[size_t(t)] >= 0)
+  for (int t = 1; t < out.streams; ++t) // unless stream 0 already waited for it
+    if (last[size_t(t)] >= 0 && clock[0][size_t(t)] < last[size_t(t)])
       out.joins.push_back(last[size_t(t)]);
   return out;
 }

@@ -86,6 +86,19 @@ TEST(LaunchGraph, StatesOrderReadersAndWritersWeightsNothing) {
   EXPECT_EQ(g.depth, 3);
 }
 
+TEST(LaunchGraph, SlotsOfOneStateBufferAreOneValue) {
+  // Two slots name state 0 (as lowering may make for one buffer): L0 writes
+  // through one, L1 through the other, L2 reads the first.
+  Program p;
+  p.values = {slot(ValueKind::State, "s"), slot(ValueKind::State, "s again"),
+              slot(ValueKind::Input, "x")};
+  p.values[0].state = p.values[1].state = 0;
+  p.launches = {launchOf({2}, {0}), launchOf({2}, {1}), launchOf({0}, {})};
+  const LaunchGraph g = launchGraph(p, placed(p, {0, 0, 0}));
+  EXPECT_EQ(g.preds, (Preds{{}, {0}, {1}}));
+  EXPECT_EQ(g.depth, 3);
+}
+
 TEST(LaunchGraph, Tiny6DecodeEdgesAreConflictsAndConflictsAreOrdered) {
   Expected<Plan> plan = readPlanFile(dsc::test::tiny6CpuPlan());
   ASSERT_TRUE(plan) << plan.status().message();
@@ -116,8 +129,10 @@ TEST(LaunchGraph, Tiny6DecodeEdgesAreConflictsAndConflictsAreOrdered) {
       if (s.kind == ValueKind::Weight)
         return;
       const ValueMemory &vm = memory->values[size_t(v)];
-      if (vm.planned)
-        r.push_back({vm.offset, vm.offset + std::max<uint64_t>(vm.alignedBytes, 1), -1, write});
+      if (vm.planned && vm.alignedBytes > 0)
+        r.push_back({vm.offset, vm.offset + vm.alignedBytes, -1, write});
+      else if (s.kind == ValueKind::State)
+        r.push_back({0, 0, int64_t(decode->values.size()) + s.state, write});
       else
         r.push_back({0, 0, v, write});
     };

@@ -4,7 +4,8 @@
 // earlier launches each launch must wait for: launch j depends on i < j when
 // j reads a value i writes (read after write), or writes a value i reads or
 // writes (write after read, write after write), where "a value" is a slot
-// for states and inputs and an arena byte range for planned activations
+// for inputs, a state buffer for states (slots naming the same buffer are
+// one value), and an arena byte range for planned activations
 // (two activations whose bytes the arena shares conflict like one value:
 // the memory plan reuses bytes along the program's launch order). Weights
 // are read-only and never order anything.

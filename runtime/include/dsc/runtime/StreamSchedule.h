@@ -13,7 +13,8 @@
 // the least recently used stream (a fork), at most `maxStreams`. Each stream keeps a vector clock (per stream, the latest
 // launch known complete before its next one); a dependency that the clock
 // already covers needs no wait, so waits are few (no transitive repeats).
-// Invariants: stream[j] < streams <= maxStreams; waits[j] holds launches
+// Invariants: stream[j] < streams <= max(1, maxStreams); graph.preds[j]
+// holds launches < j (LaunchGraph's invariant); waits[j] holds launches
 // < j on other streams, ascending; every edge i -> j of the graph is
 // ordered by stream order and waits (checked in StreamScheduleTest);
 // maxStreams == 1 puts everything on stream 0 with no waits.
@@ -32,7 +33,7 @@ struct StreamSchedule {
   int streams = 1;                         ///< streams used (stream 0 is the origin)
   std::vector<int> stream;                 ///< per launch
   std::vector<std::vector<int64_t>> waits; ///< per launch: other streams' launches to wait for
-  std::vector<int64_t> joins;              ///< last launch of each stream > 0, for stream 0 at the end
+  std::vector<int64_t> joins; ///< last launches of streams > 0 that stream 0 must wait for at the end
 };
 
 StreamSchedule scheduleStreams(const LaunchGraph &graph, int maxStreams);
