@@ -2,9 +2,8 @@
 //
 // See PrefixCache.h. Blocks live in one hash map keyed by their chain hash;
 // a second map finds a block by its page (release). Eviction scans for the
-// least recently used unreferenced block (the cache holds at most the
-// pool's pages, thousands: a scan per evicted block is cheap next to the
-// prefill it saves) and drops it with its descendants.
+// least recently used unreferenced leaf (O(blocks) per evicted block: an
+// LRU list of evictable leaves is the next step when pools grow large).
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/PrefixCache.h"
 
@@ -112,7 +111,6 @@ Status PrefixCache::insert(std::span<const int32_t> ids, int64_t fromBlock,
     block.page = pages[b - size_t(fromBlock)];
     block.refs = 1;
     block.lastUse = now;
-    block.depth = int64_t(b);
     if (parent)
       blocks_.at(parent).children.push_back(hashes[b]);
     byPage_[block.page] = hashes[b];
@@ -126,65 +124,46 @@ Status PrefixCache::insert(std::span<const int32_t> ids, int64_t fromBlock,
 
 Status PrefixCache::release(std::span<const int64_t> pages) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // Every page checked (repeats against its references) before any changes:
+  // a failed release changes nothing.
+  std::unordered_map<uint64_t, int64_t> drops;
   for (int64_t page : pages) {
     auto it = byPage_.find(page);
     if (it == byPage_.end())
       return invalidArgument("prefix cache release: page " + std::to_string(page) +
                              " is not in the cache");
-    Block &block = blocks_.at(it->second);
-    if (block.refs <= 0)
+    if (++drops[it->second] > blocks_.at(it->second).refs)
       return invalidArgument("prefix cache release: page " + std::to_string(page) +
                              " has no reference");
-    --block.refs;
   }
+  for (const auto &[hash, n] : drops)
+    blocks_.at(hash).refs -= n;
   return Status::ok();
-}
-
-bool PrefixCache::heldLocked(uint64_t hash) const {
-  const Block &block = blocks_.at(hash);
-  if (block.refs > 0)
-    return true;
-  for (uint64_t child : block.children)
-    if (heldLocked(child))
-      return true;
-  return false;
-}
-
-void PrefixCache::dropLocked(uint64_t hash, std::vector<int64_t> &freed) {
-  auto it = blocks_.find(hash);
-  if (it == blocks_.end())
-    return;
-  const std::vector<uint64_t> children = it->second.children;
-  for (uint64_t child : children)
-    dropLocked(child, freed);
-  it = blocks_.find(hash);
-  freed.push_back(it->second.page);
-  byPage_.erase(it->second.page);
-  if (it->second.parent) {
-    auto p = blocks_.find(it->second.parent);
-    if (p != blocks_.end())
-      std::erase(p->second.children, hash);
-  }
-  blocks_.erase(it);
 }
 
 std::vector<int64_t> PrefixCache::evict(int64_t pages) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<int64_t> freed;
   while (int64_t(freed.size()) < pages) {
+    // The least recently used unreferenced leaf: a block goes only after
+    // every block below it, so nothing held (a holder holds the chain) and
+    // no shared prefix goes before its tails.
     const Block *best = nullptr;
     uint64_t bestHash = 0;
     for (const auto &[hash, block] : blocks_)
-      if (block.refs == 0 && !heldLocked(hash) &&
+      if (block.refs == 0 && block.children.empty() &&
           (!best || block.lastUse < best->lastUse ||
-           (block.lastUse == best->lastUse &&
-            (block.depth > best->depth || (block.depth == best->depth && hash < bestHash))))) {
+           (block.lastUse == best->lastUse && hash < bestHash))) {
         best = &block;
         bestHash = hash;
       }
     if (!best)
       break;
-    dropLocked(bestHash, freed);
+    freed.push_back(best->page);
+    byPage_.erase(best->page);
+    if (best->parent)
+      std::erase(blocks_.at(best->parent).children, bestHash);
+    blocks_.erase(bestHash);
   }
   return freed;
 }

@@ -2,8 +2,9 @@
 //
 // prefixBlockHashes against the same mixing written in Python (values below)
 // and its chain property; PrefixCache (PrefixCache.h): hits in whole blocks
-// along the chain, references, LRU eviction (the deepest of equally recent
-// blocks first) that never frees a held page, the errors of bad calls (naming the page or block), and 16
+// along the chain, references, LRU eviction of leaves only (a prefix
+// outlives its tails, a held page is never freed, a long chain evicts
+// without recursion), releases that fail without dropping anything, the errors of bad calls (naming the page or block), and 16
 // threads acquiring, inserting and releasing overlapping prompts leaving a
 // consistent cache with no reference left.
 //===----------------------------------------------------------------------===//
@@ -71,7 +72,7 @@ TEST(PrefixCache, HitsTheLongestCachedPrefixInWholeBlocks) {
   EXPECT_EQ(cache.acquire(longest).tokens, 20);
 }
 
-TEST(PrefixCache, EvictsLeastRecentlyUsedDeepestFirstNeverAHeldPage) {
+TEST(PrefixCache, EvictsLeastRecentlyUsedLeavesNeverAHeldPage) {
   PrefixCache cache(2);
   const std::vector<int32_t> a = {1, 2, 3, 4, 5, 6}, b = {7, 8, 9, 10};
   ASSERT_TRUE(cache.insert(a, 0, std::vector<int64_t>{0, 1, 2}));
@@ -86,8 +87,8 @@ TEST(PrefixCache, EvictsLeastRecentlyUsedDeepestFirstNeverAHeldPage) {
   EXPECT_EQ(cache.evict(1), (std::vector<int64_t>{4})) << "b's tail first";
   EXPECT_EQ(cache.evict(1), (std::vector<int64_t>{3})) << "then b's first block";
   EXPECT_EQ(cache.acquire(b).tokens, 0);
-  // Touching a's first block alone makes it newer than the two after it,
-  // which go first, the deeper one first.
+  // Touching a's first block alone makes it newer than the two after it;
+  // still only the leaf can go.
   PrefixCache::Hit one = cache.acquire(std::vector<int32_t>{1, 2});
   ASSERT_TRUE(cache.release(one.pages));
   EXPECT_EQ(cache.evict(1), (std::vector<int64_t>{2}));
@@ -101,6 +102,51 @@ TEST(PrefixCache, EvictsLeastRecentlyUsedDeepestFirstNeverAHeldPage) {
   EXPECT_TRUE(cache.evict(3).empty());
   ASSERT_TRUE(cache.release(held.pages));
   EXPECT_EQ(cache.evict(3).size(), 3u);
+  EXPECT_EQ(cache.cachedBlocks(), 0);
+}
+
+TEST(PrefixCache, APrefixOutlivesTheTailInsertedAfterIt) {
+  // acquire stamps the hit before insert stamps the tail, so the prefix is
+  // the older block; eviction still takes the tail's leaf first, one block
+  // at a time.
+  PrefixCache cache(2);
+  const std::vector<int32_t> p = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_TRUE(cache.insert(std::vector<int32_t>{1, 2}, 0, std::vector<int64_t>{0}));
+  ASSERT_TRUE(cache.release(std::vector<int64_t>{0}));
+  PrefixCache::Hit hit = cache.acquire(p);
+  ASSERT_EQ(hit.pages, (std::vector<int64_t>{0}));
+  ASSERT_TRUE(cache.insert(p, 1, std::vector<int64_t>{1, 2, 3}));
+  ASSERT_TRUE(cache.release(std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(cache.evict(1), (std::vector<int64_t>{3}));
+  EXPECT_EQ(cache.cachedBlocks(), 3);
+  EXPECT_EQ(cache.acquire(p).tokens, 6);
+}
+
+TEST(PrefixCache, AFailedReleaseDropsNothing) {
+  PrefixCache cache(2);
+  ASSERT_TRUE(cache.insert(std::vector<int32_t>{1, 2, 3, 4}, 0, std::vector<int64_t>{0, 1}));
+  EXPECT_FALSE(cache.release(std::vector<int64_t>{0, 99, 1}));
+  EXPECT_EQ(cache.referencedBlocks(), 2) << "page 0 is still held";
+  EXPECT_FALSE(cache.release(std::vector<int64_t>{1, 1})) << "one reference, released twice";
+  EXPECT_EQ(cache.referencedBlocks(), 2);
+  EXPECT_TRUE(cache.release(std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(cache.referencedBlocks(), 0);
+}
+
+TEST(PrefixCache, ALongChainEvictsWithoutRecursion) {
+  // 4,096 blocks of one prompt (1M tokens in 256-token pages): evicting
+  // them all walks no chain recursively.
+  PrefixCache cache(1);
+  const std::vector<int32_t> p = iota(4096);
+  std::vector<int64_t> pages(4096);
+  for (int64_t i = 0; i < 4096; ++i)
+    pages[size_t(i)] = i;
+  ASSERT_TRUE(cache.insert(p, 0, pages));
+  ASSERT_TRUE(cache.release(pages));
+  const std::vector<int64_t> freed = cache.evict(4096);
+  ASSERT_EQ(freed.size(), 4096u);
+  EXPECT_EQ(freed.front(), 4095) << "the deepest block first";
+  EXPECT_EQ(freed.back(), 0);
   EXPECT_EQ(cache.cachedBlocks(), 0);
 }
 

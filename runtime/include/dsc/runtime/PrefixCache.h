@@ -11,13 +11,13 @@
 // Why: agentic workloads resend the same long prefix turn after turn; a hit
 // lets prefill start at position H > 0 on pages that already hold the KV.
 // Invariants: a block is served only with its whole chain (acquire stops at
-// the first block not cached, and evicting a block evicts its cached
-// descendants, which nobody can hold without it); a hash match is checked
-// against the stored tokens and the parent block before a page is served,
-// so a collision is a miss, never a wrong page; a referenced page is never
-// evicted (a holder of a block holds its ancestors: references are taken
-// along the chain, and eviction also skips a block below which anything is
-// still referenced); every method is safe to call from many threads.
+// the first block not cached; only leaves are evicted, so a block goes after
+// everything below it); a hash match is checked against the stored tokens
+// and the parent block before a page is served, so a collision is a miss,
+// never a wrong page; a referenced page is never evicted (references are
+// taken along the chain, so an unreferenced leaf has no holder below it); a
+// failed call changes nothing; every method is safe to call from many
+// threads.
 // Not here yet: the pages themselves (paged KV), the host tier, the SWA
 // snapshots with their TTL, the engine's use (docs/runtime.md).
 //===----------------------------------------------------------------------===//
@@ -66,14 +66,15 @@ public:
   Status insert(std::span<const int32_t> ids, int64_t fromBlock, std::span<const int64_t> pages,
                 std::vector<int64_t> *added = nullptr);
 
-  /// Drops one reference of each page (pages the cache does not hold, or
-  /// holds without references, are an InvalidArgument naming the page).
+  /// Drops one reference of each page (a page may repeat). A page the cache
+  /// does not hold, or releases beyond its references, is an
+  /// InvalidArgument naming the page, and then no reference is dropped.
   Status release(std::span<const int64_t> pages);
 
-  /// Evicts unreferenced blocks, least recently used first, the deepest of
-  /// equally recent ones first (a shared prefix outlives its tails), each
-  /// with its cached descendants, until at least `pages` pages are freed or
-  /// none is left; returns the freed pages (the caller's again).
+  /// Evicts unreferenced leaf blocks, least recently used first (a block
+  /// becomes a leaf when the blocks below it are gone: a shared prefix
+  /// outlives its tails), until `pages` pages are freed or none is left;
+  /// returns the freed pages (the caller's again).
   std::vector<int64_t> evict(int64_t pages);
 
   /// Blocks cached, and of them the referenced ones.
@@ -87,15 +88,11 @@ private:
     int64_t page = -1;
     int64_t refs = 0;
     uint64_t lastUse = 0;
-    int64_t depth = 0; ///< the block's index in its prompts
     std::vector<uint64_t> children;
   };
   /// The cached block named `hash` if it really is block `ids` after
   /// `parent`, else null.
   Block *find(uint64_t hash, uint64_t parent, std::span<const int32_t> ids);
-  /// Whether the block or a cached descendant holds a reference.
-  bool heldLocked(uint64_t hash) const;
-  void dropLocked(uint64_t hash, std::vector<int64_t> &freed);
 
   const int64_t blockTokens_;
   mutable std::mutex mutex_;
