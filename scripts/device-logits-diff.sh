@@ -18,16 +18,4 @@ run() { # TAG ARGS
     || { echo "$NAME: dsc-bench $2 failed"; tail -3 $OUT/$NAME-$1.txt; return 1; }
 }
 run a "$A" && run b "$B" || exit 1
-python3 - /tmp/diff-a.npy /tmp/diff-b.npy "$NAME" "$A" "$B" <<'PY'
-import sys, numpy as np
-a, b = (np.load(f).astype(np.float64) for f in sys.argv[1:3])
-a, b = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
-scale = np.abs(a).max()
-rows = []
-for i in range(len(a)):
-    rows.append('%d:%.2e%s' % (i, np.abs(a[i] - b[i]).max() / scale, '' if a[i].argmax() == b[i].argmax() else '*'))
-agree = int((a.argmax(-1) == b.argmax(-1)).sum())
-print('%s [%s] vs [%s]: max |diff| / max |logit| = %.3e, argmax kept in %d of %d rows' %
-      (sys.argv[3], sys.argv[4], sys.argv[5], np.abs(a - b).max() / scale, agree, len(a)))
-print('  per row (* = argmax differs): ' + ' '.join(rows))
-PY
+python3 "$(dirname "$0")/logits_diff.py" /tmp/diff-a.npy /tmp/diff-b.npy "$NAME [$A] vs [$B]" --rows

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The split-KV sparse attention (CudaOptions::splitAttention, and with the
-# MQA logits/PV kernels: mqaAttention) must give the same logits bytes as
+# The split-KV sparse attention (CudaOptions::attention Split, and with the
+# MQA logits/PV kernels: Mqa) must give the same logits bytes as
 # the single walk (docs/cuda-kernels-attention.md): runs dsc-bench on a plan
 # with synthetic weights the three ways, compares the logits
 # of the timed sequence (prefill's last row and every decode step) with cmp
-# and prints the timings. The tensor-core kernels (tensorCoreAttention) are
-# not byte-identical (another logits sum order): for them it prints the
+# and prints the timings. The tensor-core kernels (TensorCore, the default)
+# are not byte-identical (another logits sum order): for them it prints the
 # largest logit difference from the single walk, relative to the largest
 # logit, and how many rows keep the walk's argmax (informational).
 # Needs a GPU (the device tool; docs/device.md).
@@ -26,13 +26,6 @@ for m in split mqa; do # each compared on its own: a failed run does not hide th
   cmp /tmp/split-single.npy /tmp/split-$m.npy && echo "$m == single (logits bytes): PASS" || { echo "$m != single: FAIL"; fail=1; }
 done
 if run tc; then
-  python3 - /tmp/split-single.npy /tmp/split-tc.npy <<'PY'
-import sys, numpy as np
-a, b = (np.load(f).astype(np.float64) for f in sys.argv[1:3])
-a, b = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
-rel = np.abs(a - b).max() / np.abs(a).max()
-agree = int((a.argmax(-1) == b.argmax(-1)).sum())
-print('tc vs single: max |logit diff| / max |logit| = %.3e, argmax kept in %d of %d rows' % (rel, agree, len(a)))
-PY
+  python3 "$(dirname "$0")/logits_diff.py" /tmp/split-single.npy /tmp/split-tc.npy "tc vs single"
 else fail=1; fi
 exit $fail

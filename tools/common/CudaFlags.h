@@ -37,7 +37,9 @@
 #include "tools/common/CommandLine.h"
 
 #include <cstdlib>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dsc::tools {
@@ -105,6 +107,28 @@ inline uint32_t parseKernelFamilies(const std::string &value, std::string &error
   }
 }
 
+/// `flag`'s value as one of `choices` into `out` (unchanged when the flag is
+/// absent); returns the usage error naming the flag, the values it takes
+/// and the one given ("" if none). The one mapping of every enumerated flag.
+template <typename T>
+std::string applyChoice(const CommandLine &cl, const char *flag,
+                        std::initializer_list<std::pair<const char *, T>> choices, T &out) {
+  auto it = cl.options.find(flag);
+  if (it == cl.options.end())
+    return "";
+  std::string names;
+  size_t i = 0;
+  for (const auto &[name, value] : choices) {
+    if (it->second == name) {
+      out = value;
+      return "";
+    }
+    names += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(name);
+    ++i;
+  }
+  return std::string(flag) + " takes " + names + ", got '" + it->second + "'";
+}
+
 /// The environment, then the flags of `cl`; returns a usage error ("" if none).
 inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &options) {
   applyCudaEnvironment(options);
@@ -130,44 +154,28 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
     if (!error.empty())
       return error;
   }
-  if (auto it = cl.options.find("--cuda-attention"); it != cl.options.end()) {
-    using dsc::runtime::AttentionKernels;
-    if (it->second == "single")
-      options.attention = AttentionKernels::Single;
-    else if (it->second == "split")
-      options.attention = AttentionKernels::Split;
-    else if (it->second == "mqa")
-      options.attention = AttentionKernels::Mqa;
-    else if (it->second == "tc")
-      options.attention = AttentionKernels::TensorCore;
-    else
-      return "--cuda-attention takes single, split, mqa or tc, got '" + it->second + "'";
-  }
-  if (auto it = cl.options.find("--cuda-moe-mma"); it != cl.options.end()) {
-    if (it->second != "f16" && it->second != "e4m3")
-      return "--cuda-moe-mma takes f16 or e4m3, got '" + it->second + "'";
-    options.moeE4m3Mma = it->second == "e4m3";
-  }
-  if (auto it = cl.options.find("--cuda-gemv"); it != cl.options.end()) {
-    if (it->second == "lanes")
-      options.gemv = dsc::runtime::GemvKernels::Lanes;
-    else if (it->second == "slots")
-      options.gemv = dsc::runtime::GemvKernels::Slots;
-    else if (it->second == "tiles")
-      options.gemv = dsc::runtime::GemvKernels::Tiles;
-    else
-      return "--cuda-gemv takes lanes, slots or tiles, got '" + it->second + "'";
-  }
-  if (auto it = cl.options.find("--cuda-pdl"); it != cl.options.end()) {
-    if (it->second != "on" && it->second != "off")
-      return "--cuda-pdl takes on or off, got '" + it->second + "'";
-    options.dependentLaunch = it->second == "on";
-  }
-  if (auto it = cl.options.find("--cuda-topk"); it != cl.options.end()) {
-    if (it->second != "radix" && it->second != "quadratic")
-      return "--cuda-topk takes radix or quadratic, got '" + it->second + "'";
-    options.quadraticTopk = it->second == "quadratic";
-  }
+  using dsc::runtime::AttentionKernels;
+  using dsc::runtime::GemvKernels;
+  for (const std::string &error :
+       {applyChoice<AttentionKernels>(cl, "--cuda-attention",
+                                      {{"single", AttentionKernels::Single},
+                                       {"split", AttentionKernels::Split},
+                                       {"mqa", AttentionKernels::Mqa},
+                                       {"tc", AttentionKernels::TensorCore}},
+                                      options.attention),
+        applyChoice<bool>(cl, "--cuda-moe-mma", {{"f16", false}, {"e4m3", true}},
+                          options.moeE4m3Mma),
+        applyChoice<GemvKernels>(cl, "--cuda-gemv",
+                                 {{"lanes", GemvKernels::Lanes},
+                                  {"slots", GemvKernels::Slots},
+                                  {"tiles", GemvKernels::Tiles}},
+                                 options.gemv),
+        applyChoice<bool>(cl, "--cuda-pdl", {{"on", true}, {"off", false}},
+                          options.dependentLaunch),
+        applyChoice<bool>(cl, "--cuda-topk", {{"radix", false}, {"quadratic", true}},
+                          options.quadraticTopk)})
+    if (!error.empty())
+      return error;
   return "";
 }
 

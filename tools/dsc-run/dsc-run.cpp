@@ -22,8 +22,8 @@
 #include "dsc/runtime/LaunchGraph.h"
 #include "dsc/runtime/MemoryPlan.h"
 #include "dsc/runtime/Npy.h"
-#include "dsc/runtime/StreamSchedule.h"
 #include "dsc/runtime/PlanFile.h"
+#include "dsc/runtime/StreamSchedule.h"
 #include "tools/common/CommandLine.h"
 #include "tools/common/CudaFlags.h"
 
@@ -127,7 +127,10 @@ static int describe(const std::string &planPath) {
                 (unsigned long long)p.peakBytes, (unsigned long long)p.peakBytesUntiled);
     // The longest chain of steps that wait for each other (LaunchGraph.h) in
     // a one-token call: what side-by-side launches could shorten.
-    if (Expected<MemoryPlan> memory = planMemory(*plan, p, 1, p.name == "decode" ? 1 : 0, true)) {
+    Expected<MemoryPlan> memory = planMemory(*plan, p, 1, p.name == "decode" ? 1 : 0, true);
+    if (!memory) {
+      std::printf(", no dependency depth (%s)", memory.status().message().c_str());
+    } else {
       const LaunchGraph graph = launchGraph(p, *memory);
       const StreamSchedule streams = scheduleStreams(graph, 4);
       size_t waits = 0;
