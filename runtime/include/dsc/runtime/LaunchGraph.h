@@ -14,7 +14,7 @@
 // and the longest dependency chain is shorter than the launch sequence
 // (scripts/plan-critical-path.py, docs/perf.md session 11). This is the one
 // definition of that order; no backend uses it yet.
-// Precondition: a verified program (verifyPlan: every launch's value ids
+// Precondition: a verified program (verifyPlan, PlanFile.h: every launch's value ids
 // index Program::values; an id outside them orders nothing).
 // Invariants: preds[j] is sorted, every entry < j, and holds only direct
 // conflicts (it is not transitively reduced); depth is the number of
