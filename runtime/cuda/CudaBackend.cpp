@@ -246,10 +246,19 @@ public:
         return st;
       ++graph.replays;
       return true;
-    case GraphCache::Action::Capture:
-      if (Status st = s.beginCapture(graph); !st)
+    case GraphCache::Action::Capture: {
+      // Independent steps on their own streams: graph branches.
+      const runtime::MemoryPlan &memory = callPlan.hasDevicePlan ? callPlan.device : callPlan.host;
+      runtime::StepStreams branches = runtime::scheduleSteps(
+          runtime::launchGraph(program, memory), callPlan.steps, engine_->streams);
+      if (Status st = s.beginCapture(graph, index, std::move(branches)); !st)
         return st;
-      break;
+      if (Status st = s.flushZeroing(); !st)
+        return st;
+      if (Status st = s.forkBranches(); !st)
+        return st;
+      return false;
+    }
     case GraphCache::Action::Eager:
       break;
     }
@@ -280,10 +289,18 @@ public:
     auto it = engine_->table.find(c.kernel.name);
     if (it == engine_->table.end())
       return runtime::failedPrecondition("the CUDA backend has no kernel '" + c.kernel.name + "'");
-    BoundLaunch bound(cuda(*c.session), c);
-    Status status = bound.prepare();
+    CudaSession &session = cuda(*c.session);
+    const size_t program = session.indexOf(c.program);
+    const size_t at = size_t(&c.launch - c.program.launches.data());
+    Status status = session.enterLaunch(program, at);
+    if (status) {
+      BoundLaunch bound(session, c);
+      status = bound.prepare();
+      if (status)
+        status = it->second(bound);
+    }
     if (status)
-      status = it->second(bound);
+      status = session.leaveLaunch(program, at);
     return finish(status, c.kernel.name);
   }
 
@@ -315,9 +332,11 @@ public:
       return runtime::internalError("launchFusion: no native executable '" + fusion.executable +
                                     "'");
     CudaSession &session = cuda(*steps[0].session);
+    const size_t program = session.indexOf(steps[0].program);
+    const size_t first = size_t(&steps[0].launch - steps[0].program.launches.data());
     std::vector<std::unique_ptr<BoundLaunch>> contexts;
     NativeLaunch launch{fusion, {}, {}};
-    Status status = Status::ok();
+    Status status = session.enterLaunch(program, first); // the whole fusion is one step
     for (runtime::LaunchContext &step : steps) {
       contexts.push_back(std::make_unique<BoundLaunch>(session, step));
       if (status)
@@ -335,6 +354,8 @@ public:
     };
     if (status)
       status = native(launch);
+    if (status)
+      status = session.leaveLaunch(program, first + steps.size() - 1);
     return finish(status, fusion.executable + " (native)");
   }
 

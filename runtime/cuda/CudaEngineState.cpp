@@ -1,6 +1,8 @@
 //===- CudaEngineState.cpp - The CUDA backend's per-Engine resources --------===//
 #include "runtime/cuda/CudaEngineState.h"
 
+#include <algorithm>
+
 namespace dsc::cuda {
 
 CudaEngineState::CudaEngineState(hal::Device device, const runtime::CudaOptions &options)
@@ -17,6 +19,7 @@ CudaEngineState::CudaEngineState(hal::Device device, const runtime::CudaOptions 
   moeE4m3Mma = options.moeE4m3Mma;
   gemv = options.gemv;
   dependentLaunches = options.dependentLaunch;
+  streams = std::max(1, options.streams);
 }
 
 bool CudaEngineState::dependentLaunch(int64_t module) const {
@@ -92,6 +95,24 @@ const hal::DeviceBuffer *CudaEngineState::findWeight(int64_t binding) const {
   if (binding < 0 || size_t(binding) >= weights_.size() || !weights_[size_t(binding)])
     return nullptr;
   return &weights_[size_t(binding)];
+}
+
+runtime::Status CudaEngineState::reserveBranches(int streamCount, size_t events) {
+  if (capturing)
+    return runtime::internalError("branch streams made during a CUDA graph capture");
+  while (branchStreams.size() < size_t(std::max(0, streamCount))) {
+    runtime::Expected<hal::Stream> s = hal::Stream::create(driver());
+    if (!s)
+      return s.status();
+    branchStreams.push_back(std::move(s.value()));
+  }
+  while (branchEvents.size() < events) {
+    runtime::Expected<hal::Event> e = hal::Event::create(driver());
+    if (!e)
+      return e.status();
+    branchEvents.push_back(std::move(e.value()));
+  }
+  return runtime::Status::ok();
 }
 
 } // namespace dsc::cuda

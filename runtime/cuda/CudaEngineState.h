@@ -5,7 +5,8 @@
 // loaded modules (hal::Executable, by module index), the constants adapters
 // upload once (by kernel specialisation and name), the weights' device
 // copies (by tensor binding index), the adapter table, the CudaOptions, the
-// mutex and the capture in progress on the stream.
+// mutex, the capture in progress on the stream and the branch streams and
+// events a capture spreads its steps over (CudaSession.h).
 //
 // Why: one owner per resource with an explicit lifetime. The Engine owns the
 // backend, the backend owns this; Sessions own their CudaSession, which
@@ -30,6 +31,7 @@
 #include "runtime/cuda/hal/Device.h"
 #include "runtime/cuda/hal/DeviceBuffer.h"
 #include "runtime/cuda/hal/Executable.h"
+#include "runtime/cuda/hal/Stream.h"
 
 #include <condition_variable>
 #include <map>
@@ -66,6 +68,9 @@ public:
   runtime::Expected<CUdeviceptr> weight(int64_t binding, size_t bytes);
   /// The device copy of weight `binding`, or null when none was made.
   const hal::DeviceBuffer *findWeight(int64_t binding) const;
+  /// At least `streams` branch streams and `events` events (never during a
+  /// capture; they are made once and kept).
+  runtime::Status reserveBranches(int streams, size_t events);
 
   hal::Device device;
   CudaAdapterTable table;
@@ -79,6 +84,9 @@ public:
   bool moeE4m3Mma = false;       ///< CudaOptions::moeE4m3Mma (CudaLaunchContext)
   runtime::GemvKernels gemv = runtime::GemvKernels::Lanes; ///< CudaOptions::gemv (CudaLaunchContext)
   bool dependentLaunches = true; ///< CudaOptions::dependentLaunch
+  int streams = 1;               ///< CudaOptions::streams (at least 1)
+  std::vector<hal::Stream> branchStreams; ///< streams 1.. of a branched capture (0: stream())
+  std::vector<hal::Event> branchEvents;   ///< a branched capture's step events
   /// The session whose capture is open on the stream, or null.
   CudaSession *capturing = nullptr;
   mutable std::mutex mutex;

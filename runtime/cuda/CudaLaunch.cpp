@@ -92,7 +92,7 @@ Status BoundLaunch::launchEntryIn(int64_t module, const char *entry, Dim3 grid, 
   config.blockDimY = block.y;
   config.blockDimZ = block.z;
   config.sharedMemBytes = unsigned(sharedBytes);
-  config.hStream = engine_.stream();
+  config.hStream = session_.launchStream();
   const bool pdl = engine_.dependentLaunch(module);
   config.attrs = pdl ? &dependent : nullptr;
   config.numAttrs = pdl ? 1 : 0;
@@ -112,7 +112,7 @@ Status BoundLaunch::copy(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
   if (!bytes)
     return Status::ok();
   const CudaDriver &d = engine_.driver();
-  return d.check(d.cuMemcpyDtoDAsync(dst, src, bytes, engine_.stream()), "cuMemcpyDtoDAsync");
+  return d.check(d.cuMemcpyDtoDAsync(dst, src, bytes, session_.launchStream()), "cuMemcpyDtoDAsync");
 }
 
 } // namespace dsc::cuda

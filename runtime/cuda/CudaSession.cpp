@@ -83,6 +83,7 @@ Status CudaSession::bindArena(size_t index, const runtime::Program &source,
   p.bornAt.assign(source.launches.size(), {});
   pending_.clear();
   std::vector<DeviceRange> slots(source.values.size());
+  const std::vector<int64_t> firstWriter = runtime::zeroingLaunches(source);
   for (size_t i = 0; i < source.values.size(); ++i) {
     const runtime::ValueMemory &m = plan.values[i];
     if (!m.planned)
@@ -97,10 +98,13 @@ Status CudaSession::bindArena(size_t index, const runtime::Program &source,
     slots[i] = range;
     if (!range.bytes)
       continue;
-    if (m.first < 0 || size_t(m.first) >= p.bornAt.size())
-      pending_.push_back(range); // inputs: zeroed at the first launch (the token upload drops it)
+    // Inputs: zeroed at the first launch (the token upload drops it); the
+    // others right before their first writer (zeroingLaunches, CallPlan.h).
+    if (m.first < 0 || i >= firstWriter.size() || firstWriter[i] < 0 ||
+        size_t(firstWriter[i]) >= p.bornAt.size())
+      pending_.push_back(range);
     else
-      p.bornAt[size_t(m.first)].push_back(range);
+      p.bornAt[size_t(firstWriter[i])].push_back(range);
   }
   p.slots = std::move(slots);
   p.bound = true;
@@ -276,7 +280,7 @@ Status CudaSession::zeroBornAt(size_t program, size_t launch) {
     return Status::ok();
   const CudaDriver &d = engine_.driver();
   for (const DeviceRange &r : p.bornAt[launch])
-    if (Status s = d.check(d.cuMemsetD8Async(r.ptr, 0, r.bytes, engine_.stream()), "cuMemsetD8Async");
+    if (Status s = d.check(d.cuMemsetD8Async(r.ptr, 0, r.bytes, launchStream()), "cuMemsetD8Async");
         !s)
       return s;
   return Status::ok();
@@ -288,16 +292,68 @@ void CudaSession::dropZeroing(CUdeviceptr ptr) {
                  pending_.end());
 }
 
-Status CudaSession::beginCapture(GraphCache::Entry &entry) {
+Status CudaSession::beginCapture(GraphCache::Entry &entry, size_t program,
+                                 runtime::StepStreams branches) {
   if (engine_.capturing)
     return runtime::internalError("a CUDA graph capture is already open on the stream");
+  // Streams and events are made before the capture starts.
+  if (branches.schedule.streams > 1)
+    if (Status s = engine_.reserveBranches(branches.schedule.streams - 1,
+                                           branches.schedule.stream.size() + 1);
+        !s)
+      return s;
   Expected<hal::GraphCapture> capture = hal::GraphCapture::begin(engine_.driver(), engine_.stream());
   if (!capture)
     return capture.status();
   capture_ = std::move(capture.value());
   captureEntry_ = &entry;
+  captureProgram_ = program;
+  branches_ = std::move(branches);
+  current_ = nullptr;
   engine_.capturing = this;
   return Status::ok();
+}
+
+CUstream CudaSession::branchStream(int stream) const {
+  return stream <= 0 ? engine_.stream() : engine_.branchStreams[size_t(stream - 1)].get();
+}
+
+// Event i < steps is step i's; the last one is the fork's.
+Status CudaSession::forkBranches() {
+  if (!branched())
+    return Status::ok();
+  const hal::Event &fork = engine_.branchEvents[branches_.schedule.stream.size()];
+  if (Status s = fork.record(engine_.stream()); !s)
+    return s;
+  for (int t = 1; t < branches_.schedule.streams; ++t)
+    if (Status s = fork.waitOn(branchStream(t)); !s)
+      return s;
+  return Status::ok();
+}
+
+Status CudaSession::enterLaunch(size_t program, size_t launch) {
+  if (!branched() || program != captureProgram_)
+    return Status::ok();
+  if (launch >= branches_.stepOf.size())
+    return runtime::internalError("a captured launch " + std::to_string(launch) +
+                                  " outside its call's steps");
+  const size_t step = branches_.stepOf[launch];
+  current_ = branchStream(branches_.schedule.stream[step]);
+  for (int64_t i : branches_.schedule.waits[step])
+    if (Status s = engine_.branchEvents[size_t(i)].waitOn(current_); !s)
+      return s;
+  return Status::ok();
+}
+
+Status CudaSession::leaveLaunch(size_t program, size_t launch) {
+  if (!branched() || program != captureProgram_ || launch >= branches_.stepOf.size())
+    return Status::ok();
+  const size_t step = branches_.stepOf[launch];
+  Status s = Status::ok();
+  if (branches_.signals[step])
+    s = engine_.branchEvents[step].record(launchStream());
+  current_ = nullptr;
+  return s;
 }
 
 Status CudaSession::endCapture(long long position) {
@@ -305,10 +361,25 @@ Status CudaSession::endCapture(long long position) {
     return Status::ok();
   GraphCache::Entry *entry = captureEntry_;
   captureEntry_ = nullptr;
+  // The branches rejoin the origin stream (a capture ends there).
+  Status joined = Status::ok();
+  if (branched())
+    for (int64_t j : branches_.schedule.joins)
+      if (joined)
+        joined = engine_.branchEvents[size_t(j)].waitOn(engine_.stream());
+  branches_ = {};
+  current_ = nullptr;
+  if (!joined) {
+    capture_.abandon();
+    if (entry)
+      entry->disabled = true;
+  }
   if (engine_.capturing == this) {
     engine_.capturing = nullptr;
     engine_.captureEnded.notify_all();
   }
+  if (!joined)
+    return joined;
   Expected<hal::Graph> graph = capture_.end();
   if (!graph) {
     if (entry)
@@ -335,6 +406,8 @@ void CudaSession::abandonCapture() {
   if (captureEntry_)
     captureEntry_->disabled = true; // graphs stay off for this call shape
   captureEntry_ = nullptr;
+  branches_ = {};
+  current_ = nullptr;
   if (engine_.capturing == this) {
     engine_.capturing = nullptr;
     engine_.captureEnded.notify_all();

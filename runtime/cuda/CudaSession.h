@@ -10,7 +10,12 @@
 //     ring rows : 0} and the CED replay's, and the scratch of every launch
 //     site (by launch index and the adapter's n-th request);
 //   - its captured graphs, per (program, call shape) (GraphCache.h), and the
-//     capture in progress.
+//     capture in progress with its branches: the call's steps spread over
+//     the engine's branch streams (StreamSchedule.h scheduleSteps). A step
+//     waits for the events of the steps it depends on (enterLaunch) and
+//     records its own when a later step or the join needs it (leaveLaunch);
+//     the branch streams join the capture after the call's leading zeroing
+//     (forkBranches) and rejoin the origin stream before it ends.
 // resolve() finds the device copy of a TensorRef: weights in the Engine's
 // CudaEngineState, states and arena slots here.
 //
@@ -34,6 +39,8 @@
 #include "runtime/cuda/CudaEngineState.h"
 #include "runtime/cuda/GraphCache.h"
 #include "runtime/cuda/hal/Graph.h"
+
+#include "dsc/runtime/StreamSchedule.h"
 
 #include <vector>
 
@@ -100,8 +107,23 @@ public:
   void dropZeroing(CUdeviceptr ptr);
   void clearZeroing() { pending_.clear(); }
 
-  /// Starts capturing the stream for `entry`.
-  runtime::Status beginCapture(GraphCache::Entry &entry);
+  /// Starts capturing the stream for `entry`: a call of `program` whose
+  /// steps go to the streams `branches` names (one stream: all on the
+  /// origin stream, as without branches).
+  runtime::Status beginCapture(GraphCache::Entry &entry, size_t program,
+                               runtime::StepStreams branches);
+  /// After the call's leading zeroing: the branch streams the capture uses
+  /// wait for the origin stream (joining the capture).
+  runtime::Status forkBranches();
+  /// Before the launches of one step (`launch`: its first) of `program`: the
+  /// stream they go to (launchStream) waits for the steps it needs from other
+  /// streams. Outside a branched capture launchStream() stays the origin.
+  runtime::Status enterLaunch(size_t program, size_t launch);
+  /// After the step's launches (`launch`: its last): its event is recorded
+  /// when needed, and launchStream() is the origin again.
+  runtime::Status leaveLaunch(size_t program, size_t launch);
+  /// Where kernels, copies and per-launch zeroing go now.
+  CUstream launchStream() const { return current_ ? current_ : engine_.stream(); }
   /// Ends the open capture (if any) into its entry's graph and launches it.
   /// `position` is only for CudaOptions::logGraphs.
   runtime::Status endCapture(long long position);
@@ -126,6 +148,11 @@ private:
   GraphCache graphs_;
   hal::GraphCapture capture_;
   GraphCache::Entry *captureEntry_ = nullptr;
+  size_t captureProgram_ = 0;
+  runtime::StepStreams branches_; ///< of the open capture (schedule.streams > 1: branched)
+  CUstream current_ = nullptr;    ///< the step's branch stream (null: the origin)
+  bool branched() const { return capture_.active() && branches_.schedule.streams > 1; }
+  CUstream branchStream(int stream) const;
 };
 
 } // namespace dsc::cuda

@@ -217,19 +217,33 @@ void planLastUses(const Plan &plan, const Program &program, const CallShape &sha
       out.dieAfter[size_t(out.lastUse[v])].push_back(int64_t(v));
 }
 
-/// The zeroing schedule, from the host plan's live ranges (position
-/// independent: the ranges are the program's).
+} // namespace
+
+std::vector<int64_t> zeroingLaunches(const Program &program) {
+  std::vector<int64_t> at(program.values.size(), -1);
+  for (size_t k = program.launches.size(); k-- > 0;)
+    for (int64_t v : program.launches[k].outputs)
+      if (v >= 0 && size_t(v) < at.size())
+        at[size_t(v)] = int64_t(k);
+  return at;
+}
+
+namespace {
+
+/// The zeroing schedule: each planned slot right before its first writing
+/// launch (position independent).
 void planZeroing(const Program &program, CallPlan &out) {
   out.zeroAtStart.clear();
   out.zeroBefore.assign(program.launches.size(), {});
+  const std::vector<int64_t> at = zeroingLaunches(program);
   for (size_t i = 0; i < out.host.values.size(); ++i) {
     const ValueMemory &m = out.host.values[i];
     if (!m.planned)
       continue;
-    if (m.first < 0 || size_t(m.first) >= out.zeroBefore.size())
+    if (m.first < 0 || i >= at.size() || at[i] < 0) // an input, or nothing writes it
       out.zeroAtStart.push_back(int64_t(i));
     else
-      out.zeroBefore[size_t(m.first)].push_back(int64_t(i));
+      out.zeroBefore[size_t(at[i])].push_back(int64_t(i));
   }
 }
 

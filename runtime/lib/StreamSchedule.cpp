@@ -60,4 +60,42 @@ StreamSchedule scheduleStreams(const LaunchGraph &graph, int maxStreams) {
   return out;
 }
 
+StepStreams scheduleSteps(const LaunchGraph &launches, std::span<const CallStep> steps,
+                          int maxStreams) {
+  StepStreams out;
+  const size_t n = launches.preds.size();
+  out.stepOf.assign(n, 0);
+  bool plain = true; // every step one launch or one native fusion
+  for (size_t s = 0; s < steps.size(); ++s) {
+    plain = plain && (steps[s].kind == CallStep::Kind::Launch ||
+                      steps[s].kind == CallStep::Kind::NativeFusion);
+    for (size_t k = steps[s].first; k < steps[s].end && k < n; ++k)
+      out.stepOf[k] = s;
+  }
+  out.graph.preds.assign(steps.size(), {});
+  std::vector<int64_t> chain(steps.size(), 0);
+  for (size_t s = 0; s < steps.size(); ++s) {
+    std::vector<int64_t> &preds = out.graph.preds[s];
+    for (size_t k = steps[s].first; k < steps[s].end && k < n; ++k)
+      for (int64_t i : launches.preds[k])
+        if (out.stepOf[size_t(i)] < s) // a launch of the same step: the step's own order
+          preds.push_back(int64_t(out.stepOf[size_t(i)]));
+    std::sort(preds.begin(), preds.end());
+    preds.erase(std::unique(preds.begin(), preds.end()), preds.end());
+    int64_t longest = 0;
+    for (int64_t i : preds)
+      longest = std::max(longest, chain[size_t(i)]);
+    chain[s] = longest + 1;
+    out.graph.depth = std::max(out.graph.depth, chain[s]);
+  }
+  out.schedule = scheduleStreams(out.graph, plain ? maxStreams : 1);
+  out.signals.assign(steps.size(), 0);
+  for (const std::vector<int64_t> &waits : out.schedule.waits)
+    for (int64_t i : waits)
+      out.signals[size_t(i)] = 1;
+  for (int64_t i : out.schedule.joins)
+    out.signals[size_t(i)] = 1;
+  return out;
+}
+
 } // namespace dsc::runtime

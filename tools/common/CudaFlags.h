@@ -21,6 +21,8 @@
 //                              tiles (CudaOptions::gemv)
 //   --cuda-pdl on|off          every kernel as a programmatic dependent launch
 //                              (CudaOptions::dependentLaunch)
+//   --cuda-streams 1..8        the streams a captured decode call's steps go
+//                              to (graph branches; CudaOptions::streams)
 // and, where a flag is not given, from the environment variables the
 // runtime read before: DSC_CUDA_GRAPHS=0 (off) / =2 (log), DSC_CUDA_SYNC
 // (anything but empty or 0), DSC_CUDA_TOPK_QUADRATIC=1; and
@@ -48,14 +50,15 @@ namespace dsc::tools {
 inline const std::vector<std::string> kCudaValuedOptions = {"--cuda-graphs", "--cuda-topk",
                                                             "--cuda-kernels", "--cuda-attention",
                                                             "--cuda-moe-mma", "--cuda-gemv",
-                                                            "--cuda-pdl", "--cpu-threads"};
+                                                            "--cuda-pdl", "--cuda-streams",
+                                                            "--cpu-threads"};
 inline const std::vector<std::string> kCudaFlags = {"--cuda-sync"};
 /// One line for a usage text.
 inline constexpr const char *kCudaUsage =
     "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]\n"
     "                 [--cuda-kernels fast|cpu-order[=FAMILY,...]]\n"
     "                 [--cuda-attention single|split|mqa|tc] [--cuda-moe-mma f16|e4m3]\n"
-    "                 [--cuda-gemv lanes|slots|tiles] [--cuda-pdl on|off]\n"
+    "                 [--cuda-gemv lanes|slots|tiles] [--cuda-pdl on|off] [--cuda-streams 1..8]\n"
     "                 [--cpu-threads N]";
 
 /// The DSC_CUDA_* variables, as the runtime used to read them.
@@ -172,6 +175,9 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
                                  options.gemv),
         applyChoice<bool>(cl, "--cuda-pdl", {{"on", true}, {"off", false}},
                           options.dependentLaunch),
+        applyChoice<int>(cl, "--cuda-streams",
+                         {{"1", 1}, {"2", 2}, {"3", 3}, {"4", 4}, {"5", 5}, {"6", 6}, {"7", 7}, {"8", 8}},
+                         options.streams),
         applyChoice<bool>(cl, "--cuda-topk", {{"radix", false}, {"quadratic", true}},
                           options.quadraticTopk)})
     if (!error.empty())

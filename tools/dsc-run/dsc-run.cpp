@@ -132,14 +132,32 @@ static int describe(const std::string &planPath) {
       std::printf(", no dependency depth (%s)", memory.status().message().c_str());
     } else {
       const LaunchGraph graph = launchGraph(p, *memory);
-      const StreamSchedule streams = scheduleStreams(graph, 4);
+      // A native fusion is one step, as a GPU backend that has it runs it.
+      std::vector<CallStep> steps;
+      for (size_t k = 0; k < p.launches.size(); ++k) {
+        const int64_t f = p.launches[k].fusion;
+        const bool native = f >= 0 && size_t(f) < p.fusions.size() &&
+                            !p.fusions[size_t(f)].executable.empty();
+        if (native && !steps.empty() && steps.back().kind == CallStep::Kind::NativeFusion &&
+            p.launches[steps.back().first].fusion == f) {
+          steps.back().end = k + 1;
+          continue;
+        }
+        CallStep step;
+        step.kind = native ? CallStep::Kind::NativeFusion : CallStep::Kind::Launch;
+        step.first = k;
+        step.end = k + 1;
+        steps.push_back(step);
+      }
+      const StepStreams streams = scheduleSteps(graph, steps, 4);
       size_t waits = 0;
-      for (const std::vector<int64_t> &w : streams.waits)
+      for (const std::vector<int64_t> &w : streams.schedule.waits)
         waits += w.size();
-      std::printf(", dependency depth %lld steps at 1 token (%lld without arena reuse; "
-                  "%d of 4 streams, %zu cross-stream waits)",
+      std::printf(", dependency depth %lld steps at 1 token (%lld without arena reuse); "
+                  "with native fusions %zu steps of depth %lld on %d of 4 streams "
+                  "(%zu cross-stream waits)",
                   (long long)graph.depth, (long long)launchGraph(p, *memory, false).depth,
-                  streams.streams, waits);
+                  steps.size(), (long long)streams.graph.depth, streams.schedule.streams, waits);
     }
     std::printf("\n");
   }

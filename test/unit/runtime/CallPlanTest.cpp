@@ -264,7 +264,7 @@ TEST(CallPlan, RowTilesCoverTheRowsExactly) {
       }
 }
 
-TEST(CallPlan, ZeroingAndLastUsesFollowTheLiveRanges) {
+TEST(CallPlan, ZeroingFollowsTheFirstWritersAndLastUsesTheLiveRanges) {
   Plan plan = handPlan();
   const Program &p = plan.programs[0];
   Expected<CallPlan> cp = planCall(plan, p, prefillShape(20), nativePair());
@@ -272,15 +272,19 @@ TEST(CallPlan, ZeroingAndLastUsesFollowTheLiveRanges) {
   Expected<MemoryPlan> m = planMemory(plan, p, 20, 0, false, /*rowTiles=*/true);
   ASSERT_TRUE(m);
   expectSameMemory(cp->host, *m, "host");
-  // The schedule, from planMemory's ranges: ids from the start; x at 0;
-  // scores, topk (fusion 0: [1, 2]) at 1; r at 3; y, logits (fusion 1) at 4.
+  // Each slot is zeroed right before the launch that first writes it (launch
+  // k writes slot k + 1), not where its live range starts: topk (slot 3) is
+  // live from fusion 0's first launch (1) but written by launch 2; logits
+  // (slot 6) live from 4, written by 5. ids (slot 0), an input, at the start.
   EXPECT_EQ(cp->zeroAtStart, (std::vector<int64_t>{0}));
-  EXPECT_EQ(cp->zeroBefore, (std::vector<std::vector<int64_t>>{{1}, {2, 3}, {}, {4}, {5, 6}, {}}));
-  for (size_t i = 0; i < m->values.size(); ++i) {
-    const int64_t first = m->values[i].first;
-    const std::vector<int64_t> &at = first < 0 ? cp->zeroAtStart : cp->zeroBefore[size_t(first)];
-    EXPECT_EQ(std::count(at.begin(), at.end(), int64_t(i)), 1) << "slot " << i;
-  }
+  EXPECT_EQ(cp->zeroBefore, (std::vector<std::vector<int64_t>>{{1}, {2}, {3}, {4}, {5}, {6}}));
+  EXPECT_EQ(zeroingLaunches(p), (std::vector<int64_t>{-1, 0, 1, 2, 3, 4, 5}));
+  // A zeroing is a write of the launch it precedes (what LaunchGraph orders).
+  for (size_t k = 0; k < cp->zeroBefore.size(); ++k)
+    for (int64_t v : cp->zeroBefore[k]) {
+      const std::vector<int64_t> &outs = p.launches[k].outputs;
+      EXPECT_NE(std::find(outs.begin(), outs.end(), v), outs.end()) << "slot " << v;
+    }
   // Last uses: x is read by fusion 1, which ends at 5; topk by launch 3;
   // outputs past the end (6 launches).
   EXPECT_EQ(cp->lastUse, (std::vector<int64_t>{0, 5, 2, 3, 5, 5, 6}));

@@ -208,6 +208,22 @@ TEST_F(CudaFlags, PdlFlagSelectsDependentLaunch) {
                   "--cuda-pdl takes on or off, got 'yes'");
 }
 
+/// --cuda-streams N picks CudaOptions::streams (1 to 8; 4 by default).
+TEST_F(CudaFlags, StreamsFlagSetsTheBranchStreams) {
+  CommandLine cl;
+  EXPECT_EQ(apply(cl).streams, 4);
+  for (int n : {1, 2, 8}) {
+    cl.options["--cuda-streams"] = std::to_string(n);
+    EXPECT_EQ(apply(cl).streams, n);
+  }
+  for (const char *bad : {"0", "9", "four"}) {
+    cl.options["--cuda-streams"] = bad;
+    std::string got;
+    apply(cl, &got);
+    EXPECT_EQ(got, std::string("--cuda-streams takes 1, 2, 3, 4, 5, 6, 7 or 8, got '") + bad + "'");
+  }
+}
+
 } // namespace
 
 namespace {

@@ -5,7 +5,9 @@
 // program's: every dependency is ordered by stream order and waits (the
 // happens-before closure built here from the schedule alone), at most
 // maxStreams streams, and independent chains really do land on different
-// streams.
+// streams. scheduleSteps (a call's steps as the nodes) on a hand-worked
+// call, a row-tiled call, and tiny6 decode with every fusion as one step:
+// every launch dependency becomes a step dependency (or stays inside a step).
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/StreamSchedule.h"
 #include "dsc/runtime/PlanFile.h"
@@ -13,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 using namespace dsc::runtime;
@@ -23,6 +26,14 @@ LaunchGraph graphOf(std::vector<std::vector<int64_t>> preds) {
   LaunchGraph g;
   g.preds = std::move(preds);
   return g;
+}
+
+CallStep stepOf(size_t first, size_t end, CallStep::Kind kind = CallStep::Kind::Launch) {
+  CallStep s;
+  s.kind = kind;
+  s.first = first;
+  s.end = end;
+  return s;
 }
 
 /// Checks that every edge of g is ordered by s: launch i happens before j
@@ -117,7 +128,7 @@ TEST(StreamSchedule, RandomGraphsAreOrdered) {
   }
 }
 
-TEST(StreamSchedule, Tiny6DecodeIsOrderedAndBranches) {
+TEST(StreamSchedule, Tiny6DecodeIsOrderedBranchesAndItsStepsKeepEveryDependency) {
   Expected<Plan> plan = readPlanFile(dsc::test::tiny6CpuPlan());
   ASSERT_TRUE(plan) << plan.status().message();
   for (const Program &p : plan->programs) {
@@ -131,7 +142,68 @@ TEST(StreamSchedule, Tiny6DecodeIsOrderedAndBranches) {
     if (g.depth < int64_t(p.launches.size()))
       EXPECT_GT(s.streams, 1) << "independent steps exist (depth " << g.depth << " of "
                               << p.launches.size() << "), so some run on another stream";
+    // Every fusion's contiguous launches as one native step.
+    std::vector<CallStep> steps;
+    size_t fused = 0;
+    for (size_t k = 0; k < p.launches.size(); ++k) {
+      const int64_t f = p.launches[k].fusion;
+      if (f >= 0 && !steps.empty() && steps.back().kind == CallStep::Kind::NativeFusion &&
+          p.launches[steps.back().first].fusion == f) {
+        steps.back().end = k + 1;
+        ++fused;
+        continue;
+      }
+      steps.push_back(stepOf(k, k + 1, f >= 0 ? CallStep::Kind::NativeFusion
+                                              : CallStep::Kind::Launch));
+    }
+    ASSERT_GT(fused, 0u) << "tiny6 decode has fusions";
+    const StepStreams ss = scheduleSteps(g, steps, 4);
+    for (size_t j = 0; j < g.preds.size(); ++j)
+      for (int64_t i : g.preds[j]) {
+        const size_t a = ss.stepOf[size_t(i)], b = ss.stepOf[j];
+        ASSERT_LE(a, b);
+        if (a != b)
+          EXPECT_TRUE(std::binary_search(ss.graph.preds[b].begin(), ss.graph.preds[b].end(),
+                                         int64_t(a)))
+              << "launch edge " << i << " -> " << j << " lost between steps " << a << ", " << b;
+      }
+    expectOrdered(ss.graph, ss.schedule, 4);
+    for (size_t t = 0; t < steps.size(); ++t) // a step signals iff someone waits for it
+      EXPECT_EQ(ss.signals[t] != 0,
+                std::any_of(ss.schedule.waits.begin(), ss.schedule.waits.end(),
+                            [&](const std::vector<int64_t> &w) {
+                              return std::find(w.begin(), w.end(), int64_t(t)) != w.end();
+                            }) ||
+                    std::find(ss.schedule.joins.begin(), ss.schedule.joins.end(), int64_t(t)) !=
+                        ss.schedule.joins.end());
   }
 }
 
+TEST(StreamSchedule, StepsGroupTheirLaunches) {
+  // Launches 1 and 2 form one native fusion (2 also waits for 1: inside the
+  // step). Steps: {0}, {1, 2}, {3}, {4}; step 2 needs step 1, step 3 nothing.
+  const LaunchGraph g = graphOf({{}, {0}, {0, 1}, {1, 2}, {}});
+  const std::vector<CallStep> steps = {stepOf(0, 1),
+                                       stepOf(1, 3, CallStep::Kind::NativeFusion),
+                                       stepOf(3, 4), stepOf(4, 5)};
+  const StepStreams s = scheduleSteps(g, steps, 4);
+  EXPECT_EQ(s.stepOf, (std::vector<size_t>{0, 1, 1, 2, 3}));
+  EXPECT_EQ(s.graph.preds, (std::vector<std::vector<int64_t>>{{}, {0}, {1}, {}}));
+  EXPECT_EQ(s.graph.depth, 3);
+  // 0, 1, 2 chain on stream 0; the root 3 takes the least recently used
+  // stream 1, which stream 0 joins at the end.
+  EXPECT_EQ(s.schedule.stream, (std::vector<int>{0, 0, 0, 1}));
+  EXPECT_EQ(s.schedule.joins, (std::vector<int64_t>{3}));
+  EXPECT_EQ(s.signals, (std::vector<uint8_t>{0, 0, 0, 1}));
+  expectOrdered(s.graph, s.schedule, 4);
+}
+
+TEST(StreamSchedule, RowTiledCallsStayOnOneStream) {
+  const LaunchGraph g = graphOf({{}, {}, {}});
+  const std::vector<CallStep> steps = {stepOf(0, 1), stepOf(1, 3, CallStep::Kind::RowTiles)};
+  const StepStreams s = scheduleSteps(g, steps, 4);
+  EXPECT_EQ(s.schedule.streams, 1);
+  EXPECT_EQ(s.schedule.stream, (std::vector<int>{0, 0}));
+  EXPECT_EQ(s.signals, (std::vector<uint8_t>{0, 0}));
+}
 } // namespace

@@ -34,8 +34,8 @@
 // p0), p) equals planCall(shape at p) field by field; `host` equals
 // planMemory(tokens, startPos, capacity = false, traits.rowTiles) and
 // `device` planMemory(tokens, 0 or max_seq_len - tokens, capacity = true);
-// zeroBefore[l] lists exactly the planned slots whose live range starts at
-// l, zeroAtStart those starting at -1; the tiles of a row-tiled step cover
+// zeroBefore[l] lists exactly the planned slots whose first writing launch
+// (zeroingLaunch) is l, zeroAtStart those no launch writes; the tiles of a row-tiled step cover
 // its call's rows exactly once, in order; replayRows = min(R, tokens) and
 // the replay starts at startPos + tokens - replayRows; the steps cover every
 // launch exactly once, in order. planCall is pure: it reads its arguments
@@ -184,6 +184,14 @@ inline constexpr size_t kOtherHostLayouts = 4;
 /// slot naming nothing, a replayed launch outside a CED prefill or a fusion
 /// mixing replayed and full-prompt launches) and planMemory's (a bad shape,
 /// named by program and slot).
+/// The launch right before which an arena slot is zeroed: the first launch
+/// writing it, per slot (-1: none writes it, e.g. an input; zeroed at the
+/// call's start). Not the start of its live range: a fused group's values
+/// are live from the group's first launch (MemoryPlan.h), but zeroing them
+/// there would make that launch write values it does not touch, an order no
+/// LaunchGraph edge carries (side-by-side launches would race with it).
+std::vector<int64_t> zeroingLaunches(const Program &program);
+
 Expected<CallPlan> planCall(const Plan &plan, const Program &program, const CallShape &shape,
                             const BackendTraits &traits);
 

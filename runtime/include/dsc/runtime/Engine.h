@@ -177,6 +177,11 @@ struct CudaOptions {
   /// many small kernels of a decode step. Only modules carrying the
   /// prologue's mark are launched so (older plans run serialised).
   bool dependentLaunch = true;
+  /// Streams a captured decode call spreads its steps over (graph branches):
+  /// steps that do not depend on each other (LaunchGraph.h) run side by side
+  /// (StreamSchedule.h scheduleSteps); 1 keeps every step on the one stream.
+  /// Every kernel is the same, so results are byte-identical for any count.
+  int streams = 4;
 };
 
 struct EngineOptions {

@@ -13,7 +13,11 @@
 // side (CUDA graph branches): the decode step's kernels are latency-bound,
 // and the longest dependency chain is shorter than the launch sequence
 // (scripts/plan-critical-path.py, docs/perf.md session 11). This is the one
-// definition of that order; no backend uses it yet.
+// definition of that order: the CUDA decode capture spreads its steps over
+// streams by it (StreamSchedule.h scheduleSteps). It sees only what the plan
+// declares, so a backend may touch no other activation memory: arena
+// zeroing happens right before a value's first writer (zeroingLaunches,
+// CallPlan.h), which is that launch's own write.
 // Precondition: a verified program (verifyPlan, PlanFile.h: every launch's value ids
 // index Program::values; an id outside them orders nothing).
 // Invariants: preds[j] is sorted, every entry < j, and holds only direct

@@ -18,11 +18,20 @@
 // < j on other streams, ascending; every edge i -> j of the graph is
 // ordered by stream order and waits (checked in StreamScheduleTest);
 // maxStreams == 1 puts everything on stream 0 with no waits.
+//
+// scheduleSteps does the same for a call's steps (CallPlan::steps): a step
+// (one launch, or a native fusion the backend runs as one unit) is one node,
+// waiting for every step one of its launches depends on; this is what the
+// CUDA backend's decode capture issues (docs/runtime.md, "Graph branches").
+// A call with row-tiled or skipped steps stays on stream 0.
 //===----------------------------------------------------------------------===//
 #ifndef DSC_RUNTIME_STREAMSCHEDULE_H
 #define DSC_RUNTIME_STREAMSCHEDULE_H
 
+#include "dsc/runtime/CallPlan.h"
 #include "dsc/runtime/LaunchGraph.h"
+
+#include <span>
 
 #include <cstdint>
 #include <vector>
@@ -37,6 +46,19 @@ struct StreamSchedule {
 };
 
 StreamSchedule scheduleStreams(const LaunchGraph &graph, int maxStreams);
+
+/// A call's steps over streams.
+struct StepStreams {
+  StreamSchedule schedule;      ///< over the steps (indices into CallPlan::steps)
+  LaunchGraph graph;            ///< the steps' dependencies (preds by step)
+  std::vector<size_t> stepOf;   ///< per launch: its step
+  std::vector<uint8_t> signals; ///< per step: a later step or the final join waits for it
+};
+
+/// `launches` (launchGraph of the call's program and memory plan) grouped by
+/// `steps` (in order, covering the launches exactly once), then scheduled.
+StepStreams scheduleSteps(const LaunchGraph &launches, std::span<const CallStep> steps,
+                          int maxStreams);
 
 } // namespace dsc::runtime
 

@@ -13,8 +13,13 @@
 //     observer or syncEachLaunch keep every call eager;
 //   - two Sessions of one Engine keep separate graphs, also on two threads
 //     at once (a capture is exclusive: nothing else reaches the stream);
+//   - a captured decode spreads its steps over CudaOptions::streams streams
+//     (graph branches): every branch joins the capture after the leading
+//     zeroing and rejoins the origin before it ends (the fake driver checks
+//     both), with the same launches as the eager call; one stream makes no
+//     branch and no event;
 //   - destroying the Engine frees the weights, constants and modules and
-//     releases the context and the stream.
+//     releases the context, the stream, the branch streams and the events.
 //===----------------------------------------------------------------------===//
 #include "FakeCudaDriver.h"
 #include "dsc/runtime/Backend.h"
@@ -73,6 +78,25 @@ std::vector<int32_t> prompt(size_t n) {
   return ids;
 }
 
+/// A fake Engine made with `cuda` and a Session that prefilled 20 tokens
+/// (null members on failure, reported).
+struct Prefilled {
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Session> session;
+};
+Prefilled prefilled(CudaOptions cuda) {
+  Prefilled p;
+  p.engine = fakeEngine(cuda);
+  if (!p.engine)
+    return p;
+  p.session = p.engine->newSession();
+  Expected<HostTensor> logits = p.session->prefill(prompt(20));
+  EXPECT_TRUE(logits) << logits.status().message();
+  if (!logits)
+    p.session.reset();
+  return p;
+}
+
 /// Decode launches of one call, from the counts around it.
 long long launchesOf(Session &session, int32_t id) {
   const long long before = fakeState().launches;
@@ -93,6 +117,8 @@ protected:
     EXPECT_EQ(fakeState().badFrees, 0);
     EXPECT_EQ(fakeState().syncsDuringCapture, 0);
     EXPECT_EQ(fakeState().allocsDuringCapture, 0);
+    EXPECT_EQ(fakeState().workOutsideCapture, 0) << "a branch stream outside the capture";
+    EXPECT_EQ(fakeState().unjoinedEnds, 0) << "a capture ended with a branch not rejoined";
     EXPECT_FALSE(fakeState().capturing);
   }
 };
@@ -137,6 +163,40 @@ TEST_F(FakeCudaBackend, DecodeIsCapturedOnceAndReplayed) {
   EXPECT_EQ(fakeState().execsLive, 0) << "the graph goes with its Session";
 }
 
+TEST_F(FakeCudaBackend, CapturedDecodeBranchesOverStreams) {
+  long long eagerOneStream = 0;
+  for (int streams : {1, 4}) {
+    fakeState().reset();
+    CudaOptions cuda;
+    cuda.streams = streams;
+    {
+      Prefilled run = prefilled(cuda);
+      ASSERT_TRUE(run.session);
+      const long long eager = launchesOf(*run.session, 5);
+      EXPECT_EQ(fakeState().branchLaunches, 0) << "eager calls use the one stream";
+      EXPECT_EQ(launchesOf(*run.session, 6), eager) << "the branched graph has every launch";
+      EXPECT_EQ(launchesOf(*run.session, 7), eager);
+      EXPECT_EQ(fakeState().captures, 1);
+      EXPECT_EQ(fakeState().capturesEnded, 1);
+      if (streams == 1) {
+        eagerOneStream = eager;
+        EXPECT_EQ(fakeState().branchLaunches, 0);
+        EXPECT_EQ(fakeState().nextEvent, 0) << "one stream needs no event";
+        EXPECT_EQ(fakeState().streamsLive, 1);
+      } else {
+        EXPECT_EQ(eager, eagerOneStream);
+        EXPECT_GT(fakeState().branchLaunches, 0) << "tiny6 decode has independent steps";
+        EXPECT_LT(fakeState().branchLaunches, eager);
+        EXPECT_GT(fakeState().streamsLive, 1);
+        EXPECT_LE(fakeState().streamsLive, 4);
+        EXPECT_GT(fakeState().eventsLive, 0);
+      }
+    }
+    EXPECT_EQ(fakeState().streamsLive, 0) << "streams " << streams;
+    EXPECT_EQ(fakeState().eventsLive, 0) << "streams " << streams;
+  }
+}
+
 /// CudaOptions::dependentLaunch: every launch of a marked module goes out
 /// as a programmatic dependent launch, eager and captured alike; off, or for
 /// modules without the prologue mark (older plans), none does.
@@ -147,10 +207,9 @@ TEST_F(FakeCudaBackend, DependentLaunchesFollowTheOptionAndTheModuleMark) {
       fakeState().modulesMarked = marked;
       CudaOptions cuda;
       cuda.dependentLaunch = on;
-      std::unique_ptr<Engine> engine = fakeEngine(cuda);
-      ASSERT_TRUE(engine);
-      std::unique_ptr<Session> session = engine->newSession();
-      ASSERT_TRUE(session->prefill(prompt(20)));
+      Prefilled run = prefilled(cuda);
+      ASSERT_TRUE(run.session);
+      Session *session = run.session.get();
       const long long eager = launchesOf(*session, 5);
       ASSERT_GT(eager, 0);
       if (on && marked)

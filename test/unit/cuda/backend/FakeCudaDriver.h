@@ -7,7 +7,13 @@
 // carries the prologue mark unless FakeDriverState::modulesMarked is
 // cleared), and stream capture records instead of running (a
 // captured launch, copy or memset is counted and runs at each cuGraphLaunch
-// only as a count). FakeDriverState counts everything the tests check:
+// only as a count). Streams are distinct handles; events carry a vector
+// clock of the work queued on each stream, so a capture that spreads over
+// several streams is checked like the driver does: a stream joins the capture
+// by waiting for an event of a capturing stream (work on a stream outside
+// the capture is counted as misuse), and cuStreamEndCapture fails with
+// CUDA_ERROR_STREAM_CAPTURE_UNJOINED unless the origin stream has waited for
+// all work of the others. FakeDriverState counts everything the tests check:
 // live allocations and bytes, loaded modules, function lookups, contexts
 // retained, streams, captures, graphs, launches, and misuse (a stream
 // synchronisation or an allocation during a capture, a free of an unknown
@@ -28,6 +34,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 
 namespace dsc::test {
 
@@ -47,6 +54,17 @@ struct FakeDriverState {
   long long syncsDuringCapture = 0, allocsDuringCapture = 0;
   long long failAllocAfter = -1;  ///< > 0: the n-th next cuMemAlloc fails
   std::map<CUgraphExec, long long> execLaunches; ///< kernels per instantiated graph
+  long long nextStream = 0, eventsLive = 0, nextEvent = 0;
+  /// Per stream: how much work it has queued, and what it knows complete
+  /// (vector clocks over streams); per event: the clock at its record.
+  std::map<CUstream, long long> work;
+  std::map<CUstream, std::map<CUstream, long long>> clock;
+  std::map<CUevent, std::map<CUstream, long long>> eventClock;
+  CUstream captureOrigin = nullptr;
+  std::set<CUstream> captureStreams;  ///< the origin and the streams that joined
+  long long branchLaunches = 0;       ///< captured kernels on a stream other than the origin
+  long long workOutsideCapture = 0;   ///< work on a non-captured stream during a capture
+  long long unjoinedEnds = 0;         ///< cuStreamEndCapture with unjoined work
 
   size_t liveBytes() const {
     size_t n = 0;
@@ -55,6 +73,13 @@ struct FakeDriverState {
     return n;
   }
   void reset() { *this = FakeDriverState(); }
+  /// Work queued on `stream` (a launch, copy or memset).
+  void queue(CUstream stream) {
+    ++work[stream];
+    clock[stream][stream] = work[stream];
+    if (capturing && !captureStreams.count(stream))
+      ++workOutsideCapture;
+  }
 };
 
 inline FakeDriverState &fakeState() {
@@ -90,7 +115,35 @@ inline const cuda::CudaDriver &fakeCudaDriver() {
     d.cuCtxSynchronize = []() -> CUresult { return CUDA_SUCCESS; };
     d.cuStreamCreate = [](CUstream *s, unsigned) -> CUresult {
       ++fakeState().streamsLive;
-      *s = reinterpret_cast<CUstream>(0x2);
+      *s = reinterpret_cast<CUstream>(uintptr_t(0x2 + 0x10 * fakeState().nextStream++));
+      return CUDA_SUCCESS;
+    };
+    d.cuEventCreate = [](CUevent *e, unsigned) -> CUresult {
+      ++fakeState().eventsLive;
+      *e = reinterpret_cast<CUevent>(uintptr_t(0x8000 + 0x10 * fakeState().nextEvent++));
+      return CUDA_SUCCESS;
+    };
+    d.cuEventDestroy = [](CUevent e) -> CUresult {
+      --fakeState().eventsLive;
+      fakeState().eventClock.erase(e);
+      return CUDA_SUCCESS;
+    };
+    d.cuEventRecord = [](CUevent e, CUstream st) -> CUresult {
+      fakeState().eventClock[e] = fakeState().clock[st];
+      return CUDA_SUCCESS;
+    };
+    d.cuStreamWaitEvent = [](CUstream st, CUevent e, unsigned) -> CUresult {
+      FakeDriverState &s = fakeState();
+      auto it = s.eventClock.find(e);
+      if (it == s.eventClock.end())
+        return CUDA_SUCCESS; // never recorded: nothing to wait for
+      for (const auto &[t, n] : it->second)
+        s.clock[st][t] = std::max(s.clock[st][t], n);
+      // Waiting for work of a capturing stream joins the capture.
+      if (s.capturing)
+        for (const auto &[t, n] : it->second)
+          if (s.captureStreams.count(t))
+            s.captureStreams.insert(st);
       return CUDA_SUCCESS;
     };
     d.cuStreamDestroy = [](CUstream) -> CUresult {
@@ -157,13 +210,15 @@ inline const cuda::CudaDriver &fakeCudaDriver() {
         std::memcpy(dst, reinterpret_cast<void *>(uintptr_t(src)), n);
       return CUDA_SUCCESS;
     };
-    d.cuMemcpyDtoDAsync = [](CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream) -> CUresult {
+    d.cuMemcpyDtoDAsync = [](CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream st) -> CUresult {
+      fakeState().queue(st);
       if (!fakeState().capturing)
         std::memmove(reinterpret_cast<void *>(uintptr_t(dst)),
                      reinterpret_cast<void *>(uintptr_t(src)), n);
       return CUDA_SUCCESS;
     };
-    d.cuMemsetD8Async = [](CUdeviceptr dst, unsigned char v, size_t n, CUstream) -> CUresult {
+    d.cuMemsetD8Async = [](CUdeviceptr dst, unsigned char v, size_t n, CUstream st) -> CUresult {
+      fakeState().queue(st);
       if (!fakeState().capturing)
         std::memset(reinterpret_cast<void *>(uintptr_t(dst)), v, n);
       return CUDA_SUCCESS;
@@ -205,6 +260,9 @@ inline const cuda::CudaDriver &fakeCudaDriver() {
     d.cuLaunchKernelEx = [](const CUlaunchConfig *config, CUfunction, void **,
                             void **) -> CUresult {
       FakeDriverState &s = fakeState();
+      s.queue(config->hStream);
+      if (s.capturing && config->hStream != s.captureOrigin)
+        ++s.branchLaunches;
       for (unsigned i = 0; i < config->numAttrs; ++i)
         if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
             config->attrs[i].value.programmaticStreamSerializationAllowed)
@@ -230,20 +288,30 @@ inline const cuda::CudaDriver &fakeCudaDriver() {
       *text = "fake driver error";
       return CUDA_SUCCESS;
     };
-    d.cuStreamBeginCapture = [](CUstream, CUstreamCaptureMode) -> CUresult {
+    d.cuStreamBeginCapture = [](CUstream st, CUstreamCaptureMode) -> CUresult {
       FakeDriverState &s = fakeState();
       if (s.capturing)
         return CUDA_ERROR_ILLEGAL_STATE;
       s.capturing = true;
+      s.captureOrigin = st;
+      s.captureStreams = {st};
+      s.clock[st][st] = s.work[st]; // an event recorded now carries the origin's mark
       s.capturedLaunches = 0;
       ++s.captures;
       return CUDA_SUCCESS;
     };
-    d.cuStreamEndCapture = [](CUstream, CUgraph *g) -> CUresult {
+    d.cuStreamEndCapture = [](CUstream st, CUgraph *g) -> CUresult {
       FakeDriverState &s = fakeState();
       if (!s.capturing)
         return CUDA_ERROR_ILLEGAL_STATE;
       s.capturing = false;
+      for (CUstream t : s.captureStreams)
+        if (t != st && s.clock[st][t] < s.work[t]) {
+          ++s.unjoinedEnds;
+          s.captureStreams.clear();
+          return CUDA_ERROR_STREAM_CAPTURE_UNJOINED;
+        }
+      s.captureStreams.clear();
       ++s.capturesEnded;
       ++s.graphsLive;
       // The graph token carries the launch count.
