@@ -19,7 +19,7 @@ CudaEngineState::CudaEngineState(hal::Device device, const runtime::CudaOptions 
   moeE4m3Mma = options.moeE4m3Mma;
   gemv = options.gemv;
   dependentLaunches = options.dependentLaunch;
-  streams = std::max(1, options.streams);
+  streams = std::clamp(options.streams, 1, kMaxStreams);
 }
 
 bool CudaEngineState::dependentLaunch(int64_t module) const {

@@ -84,7 +84,8 @@ public:
   bool moeE4m3Mma = false;       ///< CudaOptions::moeE4m3Mma (CudaLaunchContext)
   runtime::GemvKernels gemv = runtime::GemvKernels::Lanes; ///< CudaOptions::gemv (CudaLaunchContext)
   bool dependentLaunches = true; ///< CudaOptions::dependentLaunch
-  int streams = 1;               ///< CudaOptions::streams (at least 1)
+  static constexpr int kMaxStreams = 16; ///< CudaOptions::streams beyond this count as 16
+  int streams = 1;               ///< CudaOptions::streams, clamped to [1, kMaxStreams]
   std::vector<hal::Stream> branchStreams; ///< streams 1.. of a branched capture (0: stream())
   std::vector<hal::Event> branchEvents;   ///< a branched capture's step events
   /// The session whose capture is open on the stream, or null.

@@ -181,6 +181,7 @@ struct CudaOptions {
   /// steps that do not depend on each other (LaunchGraph.h) run side by side
   /// (StreamSchedule.h scheduleSteps); 1 keeps every step on the one stream.
   /// Every kernel is the same, so results are byte-identical for any count.
+  /// Values below 1 mean 1, above 16 mean 16.
   int streams = 4;
 };
 

@@ -209,8 +209,7 @@ TEST_F(FakeCudaBackend, DependentLaunchesFollowTheOptionAndTheModuleMark) {
       cuda.dependentLaunch = on;
       Prefilled run = prefilled(cuda);
       ASSERT_TRUE(run.session);
-      Session *session = run.session.get();
-      const long long eager = launchesOf(*session, 5);
+      const long long eager = launchesOf(*run.session, 5);
       ASSERT_GT(eager, 0);
       if (on && marked)
         EXPECT_EQ(fakeState().dependentLaunches, fakeState().launches) << "every eager launch";
