@@ -14,7 +14,7 @@
 // Scratch: blockVals f32 [S, nblocks], picked u8 [S, nblocks]. Serial per
 // row (O(nblocks x blocks)): the reference; the adapter runs
 // dsc_candidate_blocks_radix (below), O(T) per row and no scratch, unless
-// DSC_CUDA_TOPK_QUADRATIC=1.
+// --cuda-topk quadratic (CudaOptions::quadraticTopk).
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
@@ -88,10 +88,14 @@ __device__ __forceinline__ float candidateBlockValue(const unsigned short *row, 
   return m;
 }
 
-/// dsc_candidate_blocks_radix: one block per row, the same ids in O(T): a
-/// radix select of the min(topkBlocks, nblocks)-th block key, then the picked
-/// blocks whose value > -inf in ascending order (the ids), -1 after them.
-DSC_KERNEL void dsc_candidate_blocks_radix(
+/// dsc_candidate_blocks_radix: one block per row (dsc::abi::kSelectThreads
+/// threads), the same ids in O(T): block values are bf16 values or +-inf or
+/// NaN, so select.cuh selectTop16Ascending picks the min(topkBlocks,
+/// nblocks) best by 16-bit keys (each thread a contiguous chunk of blocks)
+/// and writes those whose value > -inf (neither NaN nor -inf) in
+/// ascending order (the ids), -1 after them. Bound: ~4 reads of the row's
+/// scores from L2.
+DSC_KERNEL void __launch_bounds__(dsc::abi::kSelectThreads) dsc_candidate_blocks_radix(
     const __grid_constant__ dsc::abi::CandidateBlocksParams p, const unsigned short *scores,
     long long S, const long long *callState, int *ids) {
   DSC_KERNEL_PROLOGUE();
@@ -113,16 +117,14 @@ DSC_KERNEL void dsc_candidate_blocks_radix(
   const unsigned short *row = scores + s * width;
   const long long cl = compressLen(startPos, s, ratio);
   const long long pinned = cl > 0 && (cl - 1) / blockSize < nblocks ? (cl - 1) / blockSize : -1;
-  auto keyOf = [&](long long b) {
-    return rankKey(candidateBlockValue(row, width, blockSize, pinned, b), b);
+  auto chunk = [&](long long a, long long b, auto &&f) {
+    for (long long blk = a; blk < b; ++blk)
+      f(blk, rankKey16(candidateBlockValue(row, width, blockSize, pinned, blk)));
   };
-  __syncthreads(); // the -1 fill before the compaction's writes
-  const unsigned long long threshold = radixSelectKey(nblocks, k, keyOf);
-  compactAscending(
-      nblocks,
-      [&](long long b) {
-        return keyOf(b) >= threshold &&
-               candidateBlockValue(row, width, blockSize, pinned, b) > negInf();
-      },
+  __syncthreads(); // the -1 fill before the selection's writes
+  // Picks whose value is NaN or -inf are dropped (value > -inf fails).
+  const unsigned minusInf = rankKey16(negInf()), nan = 0xffffu;
+  selectTop16Ascending(
+      nblocks, k, chunk, [&](unsigned key) { return key != minusInf && key != nan; },
       [&](long long b, long long slot) { out[slot] = static_cast<int>(b); });
 }

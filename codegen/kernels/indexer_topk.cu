@@ -13,15 +13,18 @@
 //     position c goes to column #{selected j < c} (ascending order) as
 //     c + offset if c < compress_len(s), else -1; columns in [used, k) get -1.
 // Scratch: selected u8 [S, width]. O(width^2) per row: simple, not fast.
-//   dsc_indexer_topk_radix: one block per row, the same set in O(width):
-//     each position gets a distinct 64-bit key that orders exactly like
-//     ranksBefore (NaN highest; the float's order-preserving bits with -0 as
-//     +0; then the complement of the index, so the lower index wins a tie);
-//     an 8-pass radix select (8 bits a pass, block histograms) finds the
-//     used-th largest key, positions whose key is at least that one are the
-//     selection, and a block scan writes them in ascending position order.
+//   dsc_indexer_topk_radix: one block per row (dsc::abi::
+//     kSelectThreads threads), the same set in O(width): scores are bf16, so a 16-bit key
+//     (select.cuh rankKey16: NaN highest, -0 as +0, non-candidates -inf)
+//     orders them as ranksBefore does and the lower position breaks ties;
+//     selectTop16Ascending finds the used-th key in two byte sweeps and
+//     writes the selection in ascending position order in a third. Each
+//     thread owns a contiguous chunk of positions and walks the row's
+//     ascending candidate ids along it (one binary search per chunk, not per
+//     position). Bound: ~4 reads of the row from L2 (width x 2 bytes) and
+//     two block barriers per sweep; the reference above is O(width^2).
 //     The adapter uses it; the select/emit pair stays as the simple
-//     reference (DSC_CUDA_TOPK_QUADRATIC=1 runs it, for comparisons).
+//     reference (--cuda-topk quadratic runs it, for comparisons).
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
@@ -102,14 +105,25 @@ DSC_KERNEL void dsc_indexer_topk_emit(const __grid_constant__ dsc::abi::IndexerT
     topk[s * k + pos] = c < compressLen(startPos, s, ratio) ? static_cast<int>(c + offset) : -1;
 }
 
-#define DSC_TOPK_THREADS 256
+/// The number of valid (>= 0) ids of a row's candidate list (ascending, then -1).
+__device__ __forceinline__ long long validCandidates(const int *ids, long long blocks) {
+  long long lo = 0, hi = blocks;
+  while (lo < hi) {
+    const long long mid = (lo + hi) / 2;
+    if (ids[mid] >= 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
 
-DSC_KERNEL void dsc_indexer_topk_radix(const __grid_constant__ dsc::abi::IndexerTopKParams p,
+DSC_KERNEL void __launch_bounds__(dsc::abi::kSelectThreads) dsc_indexer_topk_radix(const __grid_constant__ dsc::abi::IndexerTopKParams p,
                                        const unsigned short *scores, const int *candidates,
                                        long long blocks, long long S,
                                        const long long *callState, long long offset, int *topk) {
   DSC_KERNEL_PROLOGUE();
-  const long long blockSize = p.block_size, ratio = p.ratio, k = p.topk;
+  const long long blockSize = p.block_size > 0 ? p.block_size : 1, ratio = p.ratio, k = p.topk;
   const long long startPos = DSC_CALL_START(callState);
   const long long width = DSC_CALL_COMPRESSED_LENGTH(callState, ratio);
   const long long used = k < width ? k : width;
@@ -119,19 +133,43 @@ DSC_KERNEL void dsc_indexer_topk_radix(const __grid_constant__ dsc::abi::Indexer
   const unsigned short *row = scores + s * width;
   const int *cand = candidates ? candidates + s * blocks : nullptr;
   int *out = topk + s * k;
-  for (long long c = threadIdx.x; c < k; c += blockDim.x)
-    out[c] = -1;
+  for (long long c = (used > 0 ? used : 0) + threadIdx.x; c < k; c += blockDim.x)
+    out[c] = -1; // the selection writes slots [0, used)
   if (used <= 0)
     return;
-  auto keyOf = [&](long long j) {
-    return rankKey(topkScore(row, cand, blocks, blockSize, j), j);
+  const long long valid = cand ? validCandidates(cand, blocks) : 0;
+  const unsigned maskedKey = rankKey16(negInf());
+  // A thread's chunk [a, b) in order; with candidates, the ids are walked
+  // along it from the first one at or after block a / blockSize.
+  auto chunk = [&](long long a, long long b, auto &&f) {
+    if (!cand) {
+      for (long long j = a; j < b; ++j)
+        f(j, rankKey16(bf16ToFloat(row[j])));
+      return;
+    }
+    long long lo = 0, hi = valid;
+    const long long first = a / blockSize;
+    while (lo < hi) {
+      const long long mid = (lo + hi) / 2;
+      if (cand[mid] < first)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    long long id = lo < valid ? cand[lo] : -1;
+    for (long long j = a; j < b; ++j) {
+      const long long blk = j / blockSize;
+      while (id >= 0 && id < blk) {
+        ++lo;
+        id = lo < valid ? cand[lo] : -1;
+      }
+      f(j, id == blk ? rankKey16(bf16ToFloat(row[j])) : maskedKey);
+    }
   };
-  const unsigned long long threshold = radixSelectKey(width, used, keyOf); // the used-th key
   const long long cl = compressLen(startPos, s, ratio);
-  compactAscending(
-      width, [&](long long j) { return keyOf(j) >= threshold; },
-      [&](long long j, long long slot) {
-        if (slot < k)
-          out[slot] = j < cl ? static_cast<int>(j + offset) : -1;
-      });
+  selectTop16Ascending(
+      width, used, chunk, [](unsigned) { return true; }, [&](long long j, long long slot) {
+    if (slot < k)
+      out[slot] = j < cl ? static_cast<int>(j + offset) : -1;
+  });
 }

@@ -477,7 +477,7 @@ Status candidateBlocks(CudaLaunchContext &c, const abi::CandidateBlocksParams &p
     CUdeviceptr sp = scores.ptr, out = c.outputs[0]->ptr, cs = c.callState;
     Dim3 grid, block;
     grid.x = static_cast<unsigned>(S);
-    block.x = 256;
+    block.x = abi::kSelectThreads;
     return c.launchEntry("dsc_candidate_blocks_radix", grid, block, 0,
                          {&params, &sp, &S, &cs, &out});
   }
@@ -518,11 +518,11 @@ Status indexerTopK(CudaLaunchContext &c, const abi::IndexerTopKParams &p) {
     return launch1D(c, "dsc_indexer_topk_emit", S * std::max(widthCap, k),
                     {&params, &selp, &S, &cs, &offset, &out});
   }
-  // One block per row: radix select of the used = min(k, T)-th largest key,
-  // then the ascending compaction (indexer_topk.cu). O(T) per row, no scratch.
+  // One block per row: the used = min(k, T) best bf16 scores by 16-bit keys,
+  // written in ascending order (indexer_topk.cu). O(T) per row, no scratch.
   Dim3 grid, block;
   grid.x = static_cast<unsigned>(S);
-  block.x = 256;
+  block.x = abi::kSelectThreads;
   return c.launchEntry("dsc_indexer_topk_radix", grid, block, 0,
                        {&params, &sp, &cand, &blocks, &S, &cs, &offset, &out});
 }

@@ -97,6 +97,10 @@ inline constexpr int kTorchBlockSharedBytes = kTorchBlockGroups * 32 * 4 + 16;
 /// torch's order from group sums computed apart (dsc_hc_mixes_*_fast): a
 /// chain has n / 32 items in groups of at least 16, plus a tail group.
 inline constexpr long long torchGroupStride(long long n) { return n / 512 + 1; }
+/// Threads per row of the bf16 selections dsc_indexer_topk_radix and
+/// dsc_candidate_blocks_radix (select.cuh selectTop16Ascending: one
+/// contiguous chunk of positions per thread; the result does not depend on it).
+inline constexpr int kSelectThreads = 1024;
 /// Threads per row of dsc_rms_norm_fast and dsc_mhc_pre_norm_fast (the
 /// result does not depend on it: warp 0 sums in torch's order).
 inline constexpr int kNormThreads = 1024;
