@@ -254,17 +254,25 @@ Expected<HostTensor> Session::prefill(std::span<const int32_t> ids) {
   if (int64_t(ids.size()) > model.maxSeqLen)
     return invalidArgument("prefill: position " + std::to_string(ids.size()) +
                            " exceeds the plan's max_seq_len " + std::to_string(model.maxSeqLen));
+  return prefillSpan(ids, 0, /*finish=*/true);
+}
+
+Expected<HostTensor> Session::prefillSpan(std::span<const int32_t> ids, int64_t from,
+                                          bool finish) {
+  const PlanFacts &model = engine_.plan().model;
   // Chunked prefill (PlanFacts::prefillChunk): each chunk continues the
   // states of the one before; a continuation chunk's window also reads the
   // ring's last rows; only the last chunk runs a CED plan's replayed
   // launches (it holds >= 2R' rows) and its logits are the result.
-  const std::vector<PrefillChunk> chunks =
-      prefillChunks(int64_t(ids.size()),
+  std::vector<PrefillChunk> chunks =
+      prefillChunks(int64_t(ids.size()) - from,
                     engine_.backend().runsPrefillChunks() ? model.prefillChunk : 0);
+  for (PrefillChunk &c : chunks)
+    c.startPos += from;
   // What a chunk would reject is checked for the whole prompt first, so that
   // a rejected prefill leaves the session as it was.
-  if (chunks.size() > 1)
-    for (size_t i = 0; i < ids.size(); ++i)
+  if (chunks.size() > 1 || from > 0)
+    for (size_t i = size_t(from); i < ids.size(); ++i)
       if (ids[i] < 0 || ids[i] >= model.vocabSize)
         return invalidArgument("prefill: token " + std::to_string(i) + " has id " +
                                std::to_string(ids[i]) + ", outside the vocabulary [0, " +
@@ -280,10 +288,10 @@ Expected<HostTensor> Session::prefill(std::span<const int32_t> ids) {
     call.prefillLike = true; // ring rows and window rows: the call's plan
     const bool last = i + 1 == chunks.size();
     logits = run("prefill", ids.subspan(size_t(chunk.startPos), size_t(chunk.tokens)),
-                 std::move(call), /*runReplay=*/last);
+                 std::move(call), /*runReplay=*/last && finish);
     if (!logits) {
       // Earlier chunks changed the states: the sequence is half prefilled.
-      if (i > 0 && failure_.empty())
+      if ((i > 0 || from > 0) && failure_.empty())
         failure_ = "the session failed at prefill chunk " + std::to_string(i) + " (positions " +
                    std::to_string(chunk.startPos) + ".." +
                    std::to_string(chunk.startPos + chunk.tokens - 1) + "): " +
@@ -296,6 +304,157 @@ Expected<HostTensor> Session::prefill(std::span<const int32_t> ids) {
     }
   }
   return logits;
+}
+
+uint64_t SessionSnapshot::bytes() const {
+  uint64_t total = 0;
+  for (const HostTensor &t : states)
+    total += uint64_t(t.byteSize());
+  return total;
+}
+
+int64_t Session::minPrefixTail() const {
+  const PlanFacts &model = engine_.plan().model;
+  return std::max<int64_t>({1, 2 * model.cedReplayTokens, 2 * model.windowSize});
+}
+
+Expected<SessionSnapshot> Session::prefillPrefix(std::span<const int32_t> ids) {
+  const PlanFacts &model = engine_.plan().model;
+  if (ids.empty())
+    return invalidArgument("prefillPrefix: no tokens");
+  if (int64_t(ids.size()) + minPrefixTail() > model.maxSeqLen)
+    return invalidArgument("prefillPrefix: a prefix of " + std::to_string(ids.size()) +
+                           " tokens leaves less than the " + std::to_string(minPrefixTail()) +
+                           "-token tail prefillFrom needs within the plan's max_seq_len " +
+                           std::to_string(model.maxSeqLen));
+  if (!engine_.backend().runsPrefillChunks())
+    return failedPrecondition(std::string("prefillPrefix: the ") + engine_.backend().name() +
+                              " backend runs no continuation chunks");
+  reset();
+  if (!stateError_)
+    return stateError_;
+  Expected<HostTensor> ran = prefillSpan(ids, 0, /*finish=*/false);
+  if (!ran) {
+    reset();
+    return ran.status().withContext("prefillPrefix: ");
+  }
+  SessionSnapshot snapshot;
+  Status synced = syncStates();
+  if (synced) {
+    snapshot.ids.assign(ids.begin(), ids.end());
+    snapshot.states = states_;
+  }
+  reset();
+  if (!synced)
+    return synced.withContext("prefillPrefix: reading the states back: ");
+  return snapshot;
+}
+
+Status Session::checkContinuation(const SessionSnapshot &prefix,
+                                  std::span<const int32_t> ids) const {
+  const Plan &plan = engine_.plan();
+  const int64_t held = int64_t(prefix.ids.size()), n = int64_t(ids.size());
+  if (held == 0)
+    return invalidArgument("prefillFrom: the snapshot holds no prefix (use prefill)");
+  if (n - held < minPrefixTail())
+    return invalidArgument("prefillFrom: " + std::to_string(n - held) +
+                           " tokens after the cached prefix of " + std::to_string(held) +
+                           "; the plan's last prefill chunk needs at least " +
+                           std::to_string(minPrefixTail()));
+  if (n > plan.model.maxSeqLen)
+    return invalidArgument("prefillFrom: position " + std::to_string(n) +
+                           " exceeds the plan's max_seq_len " +
+                           std::to_string(plan.model.maxSeqLen));
+  for (size_t i = size_t(held); i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= plan.model.vocabSize)
+      return invalidArgument("prefillFrom: token " + std::to_string(i) + " has id " +
+                             std::to_string(ids[i]) + ", outside the vocabulary [0, " +
+                             std::to_string(plan.model.vocabSize) + ")");
+  if (!std::equal(prefix.ids.begin(), prefix.ids.end(), ids.begin()))
+    return invalidArgument("prefillFrom: the prompt does not start with the snapshot's " +
+                           std::to_string(held) + " tokens");
+  if (prefix.states.size() != plan.states.size())
+    return invalidArgument("prefillFrom: the snapshot holds " +
+                           std::to_string(prefix.states.size()) + " states, the plan " +
+                           std::to_string(plan.states.size()));
+  for (size_t i = 0; i < prefix.states.size(); ++i)
+    if (prefix.states[i].byteSize() != states_[i].byteSize() ||
+        prefix.states[i].dtype() != states_[i].dtype())
+      return invalidArgument("prefillFrom: the snapshot's state '" + plan.states[i].name +
+                             "' holds " + std::to_string(prefix.states[i].byteSize()) +
+                             " bytes, this plan's " + std::to_string(states_[i].byteSize()));
+  return Status::ok();
+}
+
+Status Session::restoreSnapshot(const SessionSnapshot &prefix) {
+  const Plan &plan = engine_.plan();
+  reset();
+  if (!stateError_)
+    return stateError_;
+  for (size_t i = 0; i < states_.size(); ++i) {
+    states_[i] = prefix.states[i];
+    if (Status s = engine_.backend().toDevice(backendSession_.get(), TensorRef::state(int64_t(i)),
+                                              states_[i]);
+        !s) {
+      reset();
+      return s.withContext("uploading state '" + plan.states[i].name + "': ");
+    }
+  }
+  position_ = int64_t(prefix.ids.size());
+  return Status::ok();
+}
+
+Expected<HostTensor> Session::prefillFrom(const SessionSnapshot &prefix,
+                                          std::span<const int32_t> ids) {
+  if (Status s = checkContinuation(prefix, ids); !s)
+    return s;
+  if (Status s = restoreSnapshot(prefix); !s)
+    return s.withContext("prefillFrom: ");
+  return prefillSpan(ids, position_, /*finish=*/true);
+}
+
+Expected<HostTensor> Session::prefillSaving(const SessionSnapshot *from,
+                                            std::span<const int32_t> ids, int64_t saveAt,
+                                            SessionSnapshot &saved) {
+  const int64_t held = from ? int64_t(from->ids.size()) : 0, n = int64_t(ids.size());
+  if (from)
+    if (Status s = checkContinuation(*from, ids); !s)
+      return s;
+  if (saveAt <= held || n - saveAt < minPrefixTail())
+    return invalidArgument("prefillSaving: a snapshot at " + std::to_string(saveAt) +
+                           " must lie after the " + std::to_string(held) +
+                           " tokens it starts from and leave at least " +
+                           std::to_string(minPrefixTail()) + " of the " + std::to_string(n));
+  const PlanFacts &model = engine_.plan().model;
+  if (!from && n > model.maxSeqLen)
+    return invalidArgument("prefill: position " + std::to_string(n) +
+                           " exceeds the plan's max_seq_len " + std::to_string(model.maxSeqLen));
+  if (!from) // (checkContinuation checked a continuation's): nothing runs before all are
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] < 0 || ids[i] >= model.vocabSize)
+        return invalidArgument("prefill: token " + std::to_string(i) + " has id " +
+                               std::to_string(ids[i]) + ", outside the vocabulary [0, " +
+                               std::to_string(model.vocabSize) + ")");
+  if (!engine_.backend().runsPrefillChunks())
+    return failedPrecondition(std::string("prefillSaving: the ") + engine_.backend().name() +
+                              " backend runs no continuation chunks");
+  if (from) {
+    if (Status s = restoreSnapshot(*from); !s)
+      return s.withContext("prefillSaving: ");
+  } else {
+    reset();
+    if (!stateError_)
+      return stateError_;
+  }
+  // The states at saveAt are those of a chunk boundary of a chunked prefill.
+  Expected<HostTensor> head = prefillSpan(ids.first(size_t(saveAt)), held, /*finish=*/false);
+  if (!head)
+    return head.status();
+  if (Status s = syncStates(); !s)
+    return s.withContext("prefillSaving: reading the states back: ");
+  saved.ids.assign(ids.begin(), ids.begin() + saveAt);
+  saved.states = states_;
+  return prefillSpan(ids, saveAt, /*finish=*/true);
 }
 
 Expected<HostTensor> Session::decode(int32_t id) {

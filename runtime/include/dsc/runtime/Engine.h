@@ -278,6 +278,17 @@ private:
   std::unique_ptr<Backend> backend_;
 };
 
+/// A sequence's states after a prompt prefix, for exact prefix reuse
+/// (issue 13's first tier: whole state copies in host memory; the paged,
+/// shared KV pool comes later). Made by Session::prefillPrefix, used by
+/// Session::prefillFrom on any Session of the same Engine.
+struct SessionSnapshot {
+  std::vector<int32_t> ids;       ///< the prefix's tokens: a continuation starts with them
+  std::vector<HostTensor> states; ///< every state buffer, as the plan lays them out
+  /// Host bytes the snapshot holds (its states).
+  uint64_t bytes() const;
+};
+
 class Session {
 public:
   explicit Session(Engine &engine);
@@ -296,6 +307,29 @@ public:
   /// backend). Needs a prefilled sequence, a backend that runs continuation
   /// chunks and a plan without CED replay (compile with --ced=full).
   Expected<HostTensor> extend(std::span<const int32_t> ids);
+  /// Prefills `ids` from position 0 as the leading chunk(s) of a longer
+  /// prompt (a CED plan's replayed launches do not run, no logits) and
+  /// returns the states there; the session is reset afterwards. What a
+  /// prefix cache stores for prefillFrom.
+  Expected<SessionSnapshot> prefillPrefix(std::span<const int32_t> ids);
+  /// prefill(ids) continued from `prefix` (ids must start with prefix.ids):
+  /// the session takes the snapshot's states at position prefix.ids.size()
+  /// and runs the rest as the prompt's last chunk(s), CED replay included.
+  /// Logits, states and what follows equal prefill(ids) bit for bit on the
+  /// CPU backend (chunked == one call). The rest must hold at least
+  /// minPrefixTail() tokens; a call its checks reject leaves the session as
+  /// it was (one that fails while running leaves it failed: reset()).
+  Expected<HostTensor> prefillFrom(const SessionSnapshot &prefix, std::span<const int32_t> ids);
+  /// prefill(ids) (from == null) or prefillFrom(*from, ids) that also leaves
+  /// in `saved` the snapshot at position saveAt (after from's tokens, at
+  /// least minPrefixTail() before the end) on the way: the same result as
+  /// without, bit for bit on the CPU backend (saveAt is a chunk boundary).
+  /// What a prefix cache calls to fill itself while it serves a prompt.
+  Expected<HostTensor> prefillSaving(const SessionSnapshot *from, std::span<const int32_t> ids,
+                                     int64_t saveAt, SessionSnapshot &saved);
+  /// The fewest tokens prefillFrom takes after a prefix: the smallest last
+  /// chunk a chunked prefill runs (2 x the CED replay rows, 2 x the window).
+  int64_t minPrefixTail() const;
   /// Forgets the sequence (states zeroed, position 0) and clears a failure.
   void reset();
 
@@ -326,6 +360,13 @@ private:
   /// launches (the earlier chunks of a chunked prefill).
   Expected<HostTensor> run(const std::string &programName, std::span<const int32_t> ids,
                            CallInfo call, bool runReplay = true);
+  /// prefillFrom's checks of a continuation (the session is not touched).
+  Status checkContinuation(const SessionSnapshot &prefix, std::span<const int32_t> ids) const;
+  /// Resets the session and takes the snapshot's states and position.
+  Status restoreSnapshot(const SessionSnapshot &prefix);
+  /// Prefill chunks over ids[from, end) at positions from.. (prefillChunks of
+  /// the span), the last one with CED replay when `finish`.
+  Expected<HostTensor> prefillSpan(std::span<const int32_t> ids, int64_t from, bool finish);
 
   Engine &engine_;
   /// The backend's state of this Session (Backend::openSession), opened by
