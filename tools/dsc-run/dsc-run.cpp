@@ -5,6 +5,9 @@
 //           [--force-boundaries GOLDEN.safetensors] [--dump-layers DIR]
 //           [--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]
 //   dsc-run PLAN --weights CKPT --prompt-ids FILE --max-new-tokens N
+//   dsc-run PLAN --weights CKPT --prompts FILE.jsonl [--max-new-tokens N] [--sequential]
+//           [--prefix-cache on|off] [--prefix-block TOKENS] [--prefix-cache-mib MIB]
+//           (many prompts, exact prefix reuse: Prompts.h)
 //   dsc-run PLAN --describe   (facts, launches and memory peaks of the plan)
 //
 // With --input-ids: prefill ids[:P], then teacher-forced decode of every
@@ -26,6 +29,7 @@
 #include "dsc/runtime/StreamSchedule.h"
 #include "tools/common/CommandLine.h"
 #include "tools/common/CudaFlags.h"
+#include "Prompts.h"
 
 #include <algorithm>
 #include <climits>
@@ -47,7 +51,9 @@ int usage(const char *message) {
   std::fprintf(stderr,
                "dsc-run: error: %s\n"
                "usage: dsc-run PLAN --weights CKPT (--input-ids FILE --prefill-len P | "
-               "--prompt-ids FILE --max-new-tokens N)\n"
+               "--prompt-ids FILE --max-new-tokens N |\n"
+               "               --prompts FILE.jsonl [--max-new-tokens N] [--sequential] "
+               "[--prefix-cache on|off] [--prefix-block T] [--prefix-cache-mib M])\n"
                "               [--backend cpu|cuda] [--logits-out OUT.npy]\n"
                "               [--force-boundaries GOLDEN.safetensors] [--dump-layers DIR]\n"
                "               %s\n"
@@ -171,9 +177,10 @@ static int runMain(int argc, char **argv) {
       argc, argv,
       dsc::tools::withOptions({"--weights", "--input-ids", "--prefill-len", "--backend",
                                "--logits-out", "--force-boundaries", "--dump-layers",
-                               "--prompt-ids", "--max-new-tokens"},
+                               "--prompt-ids", "--max-new-tokens", "--prompts", "--prefix-cache",
+                               "--prefix-block", "--prefix-cache-mib"},
                               dsc::tools::kCudaValuedOptions),
-      dsc::tools::kCudaFlags);
+      dsc::tools::withOptions({"--sequential"}, dsc::tools::kCudaFlags));
   if (!cl.error.empty())
     return usage(cl.error.c_str());
   std::string planPath = cl.positional;
@@ -183,8 +190,39 @@ static int runMain(int argc, char **argv) {
   if (!options.count("--weights"))
     return usage("--weights is required");
   bool teacherForced = options.count("--input-ids");
-  if (teacherForced == bool(options.count("--prompt-ids")))
-    return usage("give exactly one of --input-ids and --prompt-ids");
+  const bool prompts = options.count("--prompts");
+  if (int(teacherForced) + int(options.count("--prompt-ids")) + int(prompts) != 1)
+    return usage("give exactly one of --input-ids, --prompt-ids and --prompts");
+  dsc::tools::PromptsOptions promptsOptions;
+  if (prompts) {
+    bool ok = true;
+    promptsOptions.path = options["--prompts"];
+    if (options.count("--max-new-tokens"))
+      promptsOptions.maxNewTokens = dsc::tools::parseCount(options["--max-new-tokens"], ok);
+    if (!ok)
+      return usage("--max-new-tokens must be a non-negative integer");
+    if (options.count("--prefix-cache")) {
+      const std::string &v = options["--prefix-cache"];
+      if (v != "on" && v != "off")
+        return usage(("--prefix-cache must be on or off, got '" + v + "'").c_str());
+      promptsOptions.prefixCache = v == "on";
+    }
+    if (options.count("--prefix-block")) {
+      promptsOptions.prefixBlock = dsc::tools::parseCount(options["--prefix-block"], ok);
+      if (!ok || promptsOptions.prefixBlock < 1)
+        return usage("--prefix-block must be a positive number of tokens");
+    }
+    if (options.count("--prefix-cache-mib")) {
+      const int64_t mib = dsc::tools::parseCount(options["--prefix-cache-mib"], ok);
+      if (!ok || mib < 0 || mib > (int64_t(1) << 24))
+        return usage("--prefix-cache-mib must be in [0, 16777216]");
+      promptsOptions.cacheBytes = uint64_t(mib) << 20;
+    }
+  } else if (options.count("--prefix-cache") || options.count("--prefix-block") ||
+             options.count("--prefix-cache-mib") || cl.flags.count("--sequential")) {
+    return usage("--prefix-cache, --prefix-block, --prefix-cache-mib and --sequential go with "
+                 "--prompts");
+  }
 
   EngineOptions engineOptions;
   if (options.count("--backend"))
@@ -202,6 +240,11 @@ static int runMain(int argc, char **argv) {
       return 77;
     }
     return fail(engine.status().message());
+  }
+  if (prompts) {
+    if (Status s = dsc::tools::runPrompts(**engine, promptsOptions); !s)
+      return fail(s.message());
+    return 0;
   }
   const Plan &plan = (*engine)->plan();
   std::unique_ptr<Session> session = (*engine)->newSession();
