@@ -29,11 +29,9 @@
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/attention.cuh"
 
-/// Whether position j lies in one of the row's candidate blocks: ids
-/// ascending then -1 (binary searches: the valid prefix, then the block).
-__device__ __forceinline__ bool inCandidateBlock(const int *ids, long long blocks,
-                                                 long long blockSize, long long j) {
-  long long lo = 0, hi = blocks; // ids[0, n) >= 0
+/// The number of valid (>= 0) ids of a row's candidate list (ascending, then -1).
+__device__ __forceinline__ long long validCandidates(const int *ids, long long blocks) {
+  long long lo = 0, hi = blocks;
   while (lo < hi) {
     const long long mid = (lo + hi) / 2;
     if (ids[mid] >= 0)
@@ -41,15 +39,28 @@ __device__ __forceinline__ bool inCandidateBlock(const int *ids, long long block
     else
       hi = mid;
   }
-  const long long want = j / blockSize;
-  long long a = 0, b = lo;
+  return lo;
+}
+
+/// The first index in ids[0, n) (ascending) whose id is >= value (n if none).
+__device__ __forceinline__ long long lowerBound(const int *ids, long long n, long long value) {
+  long long a = 0, b = n;
   while (a < b) {
     const long long mid = (a + b) / 2;
-    if (ids[mid] < want)
+    if (ids[mid] < value)
       a = mid + 1;
     else
       b = mid;
   }
+  return a;
+}
+
+/// Whether position j lies in one of the row's candidate blocks: ids
+/// ascending then -1 (binary searches: the valid prefix, then the block).
+__device__ __forceinline__ bool inCandidateBlock(const int *ids, long long blocks,
+                                                 long long blockSize, long long j) {
+  const long long lo = validCandidates(ids, blocks); // ids[0, lo) >= 0
+  const long long want = j / blockSize, a = lowerBound(ids, lo, want);
   return a < lo && ids[a] == want;
 }
 
@@ -105,18 +116,6 @@ DSC_KERNEL void dsc_indexer_topk_emit(const __grid_constant__ dsc::abi::IndexerT
     topk[s * k + pos] = c < compressLen(startPos, s, ratio) ? static_cast<int>(c + offset) : -1;
 }
 
-/// The number of valid (>= 0) ids of a row's candidate list (ascending, then -1).
-__device__ __forceinline__ long long validCandidates(const int *ids, long long blocks) {
-  long long lo = 0, hi = blocks;
-  while (lo < hi) {
-    const long long mid = (lo + hi) / 2;
-    if (ids[mid] >= 0)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
 
 DSC_KERNEL void __launch_bounds__(dsc::abi::kSelectThreads) dsc_indexer_topk_radix(const __grid_constant__ dsc::abi::IndexerTopKParams p,
                                        const unsigned short *scores, const int *candidates,
@@ -147,15 +146,7 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kSelectThreads) dsc_indexer_topk_rad
         f(j, rankKey16(bf16ToFloat(row[j])));
       return;
     }
-    long long lo = 0, hi = valid;
-    const long long first = a / blockSize;
-    while (lo < hi) {
-      const long long mid = (lo + hi) / 2;
-      if (cand[mid] < first)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
+    long long lo = lowerBound(cand, valid, a / blockSize);
     long long id = lo < valid ? cand[lo] : -1;
     for (long long j = a; j < b; ++j) {
       const long long blk = j / blockSize;

@@ -3,9 +3,9 @@
 // The one device definition of the order numerics::topKIndices uses (NaN
 // first, then the larger value, then the lower index; numerics/
 // SparseSelect.h) and the block-wide selection built on it: distinct 64-bit
-// rank keys, a radix select of the k-th key and an ascending compaction;
-// selectTop16Ascending, the same selection over bf16-exact values with
-// 16-bit keys in four sweeps (the indexer's top-k and candidate blocks).
+// rank keys (the MoE gate's select), and selectTop16Ascending, the
+// selection over bf16-exact values by 16-bit keys in four sweeps, written in
+// ascending order (the indexer's top-k and candidate blocks).
 // Used by the indexer (top-k, candidate blocks) and the MoE gate; every
 // selection is the CPU's set, ties included.
 //===----------------------------------------------------------------------===//
@@ -41,101 +41,6 @@ __device__ __forceinline__ unsigned long long rankKey(float v, long long j) {
          static_cast<unsigned long long>(0xffffffffu - static_cast<unsigned int>(j));
 }
 
-/// Block-wide radix select (all threads of the block call it): the `rank`-th
-/// largest (1-based) of the distinct keys keyOf(0 .. n-1), 8 passes of 8
-/// bits with a shared histogram; warp 0 finds each pass's digit (lane
-/// suffix sums over 8 bins each, then one lane's bins). `rank` must be in
-/// [1, n]; rank == n (every key kept) returns the smallest key in one pass.
-template <typename KeyOf>
-__device__ unsigned long long radixSelectKey(long long n, long long rank, KeyOf keyOf) {
-  __shared__ unsigned int hist[256];
-  __shared__ unsigned long long prefixShared;
-  __shared__ long long rankShared;
-  unsigned long long prefix = 0, mask = 0;
-  if (rank == n) { // the smallest key: a block minimum
-    __shared__ unsigned long long least;
-    if (threadIdx.x == 0)
-      least = ~0ull;
-    __syncthreads();
-    for (long long j = threadIdx.x; j < n; j += blockDim.x)
-      atomicMin(&least, keyOf(j));
-    __syncthreads();
-    const unsigned long long key = least;
-    __syncthreads();
-    return key;
-  }
-  for (int shift = 56; shift >= 0; shift -= 8) {
-    for (int b = threadIdx.x; b < 256; b += blockDim.x)
-      hist[b] = 0;
-    __syncthreads();
-    for (long long j = threadIdx.x; j < n; j += blockDim.x) {
-      const unsigned long long key = keyOf(j);
-      if ((key & mask) == prefix)
-        atomicAdd(&hist[(key >> shift) & 0xff], 1u);
-    }
-    __syncthreads();
-    if (threadIdx.x < 32) { // the digit holding the rank-th key, from the top
-      const int lane = threadIdx.x;
-      long long local = 0;
-      for (int i = 0; i < 8; ++i)
-        local += hist[lane * 8 + i];
-      long long atOrAbove = local; // bins of lanes >= lane
-      for (int off = 1; off < 32; off <<= 1) {
-        const long long t = __shfl_down_sync(0xffffffffu, atOrAbove, off);
-        if (lane + off < 32)
-          atOrAbove += t;
-      }
-      const long long above = atOrAbove - local;
-      // The lane whose bins hold it (lane 0 if the rank is past every bin,
-      // which a valid rank never is: the serial walk's digit 0).
-      const unsigned here = __ballot_sync(0xffffffffu, above < rank && rank <= atOrAbove);
-      const int owner = here ? 31 - __clz(here) : 0;
-      if (lane == owner) {
-        long long r = rank - above;
-        int digit = lane * 8 + 7;
-        for (; digit > lane * 8; --digit) {
-          if (r <= (long long)hist[digit])
-            break;
-          r -= hist[digit];
-        }
-        prefixShared = prefix | (static_cast<unsigned long long>(digit) << shift);
-        rankShared = r;
-      }
-    }
-    __syncthreads();
-    prefix = prefixShared;
-    rank = rankShared;
-    mask |= 0xffull << shift;
-    __syncthreads();
-  }
-  return prefix;
-}
-
-/// Block-wide ascending compaction: calls emit(j, slot) for every j in
-/// [0, n) with keep(j), slot = the number of kept positions before j. Uses
-/// blockDim.x <= 1024 entries of shared scratch.
-template <typename Keep, typename Emit>
-__device__ void compactAscending(long long n, Keep keep, Emit emit) {
-  __shared__ long long scan[1024];
-  long long base = 0;
-  for (long long j0 = 0; j0 < n; j0 += blockDim.x) {
-    const long long j = j0 + threadIdx.x;
-    const long long flag = j < n && keep(j) ? 1 : 0;
-    scan[threadIdx.x] = flag;
-    __syncthreads();
-    for (unsigned int step = 1; step < blockDim.x; step <<= 1) { // inclusive scan
-      const long long add = threadIdx.x >= step ? scan[threadIdx.x - step] : 0;
-      __syncthreads();
-      scan[threadIdx.x] += add;
-      __syncthreads();
-    }
-    if (flag)
-      emit(j, base + scan[threadIdx.x] - 1);
-    base += scan[blockDim.x - 1];
-    __syncthreads();
-  }
-}
-
 /// The 16-bit selection key of a bf16-exact float v (a bf16 value, +-inf or
 /// NaN): the high half of rankKey's value key, so two such values order
 /// exactly as rankKey orders them (the low half is constant per sign). NaN is
@@ -151,8 +56,8 @@ __device__ __forceinline__ unsigned rankKey16(float v) {
 /// e.g. candidate ids, along it). Calls emit(j, slot) for every selected j
 /// whose key passes emits(key) (the candidate blocks drop NaN and -inf
 /// picks), slot = the number of emitted positions before j; returns that
-/// number. The set equals a radix select of the used-th rankKey
-/// (radixSelectKey) and ties break the same way. Work: two histogram sweeps
+/// number. The set is the `used` largest rankKeys (value, then the lower
+/// position), the CPU's partial sort, ties included. Work: two histogram sweeps
 /// (the high, then the low byte; a run of equal bins along a chunk is one
 /// shared atomic) and one counting + emitting sweep with a block scan: 4
 /// sweeps of chunk() in all. All threads of the block call it; blockDim.x a
