@@ -2,7 +2,7 @@
 //
 //   dsc-bench PLAN (--weights CKPT | --synthetic-weights SEED) [--backend cpu|cuda]
 //             [--prefill-len N] [--decode-steps M] [--warmup K] [--json OUT.json]
-//             [--logits-out OUT.npy] [--decode-rows R] [--list-bytes] [--bytes-only]
+//             [--logits-out OUT.npy] [--decode-rows R] [--prefix-hit H] [--list-bytes] [--bytes-only]
 //             [--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]
 //
 // Loads the plan with a checkpoint or deterministic synthetic weights
@@ -14,6 +14,10 @@
 // step must move (docs/bench.md) over that bandwidth. Progress and a table go
 // to stderr, one JSON object to stdout (and to --json). --list-bytes prints
 // the per-tensor byte accounting; --bytes-only stops after it (no weights).
+// --prefix-hit H also times the prefill of the same N tokens as a hit on a
+// snapshot of the first H (Session::prefillPrefix untimed, then
+// prefillFrom: the time to first token of a prompt whose prefix is cached,
+// issue 13) and says whether its logits equal the cold prefill's, bytes.
 // --decode-rows R (R >= 2) makes each timed step advance R tokens in one call
 // (Session::extend: the M-row step of DSpark verification and batched decode;
 // needs a --ced=full plan); the step's bytes are the weights once, routed
@@ -63,7 +67,7 @@ int usage(const std::string &message) {
                "usage: dsc-bench PLAN (--weights CKPT | --synthetic-weights SEED) "
                "[--backend cpu|cuda]\n"
                "                 [--prefill-len N] [--decode-steps M] [--warmup K] "
-               "[--json OUT.json] [--logits-out OUT.npy] [--decode-rows R]\n"
+               "[--json OUT.json] [--logits-out OUT.npy] [--decode-rows R] [--prefix-hit H]\n"
                "                 [--list-bytes] [--bytes-only]\n"
                "                 %s\n",
                message.c_str(), dsc::tools::kCudaUsage);
@@ -263,7 +267,7 @@ static int runMain(int argc, char **argv) {
       argc, argv,
       dsc::tools::withOptions({"--weights", "--synthetic-weights", "--backend", "--prefill-len",
                                "--decode-steps", "--warmup", "--json", "--logits-out",
-                               "--decode-rows"},
+                               "--decode-rows", "--prefix-hit"},
                               dsc::tools::kCudaValuedOptions),
       dsc::tools::withOptions({"--list-bytes", "--bytes-only", "--help", "-h"},
                               dsc::tools::kCudaFlags));
@@ -296,9 +300,10 @@ static int runMain(int argc, char **argv) {
   int64_t warmup = count("--warmup", 2);
   uint64_t seed = uint64_t(count("--synthetic-weights", 1));
   int64_t rowsPerStep = count("--decode-rows", 1);
+  const int64_t prefixHit = count("--prefix-hit", 0);
   if (!ok)
-    return usage("--prefill-len, --decode-steps, --decode-rows, --warmup and --synthetic-weights "
-                 "take non-negative integers");
+    return usage("--prefill-len, --decode-steps, --decode-rows, --prefix-hit, --warmup and "
+                 "--synthetic-weights take non-negative integers");
   if (rowsPerStep < 1)
     return usage("--decode-rows must be at least 1");
   if (prefillLen < 1)
@@ -446,6 +451,7 @@ static int runMain(int argc, char **argv) {
   if (Status s = backend.synchronize(); !s)
     return fail(s.message());
   double prefillSeconds = seconds(t0, Clock::now());
+  const HostTensor coldLogits = *logits; // --prefix-hit compares with it
   checkLogits(*logits);
   keep(*logits);
   std::fprintf(stderr, "dsc-bench: decode %lld steps\n", (long long)decodeSteps);
@@ -462,6 +468,46 @@ static int runMain(int argc, char **argv) {
     keep(*logits);
   }
   bool logitsFinite = nonFinite == 0 && checked > 0;
+
+  // The same prompt as a prefix hit (--prefix-hit H): the snapshot of the
+  // first H tokens untimed, one untimed hit (warm-up), then the timed one.
+  std::string prefixJson;
+  if (prefixHit > 0) {
+    if (prefixHit + session->minPrefixTail() > prefillLen)
+      return fail("--prefix-hit " + std::to_string(prefixHit) + " leaves less than the plan's " +
+                  std::to_string(session->minPrefixTail()) + "-token last chunk of the " +
+                  std::to_string(prefillLen) + "-token prompt");
+    std::unique_ptr<Session> hitSession = (*engine)->newSession();
+    std::span<const int32_t> prompt(ids.data(), size_t(prefillLen));
+    Expected<SessionSnapshot> snapshot = hitSession->prefillPrefix(prompt.first(size_t(prefixHit)));
+    if (!snapshot)
+      return fail("--prefix-hit: " + snapshot.status().message());
+    Expected<HostTensor> warm = hitSession->prefillFrom(*snapshot, prompt);
+    if (!warm)
+      return fail("--prefix-hit: " + warm.status().message());
+    if (Status s = backend.synchronize(); !s)
+      return fail(s.message());
+    auto h0 = Clock::now();
+    Expected<HostTensor> hit = hitSession->prefillFrom(*snapshot, prompt);
+    if (!hit)
+      return fail("--prefix-hit: " + hit.status().message());
+    if (Status s = backend.synchronize(); !s)
+      return fail(s.message());
+    const double hitSeconds = seconds(h0, Clock::now());
+    const bool same = hit->byteSize() == coldLogits.byteSize() &&
+                      std::memcmp(hit->bytes(), coldLogits.bytes(), coldLogits.byteSize()) == 0;
+    std::fprintf(stderr,
+                 "  prefix hit        %lld of %lld tokens cached: %.3f ms (cold %.3f ms); "
+                 "snapshot %s; logits %s the cold prefill's\n",
+                 (long long)prefixHit, (long long)prefillLen, 1e3 * hitSeconds,
+                 1e3 * prefillSeconds, humanBytes(double(snapshot->bytes())).c_str(),
+                 same ? "equal" : "DIFFER FROM");
+    prefixJson = ", \"prefix_hit\": {\"cached_tokens\": " + std::to_string(prefixHit) +
+                 ", \"seconds\": " + num(hitSeconds) + ", \"cold_seconds\": " +
+                 num(prefillSeconds) + ", \"snapshot_bytes\": " +
+                 std::to_string(snapshot->bytes()) + ", \"logits_equal_cold\": " +
+                 (same ? "true" : "false") + "}";
+  }
 
   // Bandwidth.
   double bandwidth = 0;
@@ -558,7 +604,7 @@ static int runMain(int argc, char **argv) {
       ", \"roofline_ms\": " + num(rooflineMs) + ", \"measured_over_roofline\": " +
       num(overRoofline) + "}, \"bandwidth_gbps\": " + num(bandwidth) +
       ", \"bandwidth_source\": " + jsonString(bandwidthSource) +
-      ", \"device_arena_bytes\": " + arenaJson +
+      ", \"device_arena_bytes\": " + arenaJson + prefixJson +
       ", \"logits_finite\": " + (logitsFinite ? "true" : "false") + "}";
   std::printf("%s\n", json.c_str());
   std::fflush(stdout);
