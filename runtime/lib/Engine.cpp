@@ -354,6 +354,9 @@ Status Session::checkContinuation(const SessionSnapshot &prefix,
                                   std::span<const int32_t> ids) const {
   const Plan &plan = engine_.plan();
   const int64_t held = int64_t(prefix.ids.size()), n = int64_t(ids.size());
+  if (!engine_.backend().runsPrefillChunks())
+    return failedPrecondition(std::string("prefillFrom: the ") + engine_.backend().name() +
+                              " backend runs no continuation chunks");
   if (held == 0)
     return invalidArgument("prefillFrom: the snapshot holds no prefix (use prefill)");
   if (n - held < minPrefixTail())
@@ -388,9 +391,15 @@ Status Session::checkContinuation(const SessionSnapshot &prefix,
 
 Status Session::restoreSnapshot(const SessionSnapshot &prefix) {
   const Plan &plan = engine_.plan();
-  reset();
+  if (!backendSession_ || !stateError_) // a reset that failed: retry it first
+    reset();
   if (!stateError_)
     return stateError_;
+  // reset()'s bookkeeping without its zeroed states: every state is
+  // overwritten below (checkContinuation matched their sizes and dtypes).
+  position_ = 0;
+  decodeSteps_ = 0;
+  failure_.clear();
   for (size_t i = 0; i < states_.size(); ++i) {
     states_[i] = prefix.states[i];
     if (Status s = engine_.backend().toDevice(backendSession_.get(), TensorRef::state(int64_t(i)),
@@ -419,7 +428,7 @@ Expected<HostTensor> Session::prefillSaving(const SessionSnapshot *from,
   const int64_t held = from ? int64_t(from->ids.size()) : 0, n = int64_t(ids.size());
   if (from)
     if (Status s = checkContinuation(*from, ids); !s)
-      return s;
+      return s.withContext("prefillSaving: ");
   if (saveAt <= held || n - saveAt < minPrefixTail())
     return invalidArgument("prefillSaving: a snapshot at " + std::to_string(saveAt) +
                            " must lie after the " + std::to_string(held) +
@@ -427,12 +436,12 @@ Expected<HostTensor> Session::prefillSaving(const SessionSnapshot *from,
                            std::to_string(minPrefixTail()) + " of the " + std::to_string(n));
   const PlanFacts &model = engine_.plan().model;
   if (!from && n > model.maxSeqLen)
-    return invalidArgument("prefill: position " + std::to_string(n) +
+    return invalidArgument("prefillSaving: position " + std::to_string(n) +
                            " exceeds the plan's max_seq_len " + std::to_string(model.maxSeqLen));
   if (!from) // (checkContinuation checked a continuation's): nothing runs before all are
     for (size_t i = 0; i < ids.size(); ++i)
       if (ids[i] < 0 || ids[i] >= model.vocabSize)
-        return invalidArgument("prefill: token " + std::to_string(i) + " has id " +
+        return invalidArgument("prefillSaving: token " + std::to_string(i) + " has id " +
                                std::to_string(ids[i]) + ", outside the vocabulary [0, " +
                                std::to_string(model.vocabSize) + ")");
   if (!engine_.backend().runsPrefillChunks())
@@ -450,8 +459,10 @@ Expected<HostTensor> Session::prefillSaving(const SessionSnapshot *from,
   Expected<HostTensor> head = prefillSpan(ids.first(size_t(saveAt)), held, /*finish=*/false);
   if (!head)
     return head.status();
-  if (Status s = syncStates(); !s)
+  if (Status s = syncStates(); !s) {
+    reset(); // the sequence stopped at a chunk boundary: nothing may continue it
     return s.withContext("prefillSaving: reading the states back: ");
+  }
   saved.ids.assign(ids.begin(), ids.begin() + saveAt);
   saved.states = states_;
   return prefillSpan(ids, saveAt, /*finish=*/true);

@@ -477,7 +477,7 @@ static int runMain(int argc, char **argv) {
       return fail("--prefix-hit " + std::to_string(prefixHit) + " leaves less than the plan's " +
                   std::to_string(session->minPrefixTail()) + "-token last chunk of the " +
                   std::to_string(prefillLen) + "-token prompt");
-    std::unique_ptr<Session> hitSession = (*engine)->newSession();
+    Session *hitSession = session.get(); // no second set of states and arenas
     std::span<const int32_t> prompt(ids.data(), size_t(prefillLen));
     Expected<SessionSnapshot> snapshot = hitSession->prefillPrefix(prompt.first(size_t(prefixHit)));
     if (!snapshot)

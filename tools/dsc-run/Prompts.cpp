@@ -61,7 +61,19 @@ Status runPrompts(Engine &engine, const PromptsOptions &options) {
     return notFound(options.path + ": cannot open");
   const PlanFacts &model = engine.plan().model;
   std::unique_ptr<Session> session = engine.newSession();
-  const bool reuse = options.prefixCache && engine.backend().runsPrefillChunks();
+  // A snapshot holds every state at the plan's capacity: when one would not
+  // fit the budget, saving it would only cost a read-back and a copy.
+  uint64_t snapshotBytes = 0;
+  for (size_t i = 0; i < engine.plan().states.size(); ++i)
+    snapshotBytes += uint64_t(session->state(int64_t(i)).byteSize());
+  bool reuse = options.prefixCache && engine.backend().runsPrefillChunks();
+  if (reuse && snapshotBytes > options.cacheBytes) {
+    std::fprintf(stderr,
+                 "dsc-run: prefix cache off: a snapshot of this plan holds %llu bytes, more than "
+                 "the %llu-byte budget (--prefix-cache-mib)\n",
+                 (unsigned long long)snapshotBytes, (unsigned long long)options.cacheBytes);
+    reuse = false;
+  }
   SnapshotCache cache(options.prefixBlock, options.cacheBytes);
   const int64_t tail = session->minPrefixTail();
   std::string text;
@@ -73,7 +85,7 @@ Status runPrompts(Engine &engine, const PromptsOptions &options) {
     if (!line)
       return line.status();
     const int64_t n = int64_t(line->ids.size());
-    if (n + line->maxNewTokens > model.maxSeqLen)
+    if (n > model.maxSeqLen || line->maxNewTokens > model.maxSeqLen - n)
       return invalidArgument(where + ": " + std::to_string(n) + " prompt + " +
                              std::to_string(line->maxNewTokens) +
                              " new tokens exceed the plan's max_seq_len " +
