@@ -22,6 +22,9 @@ struct dsc_engine {
 struct dsc_session {
   std::unique_ptr<Session> session;
 };
+struct dsc_snapshot {
+  SessionSnapshot snapshot;
+};
 
 namespace {
 
@@ -167,5 +170,46 @@ dsc_status dsc_session_extend(dsc_session *session, const int32_t *ids, size_t c
 int64_t dsc_session_position(const dsc_session *session) {
   return session ? session->session->position() : 0;
 }
+
+dsc_status dsc_session_prefill_prefix(dsc_session *session, const int32_t *ids, size_t count,
+                                      dsc_snapshot **out) {
+  if (!session || !ids || !out)
+    return invalid("dsc_session_prefill_prefix: null argument");
+  return guarded([&] {
+    Expected<SessionSnapshot> snapshot =
+        session->session->prefillPrefix(std::span<const int32_t>(ids, count));
+    if (!snapshot)
+      return fromStatus(snapshot.status());
+    *out = new dsc_snapshot{std::move(snapshot.value())};
+    lastError.clear();
+    return DSC_OK;
+  });
+}
+
+dsc_status dsc_session_prefill_from(dsc_session *session, const dsc_snapshot *prefix,
+                                    const int32_t *ids, size_t count, float *logits,
+                                    size_t logits_capacity, size_t *rows) {
+  if (!session || !prefix || !ids || !logits || !rows)
+    return invalid("dsc_session_prefill_from: null argument");
+  return guarded([&] {
+    return copyLogits(
+        session->session->prefillFrom(prefix->snapshot, std::span<const int32_t>(ids, count)),
+        logits, logits_capacity, rows);
+  });
+}
+
+int64_t dsc_session_min_prefix_tail(const dsc_session *session) {
+  return session ? session->session->minPrefixTail() : 0;
+}
+
+int64_t dsc_snapshot_tokens(const dsc_snapshot *snapshot) {
+  return snapshot ? int64_t(snapshot->snapshot.ids.size()) : 0;
+}
+
+uint64_t dsc_snapshot_bytes(const dsc_snapshot *snapshot) {
+  return snapshot ? snapshot->snapshot.bytes() : 0;
+}
+
+void dsc_snapshot_destroy(dsc_snapshot *snapshot) { delete snapshot; }
 
 } // extern "C"

@@ -20,6 +20,10 @@
  *   dsc_session_prefill(session, ids, n, logits, vocab, &rows);
  *   dsc_session_decode(session, next_id, logits, vocab, &rows);
  *   dsc_session_extend(session, more_ids, m, logits, vocab, &rows); // m rows in one call
+ *   dsc_snapshot *prefix;                          // exact prefix reuse
+ *   dsc_session_prefill_prefix(session, ids, h, &prefix);
+ *   dsc_session_prefill_from(session, prefix, ids, n, logits, vocab, &rows); // == prefill(ids, n)
+ *   dsc_snapshot_destroy(prefix);
  *   dsc_session_destroy(session); dsc_engine_destroy(engine);
  *===----------------------------------------------------------------------===*/
 #ifndef DSC_DSC_H
@@ -44,6 +48,9 @@ typedef enum dsc_status {
 
 typedef struct dsc_engine dsc_engine;
 typedef struct dsc_session dsc_session;
+/** A sequence's states after a prompt prefix (Session::prefillPrefix), for
+ *  exact prefix reuse by any session of the same engine. Immutable. */
+typedef struct dsc_snapshot dsc_snapshot;
 
 /** The message of the last failure on this thread ("" if none). */
 const char *dsc_last_error(void);
@@ -79,6 +86,25 @@ dsc_status dsc_session_extend(dsc_session *session, const int32_t *ids, size_t c
                               float *logits, size_t logits_capacity, size_t *rows);
 /** The session's next position (tokens seen so far). */
 int64_t dsc_session_position(const dsc_session *session);
+
+/** Prefills `count` ids from position 0 as the leading chunk(s) of a longer
+ *  prompt and returns their states as a snapshot (the session is reset). */
+dsc_status dsc_session_prefill_prefix(dsc_session *session, const int32_t *ids, size_t count,
+                                      dsc_snapshot **out);
+/** Prefill of the whole prompt ids[0, count) continued from `prefix` (ids
+ *  must start with the prefix's tokens, and leave at least
+ *  dsc_session_min_prefix_tail() after them): the same logits and states as
+ *  dsc_session_prefill of the whole prompt, bit for bit on the CPU backend.
+ *  Writes the logits rows as dsc_session_prefill. */
+dsc_status dsc_session_prefill_from(dsc_session *session, const dsc_snapshot *prefix,
+                                    const int32_t *ids, size_t count, float *logits,
+                                    size_t logits_capacity, size_t *rows);
+/** The fewest tokens dsc_session_prefill_from runs after a prefix. */
+int64_t dsc_session_min_prefix_tail(const dsc_session *session);
+/** Tokens of the prefix a snapshot holds, and its host bytes. */
+int64_t dsc_snapshot_tokens(const dsc_snapshot *snapshot);
+uint64_t dsc_snapshot_bytes(const dsc_snapshot *snapshot);
+void dsc_snapshot_destroy(dsc_snapshot *snapshot);
 
 #ifdef __cplusplus
 }

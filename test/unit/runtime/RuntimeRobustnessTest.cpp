@@ -413,6 +413,15 @@ TEST(Conformance, ToFloat32WidensF16E4M3AndI8) {
 
 // --- C API -------------------------------------------------------------------
 
+/// `n` token ids (i * mul + add) % vocab of the engine.
+std::vector<int32_t> cIds(const dsc_engine *engine, size_t n, size_t mul, size_t add) {
+  const size_t vocab = size_t(dsc_engine_vocab_size(engine));
+  std::vector<int32_t> ids(n);
+  for (size_t i = 0; i < n; ++i)
+    ids[i] = int32_t((i * mul + add) % vocab);
+  return ids;
+}
+
 TEST(CApi, SessionCreateClearsTheLastError) {
   DSC_SKIP_WITHOUT_TINY6_PLAN();
   dsc_engine *engine = nullptr;
@@ -430,38 +439,81 @@ TEST(CApi, SessionCreateClearsTheLastError) {
   dsc_engine_destroy(engine);
 }
 
+/// The tiny6 fixture engine through the C API with two sessions and a logits
+/// row buffer for each.
+class CApiTwoSessions : public ::testing::Test {
+protected:
+  void SetUp() override {
+    DSC_SKIP_WITHOUT_TINY6_PLAN();
+    ASSERT_EQ(dsc_engine_load(fixturePlan().c_str(), tiny6Weights().c_str(), "cpu", &engine),
+              DSC_OK)
+        << dsc_last_error();
+    ASSERT_EQ(dsc_session_create(engine, &a), DSC_OK);
+    ASSERT_EQ(dsc_session_create(engine, &b), DSC_OK);
+    la.resize(size_t(dsc_engine_vocab_size(engine)));
+    lb.resize(la.size());
+  }
+  void TearDown() override {
+    dsc_session_destroy(a);
+    dsc_session_destroy(b);
+    dsc_engine_destroy(engine);
+  }
+  dsc_engine *engine = nullptr;
+  dsc_session *a = nullptr, *b = nullptr;
+  std::vector<float> la, lb;
+  size_t rows = 0;
+};
+
 // dsc_session_extend continues a prefilled sequence: prefill(20) + extend(3)
 // gives the logits bytes of prefill(23) (the tiny6 fixture is --ced=full),
 // and an unprefilled session's extend is an error with a message.
-TEST(CApi, ExtendEqualsOnePrefill) {
-  DSC_SKIP_WITHOUT_TINY6_PLAN();
-  dsc_engine *engine = nullptr;
-  ASSERT_EQ(dsc_engine_load(fixturePlan().c_str(), tiny6Weights().c_str(), "cpu", &engine), DSC_OK)
-      << dsc_last_error();
-  const int64_t vocab = dsc_engine_vocab_size(engine);
-  std::vector<int32_t> ids(23);
-  for (size_t i = 0; i < ids.size(); ++i)
-    ids[i] = int32_t((i * 37 + 11) % size_t(vocab));
-  std::vector<float> a(static_cast<size_t>(vocab)), b(static_cast<size_t>(vocab));
-  size_t rows = 0;
-  dsc_session *whole = nullptr, *stepwise = nullptr;
-  ASSERT_EQ(dsc_session_create(engine, &whole), DSC_OK);
-  ASSERT_EQ(dsc_session_create(engine, &stepwise), DSC_OK);
-  EXPECT_EQ(dsc_session_extend(stepwise, ids.data(), 3, b.data(), b.size(), &rows),
+TEST_F(CApiTwoSessions, ExtendEqualsOnePrefill) {
+  const std::vector<int32_t> ids = cIds(engine, 23, 37, 11);
+  EXPECT_EQ(dsc_session_extend(b, ids.data(), 3, lb.data(), lb.size(), &rows),
             DSC_FAILED_PRECONDITION);
   EXPECT_THAT(dsc_last_error(), HasSubstr("call prefill() first"));
-  ASSERT_EQ(dsc_session_prefill(whole, ids.data(), 23, a.data(), a.size(), &rows), DSC_OK)
+  ASSERT_EQ(dsc_session_prefill(a, ids.data(), 23, la.data(), la.size(), &rows), DSC_OK)
       << dsc_last_error();
-  ASSERT_EQ(dsc_session_prefill(stepwise, ids.data(), 20, b.data(), b.size(), &rows), DSC_OK)
+  ASSERT_EQ(dsc_session_prefill(b, ids.data(), 20, lb.data(), lb.size(), &rows), DSC_OK)
       << dsc_last_error();
-  ASSERT_EQ(dsc_session_extend(stepwise, ids.data() + 20, 3, b.data(), b.size(), &rows), DSC_OK)
+  ASSERT_EQ(dsc_session_extend(b, ids.data() + 20, 3, lb.data(), lb.size(), &rows), DSC_OK)
       << dsc_last_error();
   EXPECT_EQ(rows, 1u);
-  EXPECT_EQ(dsc_session_position(stepwise), 23);
-  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
-  dsc_session_destroy(whole);
-  dsc_session_destroy(stepwise);
-  dsc_engine_destroy(engine);
+  EXPECT_EQ(dsc_session_position(b), 23);
+  EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)), 0);
+}
+
+// dsc_session_prefill_prefix / dsc_session_prefill_from: a prompt of 60
+// continued from a snapshot of its first 20 tokens (in another session) gives
+// the logits bytes of its cold prefill; a prompt that does not start with the
+// snapshot's tokens and null arguments are errors with a message.
+TEST_F(CApiTwoSessions, PrefillFromASnapshotEqualsTheColdPrefill) {
+  const int32_t vocab = int32_t(la.size());
+  const std::vector<int32_t> ids = cIds(engine, 60, 53, 7);
+  EXPECT_EQ(dsc_session_min_prefix_tail(b), 32) << "tiny6 --ced=full: 2 x the window of 16";
+  ASSERT_EQ(dsc_session_prefill(a, ids.data(), 60, la.data(), la.size(), &rows), DSC_OK)
+      << dsc_last_error();
+  dsc_snapshot *prefix = nullptr;
+  ASSERT_EQ(dsc_session_prefill_prefix(a, ids.data(), 20, &prefix), DSC_OK) << dsc_last_error();
+  EXPECT_EQ(dsc_snapshot_tokens(prefix), 20);
+  EXPECT_GT(dsc_snapshot_bytes(prefix), 0u);
+  EXPECT_EQ(dsc_session_position(a), 0) << "prefill_prefix leaves its session reset";
+  ASSERT_EQ(dsc_session_prefill_from(b, prefix, ids.data(), 60, lb.data(), lb.size(), &rows),
+            DSC_OK)
+      << dsc_last_error();
+  EXPECT_EQ(rows, 1u);
+  EXPECT_EQ(dsc_session_position(b), 60);
+  EXPECT_EQ(std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)), 0);
+  std::vector<int32_t> other = ids;
+  other[5] = (other[5] + 1) % vocab;
+  EXPECT_EQ(dsc_session_prefill_from(b, prefix, other.data(), 60, lb.data(), lb.size(), &rows),
+            DSC_INVALID_ARGUMENT);
+  EXPECT_THAT(dsc_last_error(), HasSubstr("does not start with the snapshot's 20 tokens"));
+  EXPECT_EQ(dsc_session_prefill_from(b, nullptr, ids.data(), 60, lb.data(), lb.size(), &rows),
+            DSC_INVALID_ARGUMENT);
+  EXPECT_THAT(dsc_last_error(), HasSubstr("dsc_session_prefill_from: null argument"));
+  EXPECT_EQ(dsc_session_prefill_prefix(a, ids.data(), 20, nullptr), DSC_INVALID_ARGUMENT);
+  dsc_snapshot_destroy(prefix);
 }
 
 } // namespace
