@@ -9,7 +9,8 @@
 // full, tiny40 (40 layers) with full; prefixes from 1 token to most of the
 // prompt, compressor groups and the window straddling the cut; the snapshot
 // restored in another session and twice; prefillSaving's snapshot on the way
-// equals prefillPrefix's; turns of a conversation through a SnapshotCache.
+// equals prefillPrefix's; turns of a conversation through a SnapshotCache;
+// 8 threads sharing one cache get the serial outputs.
 // Bad uses are rejected with a message and leave the session as it was.
 //===----------------------------------------------------------------------===//
 #include "GoldenHarness.h"
@@ -23,6 +24,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 using namespace dsc;
 using namespace dsc::test;
@@ -246,6 +248,69 @@ TEST(PrefixReuse, SavingOnTheWayAndACacheOfTurns) {
   EXPECT_EQ(hits, 2) << "100 (saves nothing: 100 - 96 < 16), 140 (saves 32), 190 hits 32 "
                         "(saves 80), 250 hits 80";
   EXPECT_EQ(cache.stats().hitTokens, 32 + 80);
+}
+
+// Sessions on 8 threads serve overlapping prompts through one SnapshotCache
+// (lookups, saves and hits interleaved): every prefill's logits equal the
+// same prompt's cold prefill, and the cache served some of them.
+TEST(PrefixReuse, ThreadsSharingACacheGetTheSerialOutputs) {
+  const std::string dir = sharedPath("golden/tiny6");
+  auto engine = engineFor(dir, "full", 256);
+  ASSERT_TRUE(engine);
+  const std::vector<int32_t> ids = extendedGoldenIds(dir, 200, 1024);
+  // Prompts: the shared 200-token stream cut at four lengths, and a variant
+  // that leaves it after 48 tokens.
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t n : {90u, 130u, 170u, 200u})
+    prompts.emplace_back(ids.begin(), ids.begin() + long(n));
+  prompts.push_back(prompts[2]);
+  prompts.back()[48] = (prompts.back()[48] + 3) % 1024;
+  std::vector<std::vector<uint8_t>> cold;
+  auto serial = engine->newSession();
+  for (const std::vector<int32_t> &p : prompts) {
+    serial->reset();
+    auto l = serial->prefill(p);
+    ASSERT_TRUE(l.hasValue()) << l.status().message();
+    cold.push_back(bytesOf(*l));
+  }
+  runtime::SnapshotCache cache(16, uint64_t(1) << 30);
+  constexpr int kThreads = 8, kRounds = 2;
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      auto session = engine->newSession();
+      const int64_t tail = session->minPrefixTail();
+      for (int r = 0; r < kRounds; ++r) {
+        const size_t which = size_t(t + 3 * r) % prompts.size();
+        const std::vector<int32_t> &p = prompts[which];
+        auto hit = cache.lookup(p, tail);
+        const int64_t held = hit ? int64_t(hit->ids.size()) : 0;
+        const int64_t cut = cache.savePoint(int64_t(p.size()), tail);
+        runtime::Expected<runtime::HostTensor> l = runtime::failedPrecondition("not run");
+        if (cut > held) {
+          runtime::SessionSnapshot saved;
+          l = session->prefillSaving(hit.get(), p, cut, saved);
+          if (l)
+            (void)cache.insert(std::move(saved));
+        } else if (hit) {
+          l = session->prefillFrom(*hit, p);
+        } else {
+          session->reset();
+          l = session->prefill(p);
+        }
+        if (!l)
+          errors[size_t(t)] = l.status().message();
+        else if (bytesOf(*l) != cold[which])
+          errors[size_t(t)] = "prompt " + std::to_string(which) + ": logits differ from serial";
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (int t = 0; t < kThreads; ++t)
+    EXPECT_EQ(errors[size_t(t)], "") << "thread " << t;
+  EXPECT_EQ(cache.stats().lookups, kThreads * kRounds);
+  EXPECT_GT(cache.stats().entries, 0);
 }
 
 TEST(PrefixReuse, RejectsWhatItCannotReuse) {
