@@ -5,26 +5,11 @@
 
 namespace dsc::cuda::hal {
 
-Graph &Graph::operator=(Graph &&other) noexcept {
-  if (this == &other)
-    return *this;
-  reset();
-  driver_ = other.driver_;
-  exec_ = other.exec_;
-  other.exec_ = nullptr;
-  return *this;
-}
-
-void Graph::reset() {
-  if (exec_ && driver_)
-    logReleaseFailure(*driver_, driver_->cuGraphExecDestroy(exec_), "cuGraphExecDestroy");
-  exec_ = nullptr;
-}
-
 runtime::Status Graph::launch(CUstream stream) const {
   if (!exec_)
     return runtime::internalError("cuGraphLaunch: no instantiated graph");
-  return driver_->check(driver_->cuGraphLaunch(exec_, stream), "cuGraphLaunch");
+  const CudaDriver &d = *exec_.driver();
+  return d.check(d.cuGraphLaunch(exec_.get(), stream), "cuGraphLaunch");
 }
 
 runtime::Expected<GraphCapture> GraphCapture::begin(const CudaDriver &driver, CUstream stream) {
@@ -62,15 +47,14 @@ runtime::Expected<Graph> GraphCapture::end() {
       logReleaseFailure(*driver_, driver_->cuGraphDestroy(graph), "cuGraphDestroy");
     return s;
   }
-  Graph result;
-  result.driver_ = driver_;
-  runtime::Status status = driver_->check(driver_->cuGraphInstantiateWithFlags(&result.exec_, graph, 0),
+  CUgraphExec exec = nullptr;
+  runtime::Status status = driver_->check(driver_->cuGraphInstantiateWithFlags(&exec, graph, 0),
                                           "cuGraphInstantiateWithFlags");
   logReleaseFailure(*driver_, driver_->cuGraphDestroy(graph), "cuGraphDestroy");
-  if (!status) {
-    result.exec_ = nullptr;
+  if (!status)
     return status;
-  }
+  Graph result;
+  result.exec_ = DriverHandle<GraphExecTraits>(*driver_, exec);
   return result;
 }
 

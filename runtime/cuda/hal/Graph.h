@@ -20,27 +20,19 @@
 #ifndef DSC_RUNTIME_CUDA_HAL_GRAPH_H
 #define DSC_RUNTIME_CUDA_HAL_GRAPH_H
 
-#include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/hal/DriverHandle.h"
 
 namespace dsc::cuda::hal {
 
 class Graph {
 public:
-  Graph() = default;
-  Graph(const Graph &) = delete;
-  Graph &operator=(const Graph &) = delete;
-  Graph(Graph &&other) noexcept { *this = std::move(other); }
-  Graph &operator=(Graph &&other) noexcept;
-  ~Graph() { reset(); }
-
   runtime::Status launch(CUstream stream) const;
-  void reset();
-  explicit operator bool() const { return exec_ != nullptr; }
+  void reset() { exec_.reset(); }
+  explicit operator bool() const { return bool(exec_); }
 
 private:
   friend class GraphCapture;
-  const CudaDriver *driver_ = nullptr;
-  CUgraphExec exec_ = nullptr;
+  DriverHandle<GraphExecTraits> exec_;
 };
 
 class GraphCapture {

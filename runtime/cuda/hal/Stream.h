@@ -11,53 +11,39 @@
 // waited on by another becomes a graph edge, and a stream that waits for an
 // event of the capturing stream joins the capture (a graph branch).
 //
-// Invariants: move-only; a moved-from object owns nothing. An event may be
+// Invariants: move-only (DriverHandle.h); a moved-from object owns nothing. An event may be
 // recorded again: a wait sees its latest record.
 //===----------------------------------------------------------------------===//
 #ifndef DSC_RUNTIME_CUDA_HAL_STREAM_H
 #define DSC_RUNTIME_CUDA_HAL_STREAM_H
 
-#include "runtime/cuda/CudaDriver.h"
+#include "runtime/cuda/hal/DriverHandle.h"
 
 namespace dsc::cuda::hal {
 
 class Stream {
 public:
-  Stream() = default;
   static runtime::Expected<Stream> create(const CudaDriver &driver);
-  Stream(const Stream &) = delete;
-  Stream &operator=(const Stream &) = delete;
-  Stream(Stream &&other) noexcept { *this = std::move(other); }
-  Stream &operator=(Stream &&other) noexcept;
-  ~Stream() { reset(); }
-
-  void reset();
-  CUstream get() const { return stream_; }
+  explicit Stream(DriverHandle<StreamTraits> handle = {}) : handle_(std::move(handle)) {}
+  void reset() { handle_.reset(); }
+  CUstream get() const { return handle_.get(); }
 
 private:
-  const CudaDriver *driver_ = nullptr;
-  CUstream stream_ = nullptr;
+  DriverHandle<StreamTraits> handle_;
 };
 
 class Event {
 public:
-  Event() = default;
   static runtime::Expected<Event> create(const CudaDriver &driver);
-  Event(const Event &) = delete;
-  Event &operator=(const Event &) = delete;
-  Event(Event &&other) noexcept { *this = std::move(other); }
-  Event &operator=(Event &&other) noexcept;
-  ~Event() { reset(); }
-
-  void reset();
+  explicit Event(DriverHandle<EventTraits> handle = {}) : handle_(std::move(handle)) {}
+  void reset() { handle_.reset(); }
   /// Marks the work queued on `stream` so far (cuEventRecord).
   runtime::Status record(CUstream stream) const;
   /// `stream`'s later work waits for the latest record (cuStreamWaitEvent).
   runtime::Status waitOn(CUstream stream) const;
 
 private:
-  const CudaDriver *driver_ = nullptr;
-  CUevent event_ = nullptr;
+  DriverHandle<EventTraits> handle_;
 };
 
 } // namespace dsc::cuda::hal
