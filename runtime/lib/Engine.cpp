@@ -34,6 +34,18 @@ namespace dsc::runtime {
 
 namespace {
 
+/// The first of ids[from, end) outside [0, vocab): an InvalidArgument naming
+/// `what`, the token's index and its id.
+Status checkVocabulary(std::span<const int32_t> ids, size_t from, int64_t vocab,
+                       const std::string &what) {
+  for (size_t i = from; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= vocab)
+      return invalidArgument(what + ": token " + std::to_string(i) + " has id " +
+                             std::to_string(ids[i]) + ", outside the vocabulary [0, " +
+                             std::to_string(vocab) + ")");
+  return Status::ok();
+}
+
 /// Plan and checkpoint reading report an I/O error other than "missing" as
 /// Unavailable; the Engine reserves Unavailable for "the backend (driver or
 /// GPU) is missing", so such errors become FailedPrecondition here.
@@ -272,11 +284,8 @@ Expected<HostTensor> Session::prefillSpan(std::span<const int32_t> ids, int64_t 
   // What a chunk would reject is checked for the whole prompt first, so that
   // a rejected prefill leaves the session as it was.
   if (chunks.size() > 1 || from > 0)
-    for (size_t i = size_t(from); i < ids.size(); ++i)
-      if (ids[i] < 0 || ids[i] >= model.vocabSize)
-        return invalidArgument("prefill: token " + std::to_string(i) + " has id " +
-                               std::to_string(ids[i]) + ", outside the vocabulary [0, " +
-                               std::to_string(model.vocabSize) + ")");
+    if (Status s = checkVocabulary(ids, size_t(from), model.vocabSize, "prefill"); !s)
+      return s;
   Expected<HostTensor> logits = failedPrecondition("prefill: no chunk ran");
   for (size_t i = 0; i < chunks.size(); ++i) {
     const PrefillChunk &chunk = chunks[i];
@@ -368,11 +377,8 @@ Status Session::checkContinuation(const SessionSnapshot &prefix,
     return invalidArgument("prefillFrom: position " + std::to_string(n) +
                            " exceeds the plan's max_seq_len " +
                            std::to_string(plan.model.maxSeqLen));
-  for (size_t i = size_t(held); i < ids.size(); ++i)
-    if (ids[i] < 0 || ids[i] >= plan.model.vocabSize)
-      return invalidArgument("prefillFrom: token " + std::to_string(i) + " has id " +
-                             std::to_string(ids[i]) + ", outside the vocabulary [0, " +
-                             std::to_string(plan.model.vocabSize) + ")");
+  if (Status s = checkVocabulary(ids, size_t(held), plan.model.vocabSize, "prefillFrom"); !s)
+    return s;
   if (!std::equal(prefix.ids.begin(), prefix.ids.end(), ids.begin()))
     return invalidArgument("prefillFrom: the prompt does not start with the snapshot's " +
                            std::to_string(held) + " tokens");
@@ -439,11 +445,8 @@ Expected<HostTensor> Session::prefillSaving(const SessionSnapshot *from,
     return invalidArgument("prefillSaving: position " + std::to_string(n) +
                            " exceeds the plan's max_seq_len " + std::to_string(model.maxSeqLen));
   if (!from) // (checkContinuation checked a continuation's): nothing runs before all are
-    for (size_t i = 0; i < ids.size(); ++i)
-      if (ids[i] < 0 || ids[i] >= model.vocabSize)
-        return invalidArgument("prefillSaving: token " + std::to_string(i) + " has id " +
-                               std::to_string(ids[i]) + ", outside the vocabulary [0, " +
-                               std::to_string(model.vocabSize) + ")");
+    if (Status s = checkVocabulary(ids, 0, model.vocabSize, "prefillSaving"); !s)
+      return s;
   if (!engine_.backend().runsPrefillChunks())
     return failedPrecondition(std::string("prefillSaving: the ") + engine_.backend().name() +
                               " backend runs no continuation chunks");
@@ -819,11 +822,8 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
   if (call.startPos + call.tokens > model.maxSeqLen)
     return invalidArgument(programName + ": position " + std::to_string(call.startPos + call.tokens) +
                            " exceeds the plan's max_seq_len " + std::to_string(model.maxSeqLen));
-  for (size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] < 0 || ids[i] >= model.vocabSize)
-      return invalidArgument(programName + ": token " + std::to_string(i) + " has id " +
-                             std::to_string(ids[i]) + ", outside the vocabulary [0, " +
-                             std::to_string(model.vocabSize) + ")");
+  if (Status s = checkVocabulary(ids, 0, model.vocabSize, programName); !s)
+    return s;
   if (!stateError_)
     return stateError_;
 
