@@ -100,8 +100,11 @@ __device__ __forceinline__ uint4 loadStream16(const void *p) {
 /// codes and the fp32 value of the UE8M0 scale, bit for bit
 /// numerics::quantizeFp8Block (amax is exact in any order; NaN propagates).
 /// codes/scales may be shared or global memory. Every lane must call it.
-__device__ void quantizeBlocks(const unsigned short *x, long long blocks, long long first,
-                               long long stride, unsigned char *codes, float *scales) {
+/// The codes go to *code(b, lane) and the scale to *scale(b) (callers that
+/// stage them in a kernel's own layout pass their own addressing).
+template <class CodeAt, class ScaleAt>
+__device__ void quantizeBlocksTo(const unsigned short *x, long long blocks, long long first,
+                                 long long stride, CodeAt code, ScaleAt scale) {
   const int lane = threadIdx.x & 31;
   for (long long b = first; b < blocks; b += stride) {
     const float v = bf16ToFloat(x[b * 32 + lane]);
@@ -109,10 +112,16 @@ __device__ void quantizeBlocks(const unsigned short *x, long long blocks, long l
     const bool nan = __any_sync(0xffffffffu, isNaN(a));
     const float amax = nan ? kQuietNaN : warpMax(a);
     const float s = fp8ActScale(amax);
-    codes[b * 32 + lane] = e4m3FromFloat(clampSym(v / s, kE4M3Max));
+    *code(b, lane) = e4m3FromFloat(clampSym(v / s, kE4M3Max));
     if (lane == 0)
-      scales[b] = ue8m0ToFloat(ue8m0FromScale(s));
+      *scale(b) = ue8m0ToFloat(ue8m0FromScale(s));
   }
+}
+__device__ void quantizeBlocks(const unsigned short *x, long long blocks, long long first,
+                               long long stride, unsigned char *codes, float *scales) {
+  quantizeBlocksTo(
+      x, blocks, first, stride, [&](long long b, int lane) { return codes + b * 32 + lane; },
+      [&](long long b) { return scales + b; });
 }
 
 /// quantizeBlocks of all of x [M, K] by this block into `smem` (codes, then

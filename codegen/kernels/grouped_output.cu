@@ -21,6 +21,7 @@
 #include "codegen/kernels/gemv.cuh"
 #include "codegen/kernels/lane_gemv.cuh"
 #include "codegen/kernels/slot_gemv.cuh"
+#include "codegen/kernels/wg_gemv.cuh"
 #include "codegen/kernels/reduce.cuh"
 
 DSC_KERNEL void
@@ -80,5 +81,6 @@ DSC_GEMV_ACT_QUANT_ENTRY(dsc_grouped_output_act_quant_fast)
 DSC_GEMV_QUANTIZED_ENTRY(dsc_grouped_output_fp8_fast, fp8Gemv)
 DSC_LANE_GEMV_ENTRY(dsc_grouped_output_fp8_lanes, false)
 DSC_SLOT_GEMV_ENTRY(dsc_grouped_output_fp8_slots, false)
+DSC_WG_GEMV_ENTRY(dsc_grouped_output_fp8_wg, false)
 
 DSC_GEMV_SPLITK_REDUCE_ENTRY(dsc_grouped_output_splitk_reduce_fast)

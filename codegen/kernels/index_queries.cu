@@ -27,6 +27,7 @@
 #include "codegen/kernels/gemv.cuh"
 #include "codegen/kernels/lane_gemv.cuh"
 #include "codegen/kernels/slot_gemv.cuh"
+#include "codegen/kernels/wg_gemv.cuh"
 
 DSC_KERNEL void dsc_index_queries_act(const unsigned short *x, long long S,
                                       long long K, float *codes,
@@ -115,5 +116,6 @@ DSC_GEMV_ACT_QUANT_ENTRY(dsc_index_queries_act_quant_fast)
 DSC_GEMV_QUANTIZED_ENTRY(dsc_index_queries_gemm_fast, fp8Gemv)
 DSC_LANE_GEMV_ENTRY(dsc_index_queries_gemm_lanes, false)
 DSC_SLOT_GEMV_ENTRY(dsc_index_queries_gemm_slots, false)
+DSC_WG_GEMV_ENTRY(dsc_index_queries_gemm_wg, false)
 
 DSC_GEMV_SPLITK_REDUCE_ENTRY(dsc_index_queries_splitk_reduce_fast)

@@ -51,6 +51,7 @@
 #include "codegen/kernels/gemv.cuh"
 #include "codegen/kernels/lane_gemv.cuh"
 #include "codegen/kernels/slot_gemv.cuh"
+#include "codegen/kernels/wg_gemv.cuh"
 
 namespace dsc_dense_moe {
 /// moeSwiglu of one element: bf16( w * (silu(min(g,lim)) * clamp(u,+-lim)) ).
@@ -648,6 +649,134 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
   };
   dsc_moe_slots::slotItems<2>(items, k, D, ids, E, kb, m.comb, dots, emit);
 }
+
+//===----------------------------------------------------------------------===//
+// Warpgroup entries (CudaOptions::gemv == Warpgroups): the operands and
+// outputs of the lanes entries, one block per (t, slot, 64 rows) on
+// wg_gemv.cuh's tiles (its warpgroups split K); each item stages its
+// activation row in the k order of its weights' format (FP4 routed, FP8
+// shared). The adapter launches them only for K % 128 == 0 and K / 32 <=
+// dsc::abi::kWgMaxStageBlocks, with dsc::abi::wgSharedBytes(K / 32, mats).
+//===----------------------------------------------------------------------===//
+
+namespace dsc_moe_wg {
+/// Work item n of T * (k + 1) * ceil(rowsOut / 64): token t, slot (k: the
+/// shared expert), first output row r0, expert id x, validity.
+struct Item {
+  long long t, slot, r0, x;
+  bool routed, valid;
+};
+__device__ __forceinline__ Item item(long long n, long long k, long long rowsOut, const int *ids,
+                                     long long E) {
+  const long long tiles = (rowsOut + dsc_wg::kRows - 1) / dsc_wg::kRows, perToken = (k + 1) * tiles;
+  Item it;
+  it.t = n / perToken;
+  const long long rem = n - it.t * perToken;
+  it.slot = rem / tiles;
+  it.r0 = (rem - it.slot * tiles) * dsc_wg::kRows;
+  it.routed = it.slot < k;
+  it.x = it.routed ? ids[it.t * k + it.slot] : 0;
+  it.valid = !it.routed || (it.x >= 0 && it.x < E);
+  return it;
+}
+} // namespace dsc_moe_wg
+
+DSC_KERNEL void __launch_bounds__(dsc::abi::kWgThreads, 2)
+    dsc_moe_experts_up_wg(DSC_MOE_UP_PARAMS) {
+  DSC_KERNEL_PROLOGUE();
+  extern __shared__ __align__(1024) unsigned char wgSmem[];
+  const float lim = (float)p.swiglu_limit;
+  const int q = threadIdx.x & 3;
+  const long long kb = D / 32, items = T * (k + 1) * ((I + dsc_wg::kRows - 1) / dsc_wg::kRows);
+  for (long long n = blockIdx.x; n < items; n += gridDim.x) {
+    const dsc_moe_wg::Item it = dsc_moe_wg::item(n, k, I, ids, E);
+    unsigned short *hs = h + (it.t * (k + 1) + it.slot) * I;
+    if (!it.valid) { // an invalid slot contributes nothing (block-uniform)
+      if (threadIdx.x < dsc_wg::kRows && it.r0 + threadIdx.x < I)
+        hs[it.r0 + threadIdx.x] = 0;
+      continue;
+    }
+    long long ra, rb;
+    dsc_wg::threadRows(it.r0, I, ra, rb);
+    float acc[2][4];
+    if (it.routed) {
+      const long long e = it.x * I;
+      dsc_wg::Tile<true, 2> tl[1];
+      tl[0].w[0][0] = w1 + (e + ra) * (D / 2);
+      tl[0].w[0][1] = w1 + (e + rb) * (D / 2);
+      tl[0].w[1][0] = w3 + (e + ra) * (D / 2);
+      tl[0].w[1][1] = w3 + (e + rb) * (D / 2);
+      tl[0].s[0][0] = w1s + (e + ra) * kb;
+      tl[0].s[0][1] = w1s + (e + rb) * kb;
+      tl[0].s[1][0] = w3s + (e + ra) * kb;
+      tl[0].s[1][1] = w3s + (e + rb) * kb;
+      dsc_wg::tileItem<true, 2, 1, true>(tl, xq, gCodes, gScales, D, it.t, 1, 0, kb, wgSmem, acc);
+    } else { // FP8: the gate and up projections one after the other
+      dsc_wg::Tile<false, 1> tl[2];
+      tl[0].w[0][0] = s1 + ra * D;
+      tl[0].w[0][1] = s1 + rb * D;
+      tl[1].w[0][0] = s3 + ra * D;
+      tl[1].w[0][1] = s3 + rb * D;
+      tl[0].s[0][0] = tl[0].s[0][1] = s1s + (ra / 32) * kb;
+      tl[1].s[0][0] = tl[1].s[0][1] = s3s + (ra / 32) * kb;
+      dsc_wg::tileItem<false, 1, 2, true>(tl, xq, gCodes, gScales, D, it.t, 1, 0, kb, wgSmem, acc);
+    }
+    if ((threadIdx.x >> 7) == 0 && q == 0) { // activation row 0 (token t)
+      const float rw = it.routed ? weights[it.t * k + it.slot] : 0.0f;
+#pragma unroll
+      for (int i = 0; i < 4; i += 2) {
+        const long long row = (i == 0 ? ra : rb), want = it.r0 + 16 * ((threadIdx.x >> 5) & 3) +
+                                                         ((threadIdx.x & 31) >> 2) + (i ? 8 : 0);
+        if (want < I && row == want)
+          hs[row] = dsc_dense_moe::swiglu(roundToBf16(acc[0][i]), roundToBf16(acc[1][i]), lim,
+                                          it.routed, rw);
+      }
+    }
+  }
+}
+
+DSC_KERNEL void __launch_bounds__(dsc::abi::kWgThreads, 2)
+    dsc_moe_experts_down_wg(DSC_MOE_DOWN_PARAMS) {
+  DSC_KERNEL_PROLOGUE();
+  extern __shared__ __align__(1024) unsigned char wgSmem[];
+  const int q = threadIdx.x & 3;
+  const long long kb = I / 32, items = T * (k + 1) * ((D + dsc_wg::kRows - 1) / dsc_wg::kRows);
+  for (long long n = blockIdx.x; n < items; n += gridDim.x) {
+    const dsc_moe_wg::Item it = dsc_moe_wg::item(n, k, D, ids, E);
+    if (!it.valid)
+      continue; // block-uniform; the combine step skips the slot
+    const long long hrow = it.t * (k + 1) + it.slot;
+    long long ra, rb;
+    dsc_wg::threadRows(it.r0, D, ra, rb);
+    float acc[1][4];
+    if (it.routed) {
+      const long long e = it.x * D;
+      dsc_wg::Tile<true, 1> tl[1];
+      tl[0].w[0][0] = w2 + (e + ra) * (I / 2);
+      tl[0].w[0][1] = w2 + (e + rb) * (I / 2);
+      tl[0].s[0][0] = w2s + (e + ra) * kb;
+      tl[0].s[0][1] = w2s + (e + rb) * kb;
+      dsc_wg::tileItem<true, 1, 1, true>(tl, hq, gCodes, gScales, I, hrow, 1, 0, kb, wgSmem, acc);
+    } else {
+      dsc_wg::Tile<false, 1> tl[1];
+      tl[0].w[0][0] = s2 + ra * I;
+      tl[0].w[0][1] = s2 + rb * I;
+      tl[0].s[0][0] = tl[0].s[0][1] = s2s + (ra / 32) * kb;
+      dsc_wg::tileItem<false, 1, 1, true>(tl, hq, gCodes, gScales, I, hrow, 1, 0, kb, wgSmem, acc);
+    }
+    if ((threadIdx.x >> 7) == 0 && q == 0) {
+      float *o = outs + hrow * D;
+#pragma unroll
+      for (int i = 0; i < 4; i += 2) {
+        const long long row = (i == 0 ? ra : rb), want = it.r0 + 16 * ((threadIdx.x >> 5) & 3) +
+                                                         ((threadIdx.x & 31) >> 2) + (i ? 8 : 0);
+        if (want < D && row == want)
+          o[row] = roundToBf16(acc[0][i]);
+      }
+    }
+  }
+}
+
 
 DSC_KERNEL void dsc_moe_experts_combine_fast(const float *outs, const int *ids, long long T,
                                              long long k, long long E, long long D,

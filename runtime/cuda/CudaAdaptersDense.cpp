@@ -64,9 +64,9 @@ Status linear(CudaLaunchContext &c, const abi::LinearParams &p) {
     return quantizedGemv(c, "dsc_linear",
                          p.quant == Q::fp8
                              ? QuantizedGemvEntries{"dsc_linear_fp8_fast", "dsc_linear_fp8_lanes",
-                                                    "dsc_linear_fp8_slots"}
+                                                    "dsc_linear_fp8_slots", "dsc_linear_fp8_wg"}
                              : QuantizedGemvEntries{"dsc_linear_fp4_fast", "dsc_linear_fp4_lanes",
-                                                    "dsc_linear_fp4_slots"},
+                                                    "dsc_linear_fp4_slots", "dsc_linear_fp4_wg"},
                          xp, M, K, wp, sp, N, yp);
   auto q = actQuantScratch(c, M, K);
   if (!q)
@@ -185,7 +185,8 @@ Status groupedOutput(CudaLaunchContext &c, const abi::GroupedOutputParams &p) {
       return s;
     return quantizedGemv(c, "dsc_grouped_output",
                          {"dsc_grouped_output_fp8_fast", "dsc_grouped_output_fp8_lanes",
-                          "dsc_grouped_output_fp8_slots"}, zp, S, K,
+                          "dsc_grouped_output_fp8_slots", "dsc_grouped_output_fp8_wg"},
+                         zp, S, K,
                          bp, bs, D, yp);
   }
   if (Status s = c.launchEntry("dsc_grouped_output_woa", gridFor(S * K), block1(), 0,
@@ -248,10 +249,19 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
   if (!hbuf || !obuf)
     return !hbuf ? hbuf.status() : obuf.status();
   CUdeviceptr op = *obuf;
-  const bool upShared =
-      quantizeInBlocks(tileGrid(tile * (k + 1) * ceilDiv(I, 16)).x, tile, D);
-  const bool downShared =
-      quantizeInBlocks(tileGrid(tile * (k + 1) * ceilDiv(D, 16)).x, tile * (k + 1), I);
+  using runtime::GemvKernels;
+  // The warpgroups stage a slot's whole activation row (K / 32 <=
+  // kWgMaxStageBlocks, whole steps); other widths run the lanes.
+  auto wgFits = [](long long K) { return K / 32 <= abi::kWgMaxStageBlocks; };
+  const GemvKernels family =
+      c.gemv == GemvKernels::Warpgroups &&
+              !(wgTakes(D, r1s) && wgTakes(D, r3s) && wgTakes(D, s1s) && wgTakes(D, s3s) &&
+                wgTakes(I, r2s) && wgTakes(I, s2s) && wgFits(D) && wgFits(I))
+          ? GemvKernels::Lanes
+          : c.gemv;
+  const bool wg = family == GemvKernels::Warpgroups;
+  const bool upShared = moeQuantInBlocks(family, tile * (k + 1), I, tile, D);
+  const bool downShared = moeQuantInBlocks(family, tile * (k + 1), D, tile * (k + 1), I);
   ActQuant qx, qh;
   if (!upShared) {
     auto q = actQuantScratch(c, tile, D);
@@ -278,40 +288,40 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
       CUdeviceptr x = 0, codes = 0, scales = 0;
       size_t smem = 0;
     };
-    auto operand = [&](bool shared, CUdeviceptr x, long long rows, long long K,
+    auto operand = [&](bool shared, CUdeviceptr x, long long rows, long long K, int mats,
                        const ActQuant &q) -> Expected<Operand> {
       if (shared)
-        return Operand{x, 0, 0, quantBytes(rows, K) + kCombineBytes};
+        return Operand{x, 0, 0, moeLaunchSmem(family, true, rows, K, mats)};
       if (Status s = c.launchEntry("dsc_moe_experts_act_quant_fast", gemvGrid(rows * (K / 32)),
                                    gemvBlock(), 0, args(x, rows, K, q.codes, q.scales));
           !s)
         return s;
-      return Operand{0, q.codes, q.scales, kCombineBytes};
+      return Operand{0, q.codes, q.scales, moeLaunchSmem(family, false, rows, K, mats)};
     };
-    auto up = operand(upShared, xp, Tt, D, qx);
+    auto up = operand(upShared, xp, Tt, D, 2, qx);
     if (!up)
       return up.status();
-    using runtime::GemvKernels;
-    const GemvKernels family = c.gemv;
     const char *upEntry = family == GemvKernels::Lanes   ? "dsc_moe_experts_up_lanes"
                           : family == GemvKernels::Slots ? "dsc_moe_experts_up_slots"
+                          : wg                           ? "dsc_moe_experts_up_wg"
                           : c.moeE4m3Mma                 ? "dsc_moe_experts_up_fast_e4m3"
                                                          : "dsc_moe_experts_up_fast";
     const Dim3 upGrid = moeItemGrid(family, slots * ceilDiv(I, gemvItemRows(family)));
-    if (Status s = c.launchEntry(upEntry, upGrid, gemvBlock(), up->smem,
+    if (Status s = c.launchEntry(upEntry, upGrid, gemvFamilyBlock(family), up->smem,
                                  args(p, up->x, up->codes, up->scales, Tt, D, I, r1, r1s, r3, r3s,
                                       s1, s1s, s3, s3s, ip, wp, k, E, hp));
         !s)
       return s;
-    auto down = operand(downShared, hp, slots, I, qh);
+    auto down = operand(downShared, hp, slots, I, 1, qh);
     if (!down)
       return down.status();
     const char *downEntry = family == GemvKernels::Lanes   ? "dsc_moe_experts_down_lanes"
                             : family == GemvKernels::Slots ? "dsc_moe_experts_down_slots"
+                            : wg                           ? "dsc_moe_experts_down_wg"
                             : c.moeE4m3Mma                 ? "dsc_moe_experts_down_fast_e4m3"
                                                            : "dsc_moe_experts_down_fast";
     const Dim3 downGrid = moeItemGrid(family, slots * ceilDiv(D, gemvItemRows(family)));
-    if (Status s = c.launchEntry(downEntry, downGrid, gemvBlock(),
+    if (Status s = c.launchEntry(downEntry, downGrid, gemvFamilyBlock(family),
                                  down->smem,
                                  args(down->x, down->codes, down->scales, Tt, I, D, r2, r2s, s2,
                                       s2s, ip, k, E, op));

@@ -106,20 +106,54 @@ inline long long slotSplits(long long N, long long K) {
     splits *= 2;
   return splits;
 }
+/// K splits of the warpgroup GEMV (wg_gemv.cuh wgGemv: one block per 64
+/// weight rows): enough blocks for two per SM when N has few tiles, each
+/// split keeping >= 8 K blocks per warpgroup, and as many more as keep an
+/// item's staged K range within kWgMaxStageBlocks. A function of N and K
+/// only, never of M.
+inline long long wgSplits(long long N, long long K) {
+  const long long tiles = ceilDiv(N, abi::kWgTileRows), kb = K / 32;
+  long long splits = 1;
+  while (splits < 16 && tiles * splits < 2 * 132 && kb / (splits * 2) >= 8 * abi::kWgGroups)
+    splits *= 2;
+  while (ceilDiv(kb, splits) > abi::kWgMaxStageBlocks)
+    splits *= 2;
+  return splits;
+}
+/// The K blocks one item of wgGemv stages: ceil(kb / splits) rounded up to
+/// whole steps of every warpgroup (the kernel's perSplit).
+inline long long wgItemBlocks(long long K, long long splits) {
+  const long long unit = abi::kWgStepBlocks * abi::kWgGroups;
+  return ceilDiv(ceilDiv(K / 32, splits), unit) * unit;
+}
+/// Whether the warpgroup tiles take W [., K] (K % 128 == 0: whole steps;
+/// the scale rows are read 4 bytes at a time, so they must be 4-aligned).
+inline bool wgTakes(long long K, CUdeviceptr scales) {
+  return K % (32 * abi::kWgStepBlocks) == 0 && scales % 4 == 0;
+}
 /// Weight rows and activation rows of one work item of the GEMV family
-/// (a warp for lanes and slots, a block for the tiles).
+/// (a warp for lanes and slots, a block for the tiles and warpgroups).
 inline long long gemvItemRows(runtime::GemvKernels k) {
-  return k == runtime::GemvKernels::Lanes   ? kLaneTileRows
-         : k == runtime::GemvKernels::Slots ? abi::kSlotTileRows
-                                            : 16;
+  return k == runtime::GemvKernels::Lanes        ? kLaneTileRows
+         : k == runtime::GemvKernels::Slots      ? abi::kSlotTileRows
+         : k == runtime::GemvKernels::Warpgroups ? abi::kWgTileRows
+                                                 : 16;
 }
 inline long long gemvItemActRows(runtime::GemvKernels k) {
-  return k == runtime::GemvKernels::Slots ? abi::kSlotTileActRows : 8;
+  return k == runtime::GemvKernels::Slots        ? abi::kSlotTileActRows
+         : k == runtime::GemvKernels::Warpgroups ? abi::kWgTileCols
+                                                 : 8;
 }
 /// The grid of `items` work items of the family: warps (gemvGrid) for lanes
-/// and slots, blocks (tileGrid) for the tiles.
+/// and slots, blocks (tileGrid) for the tiles and warpgroups.
 inline Dim3 gemvItemGrid(runtime::GemvKernels k, long long items) {
-  return k == runtime::GemvKernels::Tiles ? tileGrid(items) : gemvGrid(items);
+  return k == runtime::GemvKernels::Tiles || k == runtime::GemvKernels::Warpgroups
+             ? tileGrid(items)
+             : gemvGrid(items);
+}
+/// The family's block: kWgThreads for the warpgroups, else gemvBlock().
+inline Dim3 gemvFamilyBlock(runtime::GemvKernels k) {
+  return k == runtime::GemvKernels::Warpgroups ? block1(abi::kWgThreads) : gemvBlock();
 }
 /// The grid of `items` MoE up/down work items of the family: the slots split
 /// each item over kSlotMoeItemWarps warps (moe_experts.cu).
@@ -129,9 +163,10 @@ inline Dim3 moeItemGrid(runtime::GemvKernels k, long long items) {
 }
 /// The family's K splits for W [N, K].
 inline long long gemvFamilySplits(runtime::GemvKernels k, long long N, long long K) {
-  return k == runtime::GemvKernels::Lanes   ? laneSplits(N, K)
-         : k == runtime::GemvKernels::Slots ? slotSplits(N, K)
-                                            : gemvSplits(N, K);
+  return k == runtime::GemvKernels::Lanes        ? laneSplits(N, K)
+         : k == runtime::GemvKernels::Slots      ? slotSplits(N, K)
+         : k == runtime::GemvKernels::Warpgroups ? wgSplits(N, K)
+                                                 : gemvSplits(N, K);
 }
 /// Whether `blocks` blocks should each act_quant all of [M, K] in shared
 /// memory (no extra launch) rather than read one global act_quant: only
@@ -139,6 +174,37 @@ inline long long gemvFamilySplits(runtime::GemvKernels k, long long N, long long
 inline bool quantizeInBlocks(long long blocks, long long M, long long K) {
   return quantBytes(M, K) + kCombineBytes <= kSharedLimit && blocks * M * (K / 32) <= 16384;
 }
+/// Whether a quantised GEMV launch of `grid` blocks of the family act_quants
+/// x [M, K] in its blocks (else a global act_quant runs first): the
+/// warpgroups quantise only their item's rows and K range while staging.
+inline bool gemvQuantInBlocks(runtime::GemvKernels k, long long grid, long long M, long long K,
+                              long long splits) {
+  if (k == runtime::GemvKernels::Warpgroups)
+    return grid * (M < abi::kWgTileCols ? M : abi::kWgTileCols) * wgItemBlocks(K, splits) <= 16384;
+  return quantizeInBlocks(grid, M, K);
+}
+/// The dynamic shared memory of that launch.
+inline size_t gemvLaunchSmem(runtime::GemvKernels k, bool shared, long long M, long long K,
+                             long long splits) {
+  if (k == runtime::GemvKernels::Warpgroups)
+    return size_t(abi::wgSharedBytes(wgItemBlocks(K, splits), 1));
+  return (shared ? quantBytes(M, K) : 0) + kCombineBytes;
+}
+/// The same for a MoE up (mats 2) or down (mats 1) step of `slots` (token,
+/// slot) rows of width K, `rowsOut` output rows per slot, `rows` activation rows.
+inline bool moeQuantInBlocks(runtime::GemvKernels k, long long slots, long long rowsOut,
+                             long long rows, long long K) {
+  if (k == runtime::GemvKernels::Warpgroups)
+    return slots * ceilDiv(rowsOut, abi::kWgTileRows) * (K / 32) <= 16384;
+  return quantizeInBlocks(tileGrid(slots * ceilDiv(rowsOut, 16)).x, rows, K);
+}
+inline size_t moeLaunchSmem(runtime::GemvKernels k, bool shared, long long rows, long long K,
+                            int mats) {
+  if (k == runtime::GemvKernels::Warpgroups)
+    return size_t(abi::wgSharedBytes(K / 32, mats));
+  return (shared ? quantBytes(rows, K) : 0) + kCombineBytes;
+}
+
 /// Rows of x per launch of a split GEMV (bounds its partial scratch).
 constexpr long long kSplitRowChunk = 512;
 
@@ -156,15 +222,21 @@ struct QuantizedGemvEntries {
   const char *tiles; ///< DSC_GEMV_QUANTIZED_ENTRY (`..._fast`)
   const char *lanes; ///< DSC_LANE_GEMV_ENTRY (`..._lanes`)
   const char *slots; ///< DSC_SLOT_GEMV_ENTRY (`..._slots`)
+  const char *wg;    ///< DSC_WG_GEMV_ENTRY (`..._wg`)
 };
 inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix,
                             QuantizedGemvEntries entries, CUdeviceptr xp, long long M, long long K,
                             CUdeviceptr wp, CUdeviceptr sp, long long N, CUdeviceptr yp) {
   CUdeviceptr none = 0;
-  const runtime::GemvKernels family = c.gemv;
-  const char *entry = family == runtime::GemvKernels::Lanes   ? entries.lanes
-                      : family == runtime::GemvKernels::Slots ? entries.slots
-                                                              : entries.tiles;
+  using runtime::GemvKernels;
+  // The warpgroups take whole steps of K; other shapes run the lanes.
+  const GemvKernels family =
+      c.gemv == GemvKernels::Warpgroups && !wgTakes(K, sp) ? GemvKernels::Lanes : c.gemv;
+  const bool wg = family == GemvKernels::Warpgroups;
+  const char *entry = family == GemvKernels::Lanes   ? entries.lanes
+                      : family == GemvKernels::Slots ? entries.slots
+                      : wg                           ? entries.wg
+                                                     : entries.tiles;
   // The grid of `rows` activation rows: one work item per tile and split.
   auto gridOf = [&](long long rows, long long splits) {
     return gemvItemGrid(family, ceilDiv(N, gemvItemRows(family)) *
@@ -179,7 +251,7 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix,
       return p.status();
     partial = *p;
   }
-  const bool shared = quantizeInBlocks(gridOf(chunk, splits).x, chunk, K);
+  const bool shared = gemvQuantInBlocks(family, gridOf(chunk, splits).x, chunk, K, splits);
   ActQuant q;
   if (!shared) {
     auto qs = actQuantScratch(c, chunk, K);
@@ -192,7 +264,8 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix,
     CUdeviceptr x = xp + CUdeviceptr(m0 * K * 2), y = yp + CUdeviceptr(m0 * N * 2);
     const Dim3 grid = gridOf(rows, splits);
     if (shared) {
-      if (Status s = c.launchEntry(entry, grid, gemvBlock(), quantBytes(rows, K) + kCombineBytes,
+      if (Status s = c.launchEntry(entry, grid, gemvFamilyBlock(family),
+                                   gemvLaunchSmem(family, true, rows, K, splits),
                                    args(x, none, none, rows, K, wp, sp, N, y, splits, partial));
           !s)
         return s;
@@ -202,7 +275,8 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix,
                                    args(x, rows, K, q.codes, q.scales));
           !s)
         return s;
-      if (Status s = c.launchEntry(entry, grid, gemvBlock(), kCombineBytes,
+      if (Status s = c.launchEntry(entry, grid, gemvFamilyBlock(family),
+                                   gemvLaunchSmem(family, false, rows, K, splits),
                                    args(none, q.codes, q.scales, rows, K, wp, sp, N, y, splits,
                                         partial));
           !s)

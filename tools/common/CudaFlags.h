@@ -16,9 +16,10 @@
 //                              (the default)
 //   --cuda-moe-mma f16|e4m3    the MoE up/down tiles' mma (CudaOptions::
 //                              moeE4m3Mma; with --cuda-gemv tiles)
-//   --cuda-gemv lanes|slots|tiles  the FP8/FP4 GEMV family: lane-block
-//                              tiles, block-slot tiles or gemv.cuh's 16-row
-//                              tiles (CudaOptions::gemv)
+//   --cuda-gemv lanes|slots|tiles|wg  the FP8/FP4 GEMV family: lane-block
+//                              tiles, block-slot tiles, gemv.cuh's 16-row
+//                              tiles or the warpgroup (wgmma) tiles
+//                              (CudaOptions::gemv)
 //   --cuda-pdl on|off          every kernel as a programmatic dependent launch
 //                              (CudaOptions::dependentLaunch)
 //   --cuda-streams 1..8        the streams a captured decode call's steps go
@@ -58,7 +59,7 @@ inline constexpr const char *kCudaUsage =
     "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]\n"
     "                 [--cuda-kernels fast|cpu-order[=FAMILY,...]]\n"
     "                 [--cuda-attention single|split|mqa|tc] [--cuda-moe-mma f16|e4m3]\n"
-    "                 [--cuda-gemv lanes|slots|tiles] [--cuda-pdl on|off] [--cuda-streams 1..8]\n"
+    "                 [--cuda-gemv lanes|slots|tiles|wg] [--cuda-pdl on|off] [--cuda-streams 1..8]\n"
     "                 [--cpu-threads N]";
 
 /// The DSC_CUDA_* variables, as the runtime used to read them.
@@ -171,7 +172,8 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
         applyChoice<GemvKernels>(cl, "--cuda-gemv",
                                  {{"lanes", GemvKernels::Lanes},
                                   {"slots", GemvKernels::Slots},
-                                  {"tiles", GemvKernels::Tiles}},
+                                  {"tiles", GemvKernels::Tiles},
+                                  {"wg", GemvKernels::Warpgroups}},
                                  options.gemv),
         applyChoice<bool>(cl, "--cuda-pdl", {{"on", true}, {"off", false}},
                           options.dependentLaunch),

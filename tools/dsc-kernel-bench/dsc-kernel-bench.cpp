@@ -8,7 +8,7 @@
 // device-to-device copy bandwidth measured in the same run (the rate
 // dsc-bench's roofline uses).
 //   dsc-kernel-bench linear-fp8|linear-fp4 --m M --n N --k K [--splits S]
-//                    [--gemv lanes|slots|tiles] [--graph-calls C] [--replays R]
+//                    [--gemv lanes|slots|tiles|wg] [--graph-calls C] [--replays R]
 //   dsc-kernel-bench moe-up|moe-down --m T --n I --k D [--topk k] [...]
 // A call is what the runtime launches for the step (runtime/cuda/
 // GemvLaunch.h quantizedGemv, CudaAdaptersDense.cpp moeExpertsFast): the
@@ -50,7 +50,7 @@ using Launch = KernelHarness::Launch;
 constexpr const char *kUsage =
     "usage: dsc-kernel-bench linear-fp8|linear-fp4 --m M --n N --k K [--splits S (0: the "
     "runtime's)]\n"
-    "                        [--gemv lanes|slots|tiles] [--graph-calls C] [--replays R]\n"
+    "                        [--gemv lanes|slots|tiles|wg] [--graph-calls C] [--replays R]\n"
     "       dsc-kernel-bench moe-up|moe-down --m TOKENS --n INTER --k DIM [--topk K] [--gemv "
     "...]\n";
 /// Bytes of weights one graph pass streams at least (2 x the H200's L2).
@@ -129,11 +129,14 @@ int run(int argc, char **argv) {
                  std::to_string(N));
   const std::string gemv = cl.has("--gemv") ? cl.options.at("--gemv") : "lanes";
   using dsc::runtime::GemvKernels;
-  if (gemv != "lanes" && gemv != "slots" && gemv != "tiles")
-    return usage("--gemv takes lanes, slots or tiles, got '" + gemv + "'");
+  if (gemv != "lanes" && gemv != "slots" && gemv != "tiles" && gemv != "wg")
+    return usage("--gemv takes lanes, slots, tiles or wg, got '" + gemv + "'");
   const GemvKernels family = gemv == "lanes"   ? GemvKernels::Lanes
                              : gemv == "slots" ? GemvKernels::Slots
+                             : gemv == "wg"    ? GemvKernels::Warpgroups
                                                : GemvKernels::Tiles;
+  if (family == GemvKernels::Warpgroups && K % 128 != 0)
+    return usage("--gemv wg needs --k a multiple of 128, got " + std::to_string(K));
   const std::string suffix = family == GemvKernels::Tiles ? "_fast" : "_" + gemv;
   const bool up = kernel == "moe-up";
 
@@ -163,7 +166,7 @@ int run(int argc, char **argv) {
     grid = cu::gemvItemGrid(family, cu::ceilDiv(N, cu::gemvItemRows(family)) *
                                         cu::ceilDiv(M, cu::gemvItemActRows(family)) * splits)
                .x;
-    const bool shared = cu::quantizeInBlocks(grid, M, K);
+    const bool shared = cu::gemvQuantInBlocks(family, grid, M, K, splits);
     const long long weightBytes = fp4 ? N * K / 2 : N * K;
     const long long scaleBytes = (fp4 ? N : (N + 31) / 32) * (K / 32);
     bytesPerCall = weightBytes + scaleBytes + (splits > 1 ? 2 * splits * M * N * 4 : 0);
@@ -182,8 +185,8 @@ int run(int argc, char **argv) {
                                1, cu::gemvBlock().x, 0,
                                kernelArgs(P(x), I64(M), I64(K), P(codes), P(scales))});
       steps.push_back(
-          Launch{"linear", entry, grid, 1, cu::gemvBlock().x,
-                 (shared ? cu::quantBytes(M, K) : 0) + cu::kCombineBytes,
+          Launch{"linear", entry, grid, 1, cu::gemvFamilyBlock(family).x,
+                 cu::gemvLaunchSmem(family, shared, M, K, splits),
                  kernelArgs(P(shared ? x : 0), P(shared ? 0 : codes), P(shared ? 0 : scales),
                             I64(M), I64(K), P(w), P(s), I64(N), P(y), I64(splits), P(partial))});
       if (splits > 1)
@@ -207,8 +210,7 @@ int run(int argc, char **argv) {
     copies = std::max(1LL, std::min(64LL, kRotateBytes / bytesPerCall + 1));
     grid = cu::moeItemGrid(family, slots * cu::ceilDiv(rowsOut, cu::gemvItemRows(family))).x;
     // The runtime's activation path (its test uses the tiles' grid for both).
-    const bool shared =
-        cu::quantizeInBlocks(cu::tileGrid(slots * cu::ceilDiv(rowsOut, 16)).x, rows, width);
+    const bool shared = cu::moeQuantInBlocks(family, slots, rowsOut, rows, width);
     CUdeviceptr ip = h->upload(ids),
                 wp = h->upload(std::vector<float>(size_t(T * k), 1.0f / float(k)));
     CUdeviceptr x = h->upload(randomBf16(size_t(rows * width), rng));
@@ -228,16 +230,16 @@ int run(int argc, char **argv) {
         steps.push_back(Launch{"moe_experts", "dsc_moe_experts_act_quant_fast",
                                cu::gemvGrid(rows * (width / 32)).x, 1, cu::gemvBlock().x, 0,
                                kernelArgs(P(x), I64(rows), I64(width), P(codes), P(scales))});
-      const size_t smem = (shared ? cu::quantBytes(rows, width) : 0) + cu::kCombineBytes;
+      const size_t smem = cu::moeLaunchSmem(family, shared, rows, width, up ? 2 : 1);
       CUdeviceptr &xq = P(shared ? x : 0), &cq = P(shared ? 0 : codes),
                   &sq = P(shared ? 0 : scales);
       if (up)
-        steps.push_back(Launch{"moe_experts", entry, grid, 1, cu::gemvBlock().x, smem,
+        steps.push_back(Launch{"moe_experts", entry, grid, 1, cu::gemvFamilyBlock(family).x, smem,
                                kernelArgs(moeParams, xq, cq, sq, I64(T), I64(D), I64(I), P(w[0]),
                                           P(ws[0]), P(w[1]), P(ws[1]), P(s[0]), P(ss[0]), P(s[1]),
                                           P(ss[1]), P(ip), P(wp), I64(k), I64(E), P(out))});
       else
-        steps.push_back(Launch{"moe_experts", entry, grid, 1, cu::gemvBlock().x, smem,
+        steps.push_back(Launch{"moe_experts", entry, grid, 1, cu::gemvFamilyBlock(family).x, smem,
                                kernelArgs(xq, cq, sq, I64(T), I64(I), I64(D), P(w[0]), P(ws[0]),
                                           P(s[0]), P(ss[0]), P(ip), I64(k), I64(E), P(out))});
     }

@@ -191,7 +191,8 @@ TEST_F(CudaFlags, GemvFlagSelectsTheFamily) {
   CommandLine cl;
   EXPECT_EQ(apply(cl).gemv, GemvKernels::Lanes);
   const std::pair<const char *, GemvKernels> values[] = {
-      {"lanes", GemvKernels::Lanes}, {"slots", GemvKernels::Slots}, {"tiles", GemvKernels::Tiles}};
+      {"lanes", GemvKernels::Lanes}, {"slots", GemvKernels::Slots}, {"tiles", GemvKernels::Tiles},
+      {"wg", GemvKernels::Warpgroups}};
   for (const auto &[name, family] : values) {
     cl.options["--cuda-gemv"] = name;
     EXPECT_EQ(apply(cl).gemv, family) << name;
@@ -199,7 +200,7 @@ TEST_F(CudaFlags, GemvFlagSelectsTheFamily) {
   cl.options["--cuda-gemv"] = "rows";
   std::string got;
   apply(cl, &got);
-  EXPECT_EQ(got, "--cuda-gemv takes lanes, slots or tiles, got 'rows'");
+  EXPECT_EQ(got, "--cuda-gemv takes lanes, slots, tiles or wg, got 'rows'");
 }
 
 /// --cuda-pdl picks CudaOptions::dependentLaunch; dependent launches are the default.

@@ -36,6 +36,27 @@ inline constexpr int kSlotTileActRows = 8;
 /// moe_experts.cu `_slots`; the grid has this many warps per item; it
 /// divides kGemvWarps).
 inline constexpr int kSlotMoeItemWarps = 4;
+/// The warpgroup GEMV tiles (codegen/kernels/wg_gemv.cuh, `_wg` entries):
+/// weight rows per warpgroup (the wgmma's M), activation rows per item (its
+/// N), warpgroups per block (they split an item's K range in contiguous
+/// halves, combined in their order), K blocks a warpgroup step takes (an
+/// item's K range is a multiple of kWgStepBlocks * kWgGroups blocks, so K %
+/// 128 == 0 is required), the K blocks one item may stage (shared memory:
+/// kWgStageBlockBytes each: the codes as f16 in the wgmma's core-matrix layout,
+/// then the scales) and the combine buffer per matrix.
+inline constexpr int kWgTileRows = 64;
+inline constexpr int kWgTileCols = 8;
+inline constexpr int kWgGroups = 2;
+inline constexpr int kWgThreads = 128 * kWgGroups;
+inline constexpr int kWgStepBlocks = 4;
+inline constexpr int kWgMaxStageBlocks = 160;
+inline constexpr int kWgStageBlockBytes = 64 * kWgTileCols + 4 * kWgTileCols;
+inline constexpr long long wgCombineBytes(int mats) {
+  return (kWgGroups - 1) * 128LL * 4 * mats * 4;
+}
+inline constexpr long long wgSharedBytes(long long blocks, int mats) {
+  return blocks * kWgStageBlockBytes + wgCombineBytes(mats);
+}
 /// Entries per online-softmax block of the sparse attention walk (the
 /// reference's block: probabilities are rounded against its running max).
 inline constexpr int kSparseBlock = 64;

@@ -107,7 +107,7 @@ inline constexpr KernelFamilyName kKernelFamilyNames[] = {
     {"moe-experts", KernelFamily::MoeExperts}, {"index-keys", KernelFamily::IndexKeys}};
 
 /// The FP8/FP4 GEMV kernel families of the CUDA fast path (CudaOptions::gemv).
-enum class GemvKernels { Tiles, Lanes, Slots };
+enum class GemvKernels { Tiles, Lanes, Slots, Warpgroups };
 
 /// The fast sparse attention's kernels (CudaOptions::attention).
 enum class AttentionKernels { Single, Split, Mqa, TensorCore };
@@ -166,8 +166,12 @@ struct CudaOptions {
   /// the block-slot tiles (codegen/kernels/slot_gemv.cuh: weights as the
   /// mma's A operand, 16 rows per warp, one B column per activation row and
   /// block); Tiles, gemv.cuh's 16-row tiles with warps splitting K (and with
-  /// them moeE4m3Mma). All stay inside the GPU gates; kept selectable for
-  /// comparisons (`--cuda-gemv lanes|slots|tiles`).
+  /// them moeE4m3Mma); Warpgroups, the warpgroup tiles (codegen/kernels/
+  /// wg_gemv.cuh: Hopper's native FP8 wgmma, 64 weight rows per warpgroup
+  /// as its register A operand, the activations staged in shared memory;
+  /// the linear and MoE steps, the others run their lanes entries). All stay
+  /// inside the GPU gates; kept selectable for comparisons
+  /// (`--cuda-gemv lanes|slots|tiles|wg`).
   GemvKernels gemv = GemvKernels::Lanes;
   /// Every kernel is launched as a programmatic dependent launch (sm_90
   /// PDL): it may be scheduled while its predecessor still runs, and its

@@ -34,7 +34,7 @@ const std::vector<Template> &templates() {
       {"index_queries",
        {"dsc_index_queries_act", "dsc_index_queries_gemm", "dsc_index_queries_rope_qdq",
         "dsc_index_queries_act_quant_fast", "dsc_index_queries_gemm_fast",
-        "dsc_index_queries_gemm_lanes",
+        "dsc_index_queries_gemm_lanes", "dsc_index_queries_gemm_wg",
         "dsc_index_queries_splitk_reduce_fast"}},
       {"indexer_score", {"dsc_indexer_score", "dsc_indexer_score_fast"}},
       {"candidate_blocks", {"dsc_candidate_blocks"}},

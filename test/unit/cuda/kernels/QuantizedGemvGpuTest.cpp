@@ -2,7 +2,8 @@
 //
 // The lane-block entries dsc_linear_fp8_lanes / _fp4_lanes (codegen/kernels/
 // lane_gemv.cuh) and the block-slot entries dsc_linear_fp8_slots / _fp4_slots
-// (slot_gemv.cuh), through linear.cu, on the GPU against cpu::linearFp8 / linearFp4 (the reference's
+// (slot_gemv.cuh) and the warpgroup entries dsc_linear_fp8_wg / _fp4_wg
+// (wg_gemv.cuh: FP8 wgmma; K % 128 == 0 shapes only), through linear.cu, on the GPU against cpu::linearFp8 / linearFp4 (the reference's
 // block-scaled GEMMs) at odd shapes, M = 1 included, with one K range and
 // with K splits reduced by dsc_linear_splitk_reduce_fast. The kernels sum in
 // their own fixed order (the mma's, then the lanes' xor tree), so an output
@@ -15,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 #include "test/unit/cuda/kernels/GpuKernelTest.h"
 
+#include "dsc/abi/LaunchShapes.h"
 #include "dsc/numerics/ScalarCodecs.h"
 #include "runtime/cpu/kernels/dense/Linear.h"
 
@@ -63,12 +65,16 @@ Operands makeOperands(const Shape &s, bool fp4, uint32_t seed) {
 
 /// The GPU's y [M, N] bf16 for the operands (quantised in the block, as the
 /// runtime's decode path does).
-/// The GEMV family under test: its entry suffix and weight rows per warp item.
+/// The GEMV family under test: its entry suffix, weight rows per item and
+/// whether an item is a warp (8 per block of 256 threads) or a warpgroup
+/// block (dsc::abi::kWgThreads threads, its own staging smem).
 struct Family {
   const char *suffix;
   long long tileRows;
+  bool warpgroups;
 };
-constexpr Family kLanes{"_lanes", 8}, kSlots{"_slots", 16};
+constexpr Family kLanes{"_lanes", 8, false}, kSlots{"_slots", 16, false},
+    kWg{"_wg", dsc::abi::kWgTileRows, true};
 
 std::vector<uint16_t> runGemv(KernelHarness &h, const Family &f, const Shape &s, bool fp4,
                               const Operands &o) {
@@ -77,12 +83,17 @@ std::vector<uint16_t> runGemv(KernelHarness &h, const Family &f, const Shape &s,
   CUdeviceptr partial = h.upload(nullptr, size_t(s.splits * s.M * s.N) * 4);
   CUdeviceptr none = 0;
   long long M = s.M, K = s.K, N = s.N, splits = s.splits;
-  const size_t smem = size_t(M * K + M * (K / 32) * 4); // dsc_gemv::quantBytes
   const unsigned items =
       unsigned(((N + f.tileRows - 1) / f.tileRows) * ((M + 7) / 8) * splits);
-  const unsigned grid = (items + 7) / 8; // 8 warps per block, one item each
+  // The warpgroups stage each item's K range: wgGemv's perSplit blocks.
+  const long long unit = dsc::abi::kWgStepBlocks * dsc::abi::kWgGroups;
+  const long long itemBlocks = ((K / 32 + splits - 1) / splits + unit - 1) / unit * unit;
+  const size_t smem = f.warpgroups ? size_t(dsc::abi::wgSharedBytes(itemBlocks, 1))
+                                   : size_t(M * K + M * (K / 32) * 4); // dsc_gemv::quantBytes
+  const unsigned grid = f.warpgroups ? items : (items + 7) / 8; // 8 warps per block
+  const unsigned threads = f.warpgroups ? unsigned(dsc::abi::kWgThreads) : 256u;
   const std::string entry = std::string(fp4 ? "dsc_linear_fp4" : "dsc_linear_fp8") + f.suffix;
-  dsc::runtime::Status st = h.launch("linear", entry.c_str(), grid, 256, smem,
+  dsc::runtime::Status st = h.launch("linear", entry.c_str(), grid, threads, smem,
                                      kernelArgs(x, none, none, M, K, w, ws, N, y, splits, partial));
   EXPECT_TRUE(st) << st.message();
   if (splits > 1) {
@@ -118,7 +129,10 @@ TEST_P(QuantizedGemvGpu, MatchesTheCpuReferenceWithinOneBf16Step) {
   const auto [fp4, family] = GetParam();
   for (const Shape &s : {Shape{1, 40, 96, 1}, Shape{1, 1280, 5120, 4}, Shape{3, 77, 160, 1},
                          Shape{8, 264, 512, 3}, Shape{13, 8, 2304, 2}, Shape{2, 1792, 5120, 16},
-                         Shape{5, 33, 1280, 1}}) {
+                         Shape{5, 33, 1280, 1}, Shape{1, 100, 1280, 1}, Shape{1, 5120, 8192, 4},
+                         Shape{9, 130, 384, 1}, Shape{1, 64, 128, 1}}) {
+    if (family.warpgroups && s.K % 128 != 0)
+      continue; // the warpgroups take whole steps of K (the runtime runs the lanes there)
     SCOPED_TRACE("M " + std::to_string(s.M) + " N " + std::to_string(s.N) + " K " +
                  std::to_string(s.K) + " splits " + std::to_string(s.splits));
     const Operands o = makeOperands(s, fp4, uint32_t(s.M * 7919 + s.N * 31 + s.K));
@@ -167,10 +181,11 @@ TEST_P(QuantizedGemvGpu, ARowsBytesDoNotDependOnTheOtherRows) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantizedGemvGpu,
                          ::testing::Combine(::testing::Values(false, true),
-                                            ::testing::Values(kLanes, kSlots)),
+                                            ::testing::Values(kLanes, kSlots, kWg)),
                          [](const auto &info) {
+                           const Family &f = std::get<1>(info.param);
                            return std::string(std::get<0>(info.param) ? "Fp4" : "Fp8") +
-                                  (std::get<1>(info.param).tileRows == 8 ? "Lanes" : "Slots");
+                                  (f.warpgroups ? "Wg" : f.tileRows == 8 ? "Lanes" : "Slots");
                          });
 
 } // namespace
