@@ -1,48 +1,46 @@
-//===- wg_gemv.cuh - Warpgroup GEMV tiles: wgmma, weights in registers -===//
+//===- wg_gemv.cuh - Warpgroup GEMV tiles: wgmma over block-diagonal activations -===//
 //
 // What: the decode GEMV core for block-scaled FP8 and FP4 weights (W [N, K]
 // E4M3 with UE8M0 scales [ceil(N/32), K/32]; W [N, K/2] E2M1 with scales
 // [N, K/32]) times act_quant activations (E4M3 codes + fp32 scales per 32 K,
 // gemv.cuh quantizeBlocks) on Hopper's warpgroup tensor-core instruction
-// wgmma.mma_async, with the weights as its register A operand (the lane and
-// slot tiles' mma.sync widen both operands every time and were issue-bound
-// at ~144 instructions per 16 weight bytes).
-// Why f16 and not E4M3 wgmma: Hopper's FP8 wgmma sums a k32 tile with a
-// truncating accumulator of ~14 bits (DeepGEMM's reason to promote), which
-// moved outputs by up to 5 bf16 steps against the reference on FP8 weights
-// and failed every golden gate (session 14, docs/perf.md); the f16 wgmma
-// sums exact f16 products in fp32 like the lanes' mma.sync, and E4M3 (and
-// E2M1 * 2^-6) values are exact in f16.
+// wgmma.mma_async m64n8k16 f16, with the weights as its register A operand.
+// Why this shape (session 14, docs/perf.md): the weights must be read the
+// way the lane tiles read them, 16 bytes per thread with a warp on 8 rows x
+// 64 contiguous bytes (stream_probe.cu: 95% of the copy bandwidth; 4-byte
+// loads over 16 rows reached 51-69%), and converted with as few
+// instructions as possible (the lane tiles' mma.sync widens both operands
+// at every step: ~144 instructions per 16 FP4 bytes, issue-bound).
 // Layout: a warpgroup (4 warps, 128 threads) computes 64 weight rows n0 ..
-// n0 + 63 by up to 8 activation rows over a K range, two chained
-// m64n8k16 f16 wgmmas per 32-K scale block. Thread (warp w, g = lane / 4,
-// t = lane % 4) feeds rows n0 + 16w + g and + 8 with the 8 elements 8t ..
-// 8t + 7 of each block (FP8: one 8-byte load per row; FP4: one 4-byte load
-// and numerics e2m1x8ToE4m3Scaled, exact E4M3 bytes of value * 2^-6), widened
-// to f16 pairs (cvt.rn.f16x2.e4m3x2, exact). Pair c (c = 0..3) of a row goes
-// to k slots 8c + 2t, 8c + 2t + 1 (the A fragment's: a0/a1 hold k 2t, 2t + 1
-// of rows g / g + 8, a2/a3 k 8 + 2t, ...; wgmma h = c / 2 takes slots 16h ..
-// 16h + 15), so element e of a block sits in k slot slotOf(e): FP8 e = 8t +
-// 2c + i -> 8c + 2t + i; FP4, whose even and odd nibbles split, e = 8t + 4q +
-// 2i + h -> 8 (2h + q) + 2t + i. The activations are the B operand in shared
-// memory, staged once per item as f16 in the same k order (stage(): K-major,
-// no swizzle; block jj at 512 * jj, its four 8 x 16-byte core matrices 128
-// bytes apart, activation row c at 16 * c), their scales after the codes
-// ([blocks][8] fp32).
-// Numerics: a block's first wgmma starts from a zero accumulator (scale-d =
-// 0), the second adds to it, so D is one block's partial (exact products in
-// fp32), and acc += (partial * a_s) * w_s in fp32 as the CPU reference (FP4:
-// a_s * 64 carries the 2^-6 back, exact); each warpgroup sums its blocks in
-// K order, the kGroups warpgroups of a block take contiguous K ranges and
-// are added in their order, K splits go through splitKReduce:
-// deterministic, and an activation row never meets another (each D column
-// depends on its own B column only), so a row's bytes do not depend on the
-// call's other rows.
-// Invariants: K % 128 == 0 (items take whole steps of kStep blocks per
-// warpgroup), an item stages at most dsc::abi::kWgMaxStageBlocks blocks,
-// weight rows 16-byte aligned, scale rows 4-byte aligned; launched with
-// dsc::abi::kWgThreads threads and dsc::abi::wgSharedBytes(blocks, mats)
-// bytes of dynamic shared memory.
+// n0 + 63 by up to kItemRows = 2 activation rows over a K range, in steps of
+// 4 blocks j .. j + 3. Thread (warp w, g = lane / 4, t = lane % 4) loads block
+// j + t of its rows n0 + 16w + g and + 8 whole (FP4 16 bytes, FP8 32),
+// widens it to f16 pairs (FP4: numerics e2m1x8ToE4m3Scaled, exact E4M3 of
+// value * 2^-6, then cvt.rn.f16x2.e4m3x2, exact) and feeds them as the A
+// fragment's k slots 2t, 2t + 1, 8 + 2t, 9 + 2t of eight wgmmas (4 pairs p
+// x 2 halves h; element e of the block goes to pair e / 8 of FP4 word or
+// FP8 8-byte group e / 8, half (FP4) e % 2 or (FP8) (e / 4) % 2, slot
+// offset as stage() writes). So one wgmma's 16 k slots hold four different
+// blocks, one per t, and the B operand (shared memory) is block-diagonal:
+// column n = 4r + c holds activation row r's block j + c in the slots of t
+// = c and zeros elsewhere. The eight wgmmas chain in one accumulator, after
+// which D[row][4r + c] is exactly block j + c's partial for activation row r
+// (exact f16 products summed in fp32), each thread holding columns 2t, 2t + 1.
+// (The E4M3 wgmma was tried first and dropped: Hopper sums its k32 tile in a
+// truncating accumulator of ~14 bits, which moved FP8 outputs by up to 5
+// bf16 steps and failed every golden gate.)
+// Numerics: per block, acc += (partial * a_s) * w_s in fp32 as the CPU
+// reference (FP4: a_s * 64 carries the 2^-6 back, exact); each thread sums
+// its two blocks' residues in K order, the warpgroups of a block take
+// contiguous K ranges and are added in their order, then the four residues
+// (two per thread, threads t and t ^ 1) in a fixed order, K splits through
+// splitKReduce: deterministic, and an activation row never meets another
+// (each D column depends on its own B column), so a row's bytes do not depend
+// on the call's other rows.
+// Invariants: K % 128 == 0 (whole steps per warpgroup), an item stages at
+// most dsc::abi::kWgMaxStageBlocks blocks, weight rows 16-byte aligned,
+// scale rows 4-byte aligned; launched with dsc::abi::kWgThreads threads and
+// dsc::abi::wgSharedBytes(blocks, mats) bytes of dynamic shared memory.
 // Bound: the weight bytes at memory bandwidth.
 // Include after common.cuh and gemv.cuh.
 //===----------------------------------------------------------------------===//
@@ -54,88 +52,95 @@
 
 namespace dsc_wg {
 
-constexpr int kRows = dsc::abi::kWgTileRows;   ///< weight rows per warpgroup
-constexpr int kCols = dsc::abi::kWgTileCols;   ///< activation rows per item
-constexpr int kGroups = dsc::abi::kWgGroups;   ///< warpgroups per block
-constexpr int kStep = dsc::abi::kWgStepBlocks; ///< K blocks per step
-constexpr int kCodeBytes = 64 * kCols;         ///< staged f16 codes per K block
+constexpr int kRows = dsc::abi::kWgTileRows;     ///< weight rows per warpgroup
+constexpr int kCols = dsc::abi::kWgTileCols;     ///< wgmma N: 4 blocks x kItemRows
+constexpr int kItemRows = dsc::abi::kWgItemRows; ///< activation rows per item
+constexpr int kGroups = dsc::abi::kWgGroups;     ///< warpgroups per block
+constexpr int kStep = dsc::abi::kWgStepBlocks;   ///< K blocks per step (4)
+/// Staged f16 B operand per step: 8 wgmmas x 16 k x 8 columns.
+constexpr int kStepCodeBytes = 8 * 16 * kCols * 2;
 constexpr float kFp4Unscale = kE2m1ToE4m3ScaledUnscale;
-
-/// The wgmma k slot of element e (0..31) of a 32-element block (header).
-__device__ __forceinline__ int slotOf(bool fp4, int e) {
-  const int t = e >> 3;
-  return fp4 ? 8 * (2 * (e & 1) + ((e >> 2) & 1)) + 2 * t + ((e >> 1) & 1)
-             : 8 * ((e >> 1) & 3) + 2 * t + (e & 1);
-}
 
 /// Staged activations of one item: `blocks` K blocks from absolute block j0.
 struct Staged {
-  const unsigned char *codes; ///< f16 [blocks][4 core matrices][8 rows][8]
-  const float *scales;        ///< [blocks][8]
+  const unsigned char *codes; ///< f16 [blocks / 4][8 wgmmas][2 core][8 cols][8]
+  const float *scales;        ///< [blocks / 4][8 cols]: a_s of (row n / 4, block 4 g + n % 4)
 };
 
-/// Where quantizeBlocksTo's E4M3 code goes when staged as f16: `*p = code`
-/// stores the code's exact f16.
-struct HalfOfCode {
-  unsigned short *p;
-  __device__ __forceinline__ HalfOfCode &operator*() { return *this; }
-  __device__ __forceinline__ void operator=(unsigned char code) {
-    *p = (unsigned short)(dsc_gemv::e4m3x2ToHalf2(code) & 0xffffu);
-  }
-};
-
-/// Stages activation rows m0 .. m0 + rows - 1 (rows <= kCols), K blocks [j0,
-/// j0 + blocks), into smem: act_quant of x [., K] here when x != null, else
-/// copied from the global codes [., K] / scales [., K/32]. Rows >= `rows` are
-/// left as they are (their D columns are never read). Ends with the async
-/// proxy fence and a barrier, so wgmma may read it. All threads must call it.
+/// Stages activation rows m0 .. m0 + rows - 1 (rows <= kItemRows), K blocks
+/// [j0, j0 + blocks) (a multiple of kStep), as the block-diagonal B operand
+/// of every step (header), zeros everywhere else: act_quant of x [., K] here
+/// when x != null, else from the global codes [., K] / scales [., K/32].
+/// Ends with the async proxy fence and a barrier, so wgmma may read it. All
+/// threads must call it.
 template <bool kFp4>
 __device__ Staged stage(const unsigned short *x, const unsigned char *gCodes,
                         const float *gScales, long long K, long long m0, int rows, long long j0,
                         long long blocks, unsigned char *smem) {
   unsigned char *codes = smem;
-  float *scales = reinterpret_cast<float *>(smem + blocks * kCodeBytes);
+  const long long steps = blocks / kStep;
+  float *scales = reinterpret_cast<float *>(smem + steps * kStepCodeBytes);
   const long long kb = K / 32;
-  auto codeAt = [&](long long jj, int r, int slot) { // the f16 of k slot `slot`
-    return reinterpret_cast<unsigned short *>(codes + jj * kCodeBytes + (slot >> 3) * 128 +
-                                              r * 16 + (slot & 7) * 2);
-  };
+  // With x: the codes of the item's rows first go to the scratch at the end
+  // of the staging (the B operand is written from there, below).
+  unsigned char *raw = reinterpret_cast<unsigned char *>(scales + steps * kCols);
+  const unsigned char *src = gCodes;
+  long long srcStride = K, srcRow0 = m0, srcBlock0 = j0;
   if (x) {
     const int warps = blockDim.x >> 5, warp = threadIdx.x >> 5;
     for (int r = 0; r < rows; ++r)
       dsc_gemv::quantizeBlocksTo(
           x + (m0 + r) * K + j0 * 32, blocks, warp, warps,
-          [&](long long jj, int e) { return HalfOfCode{codeAt(jj, r, slotOf(kFp4, e))}; },
-          [&](long long jj) { return scales + jj * kCols + r; });
+          [&](long long jj, int e) { return raw + (r * blocks + jj) * 32 + e; },
+          [&](long long jj) {
+            return scales + (jj / kStep) * kCols + 4 * r + (jj % kStep);
+          });
+    __syncthreads();
+    src = raw;
+    srcStride = blocks * 32;
+    srcRow0 = 0;
+    srcBlock0 = 0;
   } else {
-    // One unit = 8 elements 8t .. 8t + 7 of (row r, block jj): four f16
-    // pairs, pair c to k slots 8c + 2t, + 1.
-    const long long units = (long long)rows * blocks * 4;
-    for (long long u = threadIdx.x; u < units; u += blockDim.x) {
-      const int t = int(u & 3), r = int(u / (blocks * 4));
-      const long long jj = (u >> 2) % blocks;
-      const uint2 v = *reinterpret_cast<const uint2 *>(gCodes + (m0 + r) * K + (j0 + jj) * 32 +
-                                                       8 * t);
-      unsigned h[4];
-      dsc_gemv::e4m3x4ToHalf2x2(kFp4 ? __byte_perm(v.x, v.y, 0x6420) : v.x, h[0], h[1]);
-      dsc_gemv::e4m3x4ToHalf2x2(kFp4 ? __byte_perm(v.x, v.y, 0x7531) : v.y, h[2], h[3]);
-#pragma unroll
-      for (int c = 0; c < 4; ++c)
-        *reinterpret_cast<unsigned *>(codeAt(jj, r, 8 * c + 2 * t)) = h[c];
-      if (t == 0)
-        scales[jj * kCols + r] = gScales[(m0 + r) * kb + j0 + jj];
+    for (long long u = threadIdx.x; u < steps * kCols; u += blockDim.x) {
+      const int n = int(u % kCols), r = n >> 2;
+      const long long jj = (u / kCols) * kStep + (n & 3);
+      scales[u] = r < rows ? gScales[(m0 + r) * kb + j0 + jj] : 0.0f;
     }
+  }
+  // One unit = a 16-byte row of a core matrix: (step, wgmma 2p + h, core
+  // cc, column n = 4r + c): slots 8cc .. 8cc + 7, of which 8cc + 2c, + 1 are
+  // block c's (the pair below) and the rest zero.
+  const long long units = steps * 8 * 2 * kCols;
+  for (long long u = threadIdx.x; u < units; u += blockDim.x) {
+    const int n = int(u % kCols), cc = int((u / kCols) & 1), ph = int((u / (2 * kCols)) & 7);
+    const long long step = u / (16 * kCols);
+    const int c = n & 3, r = n >> 2, pp = ph >> 1, h = ph & 1;
+    unsigned word = 0;
+    if (r < rows) {
+      // The pair's elements: FP4 e = 8p + 4cc + h (+ 2); FP8 e = 8p + 4h + 2cc (+ 1).
+      const int e = kFp4 ? 8 * pp + 4 * cc + h : 8 * pp + 4 * h + 2 * cc;
+      const unsigned char *block =
+          src + (srcRow0 + r) * srcStride + (srcBlock0 + step * kStep + c) * 32;
+      const unsigned lo = block[e], hi = block[e + (kFp4 ? 2 : 1)];
+      word = dsc_gemv::e4m3x2ToHalf2(lo | (hi << 8));
+    }
+    uint4 v = dsc_gemv::zero16();
+    v.x = c == 0 ? word : 0u;
+    v.y = c == 1 ? word : 0u;
+    v.z = c == 2 ? word : 0u;
+    v.w = c == 3 ? word : 0u;
+    *reinterpret_cast<uint4 *>(codes + step * kStepCodeBytes + ph * 256 + cc * 128 + n * 16) = v;
   }
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
   return Staged{codes, scales};
 }
 
-/// The shared-memory matrix descriptor of 16 k slots of a staged K block (no
+/// The shared-memory matrix descriptor of one wgmma's 16 x 8 B tile (no
 /// swizzle; both byte offsets 128: between the two core matrices along K,
 /// and along N, which a single 8-column group never steps).
-__device__ __forceinline__ unsigned long long descriptor(const unsigned char *block) {
-  const unsigned addr = (unsigned)__cvta_generic_to_shared(block);
+__device__ __forceinline__ unsigned long long descriptor(const unsigned char *tile) {
+  const unsigned addr = (unsigned)__cvta_generic_to_shared(tile);
   return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (8ull << 16) | (8ull << 32);
 }
 
@@ -173,30 +178,18 @@ __device__ __forceinline__ void wgmmaCommitAndWait() {
 /// Keeps the compiler from moving reads of an accumulator above the wait.
 __device__ __forceinline__ void fenceOperand(float &v) { asm volatile("" : "+f"(v)::"memory"); }
 
-/// Streamed weight loads (read-only; the L2 fetches the 256-byte block around
-/// a miss, the L1 keeps the sector, whose other half the next block reads).
-__device__ __forceinline__ unsigned loadWeight4(const unsigned char *p) {
-  unsigned v;
-  asm("ld.global.nc.L2::256B.u32 %0, [%1];" : "=r"(v) : "l"(p));
-  return v;
-}
-__device__ __forceinline__ uint2 loadWeight8(const unsigned char *p) {
-  uint2 v;
-  asm("ld.global.nc.L2::256B.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
-  return v;
-}
-
-/// One warpgroup's 64 x 8 tile over a K range for kMats weight matrices that
+/// One warpgroup's 64-row tile over a K range for kMats weight matrices that
 /// share the activations (the MoE's gate and up projections): w[x][h] is the
 /// weight row this thread feeds (h = 0: n0 + 16w + g, h = 1: + 8; K/2 bytes
 /// FP4, K bytes FP8), s[x][h] its scale row (FP4: [N, K/32]; FP8: the 32-row
 /// group's, the same for both h). load(j0) first, then run(j0, j1).
 template <bool kFp4, int kMats> struct Tile {
+  static constexpr int kLoads = kFp4 ? 1 : 2; // 16-byte loads per row and step
   const unsigned char *w[kMats][2];
   const unsigned char *s[kMats][2];
   struct Step {
-    unsigned wv[kMats][2][kStep][kFp4 ? 1 : 2];
-    unsigned sv[kMats][2]; // the scale bytes of blocks j .. j + 3
+    uint4 wv[kMats][2][kLoads]; // block j + t of rows h = 0, 1
+    unsigned sv[kMats][2];      // the scale bytes of blocks j .. j + 3
   };
   Step cur;
 
@@ -207,103 +200,101 @@ template <bool kFp4, int kMats> struct Tile {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
 #pragma unroll
-        for (int b = 0; b < kStep; ++b) {
-          if (kFp4) {
-            st.wv[x][h][b][0] = loadWeight4(w[x][h] + (j + b) * 16 + 4 * t);
-          } else {
-            const uint2 v = loadWeight8(w[x][h] + (j + b) * 32 + 8 * t);
-            st.wv[x][h][b][0] = v.x;
-            st.wv[x][h][b][kFp4 ? 0 : 1] = v.y;
-          }
-        }
+        for (int u = 0; u < kLoads; ++u)
+          st.wv[x][h][u] =
+              dsc_gemv::loadStream16(w[x][h] + (j + t) * (kFp4 ? 16 : 32) + 16 * u);
         st.sv[x][h] = (kFp4 || h == 0) ? __ldg(reinterpret_cast<const unsigned *>(s[x][h] + j))
                                        : st.sv[x][0];
       }
   }
 
-  /// acc[x][i] += this thread's sums over blocks [j0, j1) (multiples of
-  /// kStep; `cur` holds load(j0)): i = 0, 1 -> row n0 + 16w + g, activation
-  /// rows 2t, 2t + 1; i = 2, 3 -> row + 8. kOneCol: only activation row 0 is
-  /// real (i = 1, 3 are left alone). `st` is the staging of absolute block jBase.
-  template <bool kOneCol>
-  __device__ __forceinline__ void run(const Staged &st, long long jBase, long long j0,
-                                      long long j1, float (&acc)[kMats][4]) {
+  /// The f16 pairs of pair p of row h's block (cur): a[0] = slots 2t, 2t + 1
+  /// and a[1] = 8 + 2t, 9 + 2t of wgmma 2p, a[2], a[3] those of wgmma 2p + 1.
+  __device__ __forceinline__ void pairs(int x, int h, int p, unsigned (&a)[4]) const {
+    const uint4 &v0 = cur.wv[x][h][0];
+    if (kFp4) {
+      const unsigned word = p == 0 ? v0.x : p == 1 ? v0.y : p == 2 ? v0.z : v0.w;
+      const E4m3Pair e = e2m1x8ToE4m3Scaled(word);
+      dsc_gemv::e4m3x4ToHalf2x2(e.even, a[0], a[1]);
+      dsc_gemv::e4m3x4ToHalf2x2(e.odd, a[2], a[3]);
+    } else {
+      const uint4 &v = cur.wv[x][h][kLoads - 1 < (p >> 1) ? 0 : (p >> 1)];
+      const unsigned lo = (p & 1) ? v.z : v.x, hi = (p & 1) ? v.w : v.y;
+      dsc_gemv::e4m3x4ToHalf2x2(lo, a[0], a[1]);
+      dsc_gemv::e4m3x4ToHalf2x2(hi, a[2], a[3]);
+    }
+  }
+
+  /// acc[x][i] += this thread's block-residue sums over blocks [j0, j1)
+  /// (multiples of kStep; `cur` holds load(j0)): i = 0, 1 -> row n0 + 16w +
+  /// g, columns 2t, 2t + 1 (activation row t / 2, blocks j + 2t % 4, + 1);
+  /// i = 2, 3 -> row + 8. `st` is the staging of absolute block jBase.
+  __device__ __forceinline__ void run(const Staged &st, long long jBase, long long j0, long long j1,
+                                      float (&acc)[kMats][4]) {
     const int t = threadIdx.x & 3;
     for (long long j = j0; j < j1; j += kStep) {
       Step nxt;
       if (j + kStep < j1)
         load(j + kStep, nxt);
-      // The step's blocks in waves of kWave wgmmas per matrix (two matrices:
-      // two waves, so that A fragments and accumulators fit the registers).
-      constexpr int kWave = kMats == 1 ? kStep / 2 : kStep / 4;
+      const unsigned char *tiles = st.codes + ((j - jBase) / kStep) * kStepCodeBytes;
+      float d[kMats][4];
+      // The four pairs in waves (two matrices: two waves of two pairs, so
+      // that the A fragments in flight fit the registers); the accumulator
+      // chain goes on across a wave's wait.
+      constexpr int kWave = kMats == 1 ? 4 : 2;
 #pragma unroll
-      for (int w0 = 0; w0 < kStep; w0 += kWave) {
-        float d[kMats][kWave][4];
-        unsigned a[kMats][kWave][2][4]; // [.][.][wgmma h][fragment]
+      for (int p0 = 0; p0 < 4; p0 += kWave) {
+        unsigned a[kMats][kWave][2][4]; // [x][pair][wgmma half][fragment]
 #pragma unroll
         for (int x = 0; x < kMats; ++x)
 #pragma unroll
-          for (int b = 0; b < kWave; ++b) {
-            unsigned hp[2][4]; // f16 pairs c = 0..3 of rows g, g + 8
+          for (int q = 0; q < kWave; ++q) {
+            unsigned r0[4], r1[4];
+            pairs(x, 0, p0 + q, r0);
+            pairs(x, 1, p0 + q, r1);
 #pragma unroll
-            for (int r = 0; r < 2; ++r) {
-              const unsigned *v = cur.wv[x][r][w0 + b];
-              if (kFp4) {
-                const E4m3Pair p = e2m1x8ToE4m3Scaled(v[0]);
-                dsc_gemv::e4m3x4ToHalf2x2(p.even, hp[r][0], hp[r][1]);
-                dsc_gemv::e4m3x4ToHalf2x2(p.odd, hp[r][2], hp[r][3]);
-              } else {
-                dsc_gemv::e4m3x4ToHalf2x2(v[0], hp[r][0], hp[r][1]);
-                dsc_gemv::e4m3x4ToHalf2x2(v[kFp4 ? 0 : 1], hp[r][2], hp[r][3]);
-              }
-            }
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              a[x][b][h][0] = hp[0][2 * h];
-              a[x][b][h][1] = hp[1][2 * h];
-              a[x][b][h][2] = hp[0][2 * h + 1];
-              a[x][b][h][3] = hp[1][2 * h + 1];
+            for (int hh = 0; hh < 2; ++hh) {
+              a[x][q][hh][0] = r0[2 * hh];
+              a[x][q][hh][1] = r1[2 * hh];
+              a[x][q][hh][2] = r0[2 * hh + 1];
+              a[x][q][hh][3] = r1[2 * hh + 1];
             }
           }
-        unsigned long long desc[kWave][2];
-#pragma unroll
-        for (int b = 0; b < kWave; ++b)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            desc[b][h] = descriptor(st.codes + (j - jBase + w0 + b) * kCodeBytes + 256 * h);
         wgmmaFence();
 #pragma unroll
-        for (int b = 0; b < kWave; ++b)
+        for (int q = 0; q < kWave; ++q)
 #pragma unroll
-          for (int x = 0; x < kMats; ++x) {
-            wgmmaF16First(d[x][b], a[x][b][0], desc[b][0]);
-            wgmmaF16Add(d[x][b], a[x][b][1], desc[b][1]);
-          }
-        wgmmaCommitAndWait();
+          for (int hh = 0; hh < 2; ++hh) {
+            const unsigned long long desc = descriptor(tiles + (2 * (p0 + q) + hh) * 256);
 #pragma unroll
-        for (int x = 0; x < kMats; ++x)
-#pragma unroll
-          for (int b = 0; b < kWave; ++b)
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-              fenceOperand(d[x][b][i]);
-#pragma unroll
-        for (int b = 0; b < kWave; ++b) {
-          const float *as = st.scales + (j - jBase + w0 + b) * kCols + 2 * t;
-          const float u = kFp4 ? kFp4Unscale : 1.0f;
-          const float as0 = as[0] * u, as1 = kOneCol ? 0.0f : as[1] * u;
-#pragma unroll
-          for (int x = 0; x < kMats; ++x) {
-            const float ws0 = ue8m0ToFloat((unsigned char)(cur.sv[x][0] >> (8 * (w0 + b))));
-            const float ws1 = ue8m0ToFloat((unsigned char)(cur.sv[x][1] >> (8 * (w0 + b))));
-            acc[x][0] = __fadd_rn(acc[x][0], __fmul_rn(__fmul_rn(d[x][b][0], as0), ws0));
-            acc[x][2] = __fadd_rn(acc[x][2], __fmul_rn(__fmul_rn(d[x][b][2], as0), ws1));
-            if (!kOneCol) {
-              acc[x][1] = __fadd_rn(acc[x][1], __fmul_rn(__fmul_rn(d[x][b][1], as1), ws0));
-              acc[x][3] = __fadd_rn(acc[x][3], __fmul_rn(__fmul_rn(d[x][b][3], as1), ws1));
+            for (int x = 0; x < kMats; ++x) {
+              if (p0 + q == 0 && hh == 0)
+                wgmmaF16First(d[x], a[x][q][hh], desc);
+              else
+                wgmmaF16Add(d[x], a[x][q][hh], desc);
             }
           }
-        }
+        wgmmaCommitAndWait();
+      }
+#pragma unroll
+      for (int x = 0; x < kMats; ++x)
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          fenceOperand(d[x][i]);
+      const float *as = st.scales + ((j - jBase) / kStep) * kCols + 2 * t;
+      const float u = kFp4 ? kFp4Unscale : 1.0f;
+      const float as0 = as[0] * u, as1 = as[1] * u;
+      const int c0 = (2 * t) & 3; // the blocks j + c0, j + c0 + 1 of columns 2t, 2t + 1
+#pragma unroll
+      for (int x = 0; x < kMats; ++x) {
+        const float w00 = ue8m0ToFloat((unsigned char)(cur.sv[x][0] >> (8 * c0)));
+        const float w01 = ue8m0ToFloat((unsigned char)(cur.sv[x][0] >> (8 * c0 + 8)));
+        const float w10 = ue8m0ToFloat((unsigned char)(cur.sv[x][1] >> (8 * c0)));
+        const float w11 = ue8m0ToFloat((unsigned char)(cur.sv[x][1] >> (8 * c0 + 8)));
+        acc[x][0] = __fadd_rn(acc[x][0], __fmul_rn(__fmul_rn(d[x][0], as0), w00));
+        acc[x][1] = __fadd_rn(acc[x][1], __fmul_rn(__fmul_rn(d[x][1], as1), w01));
+        acc[x][2] = __fadd_rn(acc[x][2], __fmul_rn(__fmul_rn(d[x][2], as0), w10));
+        acc[x][3] = __fadd_rn(acc[x][3], __fmul_rn(__fmul_rn(d[x][3], as1), w11));
       }
       if (j + kStep < j1)
         cur = nxt;
@@ -321,27 +312,40 @@ __device__ __forceinline__ void groupRange(long long k0, long long k1, int group
 }
 
 /// Adds the other warpgroups' acc into warpgroup 0's, in group order, through
-/// `comb` (dsc::abi::wgCombineBytes(kMats)); afterwards warpgroup 0 holds the
-/// item's sums. All threads must call it.
+/// `comb` (dsc::abi::wgCombineBytes(kMats)), then the four block residues of
+/// each activation row (columns 2t, 2t + 1 of threads t and t ^ 1) in a
+/// fixed order: afterwards warpgroup 0's threads with t even hold, in
+/// acc[x][0] (row n0 + 16w + g) and acc[x][2] (+ 8), the item's sums for
+/// activation row t / 2. All threads must call it.
 template <int kMats>
 __device__ __forceinline__ void combineGroups(float (&acc)[kMats][4], float *comb) {
-  if (kGroups == 1)
-    return;
   const int group = threadIdx.x >> 7, tid = threadIdx.x & 127;
-  if (group > 0)
-#pragma unroll
-    for (int x = 0; x < kMats; ++x)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        comb[((group - 1) * kMats * 4 + x * 4 + i) * 128 + tid] = acc[x][i];
-  __syncthreads();
-  if (group == 0)
-    for (int gg = 1; gg < kGroups; ++gg)
+  if (kGroups > 1) {
+    if (group > 0)
 #pragma unroll
       for (int x = 0; x < kMats; ++x)
 #pragma unroll
         for (int i = 0; i < 4; ++i)
-          acc[x][i] = __fadd_rn(acc[x][i], comb[((gg - 1) * kMats * 4 + x * 4 + i) * 128 + tid]);
+          comb[((group - 1) * kMats * 4 + x * 4 + i) * 128 + tid] = acc[x][i];
+    __syncthreads();
+    if (group == 0)
+      for (int gg = 1; gg < kGroups; ++gg)
+#pragma unroll
+        for (int x = 0; x < kMats; ++x)
+#pragma unroll
+          for (int i = 0; i < 4; ++i)
+            acc[x][i] =
+                __fadd_rn(acc[x][i], comb[((gg - 1) * kMats * 4 + x * 4 + i) * 128 + tid]);
+  }
+  const bool even = (threadIdx.x & 1) == 0;
+#pragma unroll
+  for (int x = 0; x < kMats; ++x)
+#pragma unroll
+    for (int i = 0; i < 4; i += 2) {
+      const float mine = __fadd_rn(acc[x][i], acc[x][i + 1]); // blocks c0, c0 + 1
+      const float other = __shfl_xor_sync(0xffffffffu, mine, 1);
+      acc[x][i] = even ? __fadd_rn(mine, other) : __fadd_rn(other, mine);
+    }
 }
 
 /// One item of kPasses tiles whose weight rows are set (tile.w, tile.s),
@@ -349,12 +353,12 @@ __device__ __forceinline__ void combineGroups(float (&acc)[kMats][4], float *com
 /// the activation rows m0 .. m0 + rows - 1 of K blocks [k0, k1) staged (after
 /// a barrier: the previous item's readers are done), each warpgroup runs its
 /// share of the range tile after tile (acc[p * kMats + x]: tile p, matrix x)
-/// and the groups are combined: the item's sums end in warpgroup 0's acc.
-/// Two passes of one matrix instead of one of two where a matrix's step
-/// would not fit the registers (FP8: 8 bytes per row and block). Uses
+/// and the groups are combined (combineGroups: the sums in warpgroup 0's
+/// threads with t even). Two passes of one matrix instead of one of two
+/// where a matrix's step would not fit the registers (FP8). Uses
 /// dsc::abi::wgSharedBytes(k1 - k0, kPasses * kMats) bytes of smem. All
-/// threads must call it. kOneRow: rows == 1 always (only that tile code).
-template <bool kFp4, int kMats, int kPasses, bool kOneRow = false>
+/// threads must call it.
+template <bool kFp4, int kMats, int kPasses>
 __device__ __forceinline__ void tileItem(Tile<kFp4, kMats> (&tiles)[kPasses],
                                          const unsigned short *x, const unsigned char *gCodes,
                                          const float *gScales, long long K, long long m0,
@@ -378,10 +382,7 @@ __device__ __forceinline__ void tileItem(Tile<kFp4, kMats> (&tiles)[kPasses],
       if (p > 0)
         tiles[p].load(g0, tiles[p].cur);
       float(&part)[kMats][4] = *reinterpret_cast<float(*)[kMats][4]>(acc[p * kMats]);
-      if (kOneRow || rows == 1)
-        tiles[p].template run<true>(st, k0, g0, g1, part);
-      else
-        tiles[p].template run<false>(st, k0, g0, g1, part);
+      tiles[p].run(st, k0, g0, g1, part);
     }
   }
   combineGroups<kPasses * kMats>(
@@ -398,7 +399,7 @@ __device__ __forceinline__ void threadRows(long long n0, long long N, long long 
 }
 
 /// The warpgroup GEMV/GEMM: y[m, n] = bf16(sum) for x [M, K] and W [N, K]
-/// (FP8) or [N, K/2] (kFp4); one block per item (64 weight rows x 8
+/// (FP8) or [N, K/2] (kFp4); one block per item (64 weight rows x kItemRows
 /// activation rows x one of `splits` K ranges of whole kGroups * kStep
 /// blocks), grid-strided; splits > 1: fp32 partials [splits, M, N] for
 /// dsc_gemv::splitKReduce. x != null: the block act_quants its rows and K
@@ -412,15 +413,15 @@ __device__ void wgGemv(const unsigned short *x, const unsigned char *gCodes, con
   extern __shared__ __align__(1024) unsigned char wgSmem[];
   const int warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const long long kb = K / 32, rowBytes = kFp4 ? K / 2 : K;
-  const long long nTiles = (N + kRows - 1) / kRows, mTiles = (M + kCols - 1) / kCols;
+  const long long nTiles = (N + kRows - 1) / kRows, mTiles = (M + kItemRows - 1) / kItemRows;
   const long long unit = kStep * kGroups;
   const long long perSplit = ((kb + splits - 1) / splits + unit - 1) / unit * unit;
   for (long long item = blockIdx.x; item < nTiles * mTiles * splits; item += gridDim.x) {
     const long long tile = item / splits, split = item - tile * splits;
     const long long k0 = split * perSplit < kb ? split * perSplit : kb;
     const long long k1 = k0 + perSplit < kb ? k0 + perSplit : kb;
-    const long long n0 = (tile / mTiles) * kRows, m0 = (tile % mTiles) * kCols;
-    const int rows = (int)(M - m0 < kCols ? M - m0 : kCols);
+    const long long n0 = (tile / mTiles) * kRows, m0 = (tile % mTiles) * kItemRows;
+    const int rows = (int)(M - m0 < kItemRows ? M - m0 : kItemRows);
     long long r0, r1;
     threadRows(n0, N, r0, r1);
     Tile<kFp4, 1> tl[1];
@@ -430,10 +431,11 @@ __device__ void wgGemv(const unsigned short *x, const unsigned char *gCodes, con
     tl[0].s[0][1] = wScale + (kFp4 ? r1 : r1 / 32) * kb;
     float acc[1][4];
     tileItem<kFp4, 1, 1>(tl, x, gCodes, gScales, K, m0, rows, k0, k1, wgSmem, acc);
-    if ((threadIdx.x >> 7) == 0) {
+    if ((threadIdx.x >> 7) == 0 && (t & 1) == 0) {
+      const long long m = m0 + (t >> 1);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const long long m = m0 + 2 * t + (i & 1), n = n0 + 16 * warp + g + (i >= 2 ? 8 : 0);
+      for (int i = 0; i < 4; i += 2) {
+        const long long n = n0 + 16 * warp + g + (i ? 8 : 0);
         if (m < m0 + rows && n < N) {
           if (splits > 1)
             partial[(split * M + m) * N + n] = acc[0][i];

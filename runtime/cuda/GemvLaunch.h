@@ -141,7 +141,7 @@ inline long long gemvItemRows(runtime::GemvKernels k) {
 }
 inline long long gemvItemActRows(runtime::GemvKernels k) {
   return k == runtime::GemvKernels::Slots        ? abi::kSlotTileActRows
-         : k == runtime::GemvKernels::Warpgroups ? abi::kWgTileCols
+         : k == runtime::GemvKernels::Warpgroups ? abi::kWgItemRows
                                                  : 8;
 }
 /// The grid of `items` work items of the family: warps (gemvGrid) for lanes
@@ -180,7 +180,7 @@ inline bool quantizeInBlocks(long long blocks, long long M, long long K) {
 inline bool gemvQuantInBlocks(runtime::GemvKernels k, long long grid, long long M, long long K,
                               long long splits) {
   if (k == runtime::GemvKernels::Warpgroups)
-    return grid * (M < abi::kWgTileCols ? M : abi::kWgTileCols) * wgItemBlocks(K, splits) <= 16384;
+    return grid * (M < abi::kWgItemRows ? M : abi::kWgItemRows) * wgItemBlocks(K, splits) <= 16384;
   return quantizeInBlocks(grid, M, K);
 }
 /// The dynamic shared memory of that launch.

@@ -10,6 +10,9 @@
 //   dsc-kernel-bench linear-fp8|linear-fp4 --m M --n N --k K [--splits S]
 //                    [--gemv lanes|slots|tiles|wg] [--graph-calls C] [--replays R]
 //   dsc-kernel-bench moe-up|moe-down --m T --n I --k D [--topk k] [...]
+//   dsc-kernel-bench stream --n ROWS --k ROW_BYTES --pattern 0..3 --depth 1|2|4|8|16
+//     (codegen/kernels/stream_probe.cu: the GEMVs' weight access patterns,
+//     no arithmetic; bytes = ROWS * ROW_BYTES)
 // A call is what the runtime launches for the step (runtime/cuda/
 // GemvLaunch.h quantizedGemv, CudaAdaptersDense.cpp moeExpertsFast): the
 // same entries, grids, K splits (S: 0 = the runtime's choice) and
@@ -52,7 +55,8 @@ constexpr const char *kUsage =
     "runtime's)]\n"
     "                        [--gemv lanes|slots|tiles|wg] [--graph-calls C] [--replays R]\n"
     "       dsc-kernel-bench moe-up|moe-down --m TOKENS --n INTER --k DIM [--topk K] [--gemv "
-    "...]\n";
+    "...]\n"
+    "       dsc-kernel-bench stream --n ROWS --k ROW_BYTES --pattern 0..3 --depth 1|2|4|8|16\n";
 /// Bytes of weights one graph pass streams at least (2 x the H200's L2).
 constexpr long long kRotateBytes = 100ll << 20;
 
@@ -85,19 +89,68 @@ std::vector<uint16_t> randomBf16(size_t n, std::mt19937 &rng) {
   return v;
 }
 
+/// `stream`: one stream_probe.cu launch over a [rows, rowBytes] matrix.
+template <class Count> int streamProbe(const dsc::tools::CommandLine &cl, Count &count) {
+  long long rows = 0, rowBytes = 0, pattern = 0, depth = 0, replays = 0;
+  for (const std::string &e :
+       {count("--n", -1, 16, 1 << 22, rows), count("--k", -1, 512, 1 << 20, rowBytes),
+        count("--pattern", -1, 0, 3, pattern), count("--depth", 8, 1, 16, depth),
+        count("--replays", 20, 1, 10000, replays)})
+    if (!e.empty())
+      return usage(e);
+  const long long rpw = pattern == 1 ? 8 : pattern == 2 ? 16 : 1;
+  if (rowBytes % 512 != 0 || rows % rpw != 0)
+    return usage("stream needs --k a multiple of 512 and --n of the pattern's rows per warp (" +
+                 std::to_string(rpw) + ")");
+  if (depth != 1 && depth != 2 && depth != 4 && depth != 8 && depth != 16)
+    return usage("--depth takes 1, 2, 4, 8 or 16");
+  std::string why;
+  std::unique_ptr<KernelHarness> h = KernelHarness::open(why);
+  if (!h)
+    return failure(why);
+  auto bandwidth = dsc::runtime::measureDeviceCopyBandwidth();
+  if (!bandwidth)
+    return failure(bandwidth.status().message());
+  const long long bytes = rows * rowBytes, warps = rows / rpw;
+  CUdeviceptr w = h->upload(nullptr, size_t(bytes)), out = h->upload(nullptr, size_t(warps) * 4);
+  std::deque<long long> ints;
+  std::deque<CUdeviceptr> ptrs;
+  int pat = int(pattern);
+  const std::string entry = "dsc_stream_probe_d" + std::to_string(depth);
+  const unsigned grid = cu::gemvGrid(warps).x;
+  std::vector<Launch> pass;
+  for (int c = 0; c < 4; ++c)
+    pass.push_back(Launch{"stream_probe", entry, grid, 1, cu::gemvBlock().x, 0,
+                          kernelArgs(ptrs.emplace_back(w), ints.emplace_back(rows),
+                                     ints.emplace_back(rowBytes), pat, ptrs.emplace_back(out))});
+  if (!h->status())
+    return failure(h->status().message());
+  auto seconds = h->timeSequence(pass, int(replays));
+  if (!seconds)
+    return failure(seconds.status().message());
+  const double perCall = *seconds / double(pass.size()), gbps = double(bytes) / perCall / 1e9;
+  std::printf("{\"kernel\": \"stream\", \"entry\": \"%s\", \"pattern\": %lld, \"depth\": %lld, "
+              "\"rows\": %lld, \"row_bytes\": %lld, \"grid\": %u, \"us_per_call\": %.3f, "
+              "\"gbps\": %.1f, \"copy_gbps\": %.1f, \"fraction_of_copy\": %.3f}\n",
+              entry.c_str(), pattern, depth, rows, rowBytes, grid, perCall * 1e6, gbps,
+              bandwidth->gbps, gbps / bandwidth->gbps);
+  return 0;
+}
+
 int run(int argc, char **argv) {
   using namespace dsc::tools;
   const CommandLine cl = parseCommandLine(
       argc, argv,
-      {"--m", "--n", "--k", "--splits", "--gemv", "--graph-calls", "--replays", "--topk"});
+      {"--m", "--n", "--k", "--splits", "--gemv", "--graph-calls", "--replays", "--topk",
+       "--pattern", "--depth"});
   if (!cl.error.empty())
     return usage(cl.error);
   const std::string kernel = cl.positional;
   const bool moe = kernel == "moe-up" || kernel == "moe-down";
-  if (kernel != "linear-fp8" && kernel != "linear-fp4" && !moe)
-    return usage(kernel.empty() ? "which kernel? (linear-fp8, linear-fp4, moe-up, moe-down)"
+  if (kernel != "linear-fp8" && kernel != "linear-fp4" && kernel != "stream" && !moe)
+    return usage(kernel.empty() ? "which kernel? (linear-fp8, linear-fp4, moe-up, moe-down, stream)"
                                 : "unknown kernel '" + kernel +
-                                      "' (linear-fp8, linear-fp4, moe-up, moe-down)");
+                                      "' (linear-fp8, linear-fp4, moe-up, moe-down, stream)");
   auto count = [&](const char *key, long long fallback, long long lo, long long hi,
                    long long &out) -> std::string {
     auto it = cl.options.find(key);
@@ -114,6 +167,8 @@ int run(int argc, char **argv) {
              std::to_string(hi) + "], got '" + it->second + "'";
     return "";
   };
+  if (kernel == "stream")
+    return streamProbe(cl, count);
   long long M = 0, N = 0, K = 0, splits = 0, calls = 0, replays = 0, topk = 0;
   for (const std::string &e :
        {count("--m", -1, 1, 64, M), count("--n", -1, 1, 1 << 20, N),

@@ -37,20 +37,22 @@ inline constexpr int kSlotTileActRows = 8;
 /// divides kGemvWarps).
 inline constexpr int kSlotMoeItemWarps = 4;
 /// The warpgroup GEMV tiles (codegen/kernels/wg_gemv.cuh, `_wg` entries):
-/// weight rows per warpgroup (the wgmma's M), activation rows per item (its
-/// N), warpgroups per block (they split an item's K range in contiguous
-/// halves, combined in their order), K blocks a warpgroup step takes (an
-/// item's K range is a multiple of kWgStepBlocks * kWgGroups blocks, so K %
-/// 128 == 0 is required), the K blocks one item may stage (shared memory:
-/// kWgStageBlockBytes each: the codes as f16 in the wgmma's core-matrix layout,
-/// then the scales) and the combine buffer per matrix.
+/// weight rows per warpgroup (the wgmma's M), its N (4 blocks x the
+/// activation rows of an item), the activation rows of an item, warpgroups
+/// per block (they split an item's K range in contiguous parts, combined in
+/// their order), K blocks per step (an item's K range is a multiple of
+/// kWgStepBlocks * kWgGroups blocks, so K % 128 == 0 is required), the K
+/// blocks one item may stage and the shared memory per staged block (the
+/// block-diagonal f16 B operand, 512 bytes; the scales, 8; the act_quant
+/// codes of the item's rows, 64), then the combine buffer per matrix.
 inline constexpr int kWgTileRows = 64;
 inline constexpr int kWgTileCols = 8;
+inline constexpr int kWgItemRows = kWgTileCols / 4;
 inline constexpr int kWgGroups = 2;
 inline constexpr int kWgThreads = 128 * kWgGroups;
 inline constexpr int kWgStepBlocks = 4;
 inline constexpr int kWgMaxStageBlocks = 160;
-inline constexpr int kWgStageBlockBytes = 64 * kWgTileCols + 4 * kWgTileCols;
+inline constexpr int kWgStageBlockBytes = 512 + 8 + 32 * kWgItemRows;
 inline constexpr long long wgCombineBytes(int mats) {
   return (kWgGroups - 1) * 128LL * 4 * mats * 4;
 }

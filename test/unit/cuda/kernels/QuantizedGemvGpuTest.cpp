@@ -70,11 +70,11 @@ Operands makeOperands(const Shape &s, bool fp4, uint32_t seed) {
 /// block (dsc::abi::kWgThreads threads, its own staging smem).
 struct Family {
   const char *suffix;
-  long long tileRows;
+  long long tileRows, actRows;
   bool warpgroups;
 };
-constexpr Family kLanes{"_lanes", 8, false}, kSlots{"_slots", 16, false},
-    kWg{"_wg", dsc::abi::kWgTileRows, true};
+constexpr Family kLanes{"_lanes", 8, 8, false}, kSlots{"_slots", 16, 8, false},
+    kWg{"_wg", dsc::abi::kWgTileRows, dsc::abi::kWgItemRows, true};
 
 std::vector<uint16_t> runGemv(KernelHarness &h, const Family &f, const Shape &s, bool fp4,
                               const Operands &o) {
@@ -84,7 +84,7 @@ std::vector<uint16_t> runGemv(KernelHarness &h, const Family &f, const Shape &s,
   CUdeviceptr none = 0;
   long long M = s.M, K = s.K, N = s.N, splits = s.splits;
   const unsigned items =
-      unsigned(((N + f.tileRows - 1) / f.tileRows) * ((M + 7) / 8) * splits);
+      unsigned(((N + f.tileRows - 1) / f.tileRows) * ((M + f.actRows - 1) / f.actRows) * splits);
   // The warpgroups stage each item's K range: wgGemv's perSplit blocks.
   const long long unit = dsc::abi::kWgStepBlocks * dsc::abi::kWgGroups;
   const long long itemBlocks = ((K / 32 + splits - 1) / splits + unit - 1) / unit * unit;
