@@ -144,21 +144,11 @@ __device__ __forceinline__ unsigned long long descriptor(const unsigned char *ti
   return (unsigned long long)((addr & 0x3FFFFu) >> 4) | (8ull << 16) | (8ull << 32);
 }
 
-/// d = A x B (first) or d += A x B for one 64 x 8 x 16 f16 tile, fp32
-/// accumulation (scale-d = 0 / 1).
-__device__ __forceinline__ void wgmmaF16First(float (&d)[4], const unsigned (&a)[4],
-                                              unsigned long long desc) {
-  asm volatile("{\n"
-               ".reg .pred p;\n"
-               "setp.ne.b32 p, %9, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 "
-               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n"
-               "}\n"
-               : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(0));
-}
-__device__ __forceinline__ void wgmmaF16Add(float (&d)[4], const unsigned (&a)[4],
-                                            unsigned long long desc) {
+/// d = A x B (kAdd false: scale-d = 0, d's values are not read) or d += A x
+/// B for one 64 x 8 x 16 f16 tile, fp32 accumulation.
+template <bool kAdd>
+__device__ __forceinline__ void wgmmaF16(float (&d)[4], const unsigned (&a)[4],
+                                         unsigned long long desc) {
   asm volatile("{\n"
                ".reg .pred p;\n"
                "setp.ne.b32 p, %9, 0;\n"
@@ -166,7 +156,7 @@ __device__ __forceinline__ void wgmmaF16Add(float (&d)[4], const unsigned (&a)[4
                "{%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n"
                "}\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(1));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(kAdd ? 1 : 0));
 }
 __device__ __forceinline__ void wgmmaFence() {
   asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -237,7 +227,7 @@ template <bool kFp4, int kMats> struct Tile {
       if (j + kStep < j1)
         load(j + kStep, nxt);
       const unsigned char *tiles = st.codes + ((j - jBase) / kStep) * kStepCodeBytes;
-      float d[kMats][4];
+      float d[kMats][4] = {}; // scale-d = 0 first: defined, never read
       // The four pairs in waves (two matrices: two waves of two pairs, so
       // that the A fragments in flight fit the registers); the accumulator
       // chain goes on across a wave's wait.
@@ -269,9 +259,9 @@ template <bool kFp4, int kMats> struct Tile {
 #pragma unroll
             for (int x = 0; x < kMats; ++x) {
               if (p0 + q == 0 && hh == 0)
-                wgmmaF16First(d[x], a[x][q][hh], desc);
+                wgmmaF16<false>(d[x], a[x][q][hh], desc);
               else
-                wgmmaF16Add(d[x], a[x][q][hh], desc);
+                wgmmaF16<true>(d[x], a[x][q][hh], desc);
             }
           }
         wgmmaCommitAndWait();
