@@ -89,6 +89,20 @@ std::vector<uint16_t> randomBf16(size_t n, std::mt19937 &rng) {
   return v;
 }
 
+/// Opens the GPU for launches and measures its copy bandwidth (every run's
+/// limit); returns why not, or "".
+std::string openDevice(std::unique_ptr<KernelHarness> &h, dsc::runtime::DeviceCopyBandwidth &copy) {
+  std::string why;
+  h = KernelHarness::open(why);
+  if (!h)
+    return why;
+  auto bandwidth = dsc::runtime::measureDeviceCopyBandwidth();
+  if (!bandwidth)
+    return bandwidth.status().message();
+  copy = *bandwidth;
+  return "";
+}
+
 /// `stream`: one stream_probe.cu launch over a [rows, rowBytes] matrix.
 template <class Count> int streamProbe(const dsc::tools::CommandLine &cl, Count &count) {
   long long rows = 0, rowBytes = 0, pattern = 0, depth = 0, replays = 0;
@@ -104,13 +118,11 @@ template <class Count> int streamProbe(const dsc::tools::CommandLine &cl, Count 
                  std::to_string(rpw) + ")");
   if (depth != 1 && depth != 2 && depth != 4 && depth != 8 && depth != 16)
     return usage("--depth takes 1, 2, 4, 8 or 16");
-  std::string why;
-  std::unique_ptr<KernelHarness> h = KernelHarness::open(why);
-  if (!h)
+  std::unique_ptr<KernelHarness> h;
+  dsc::runtime::DeviceCopyBandwidth copy;
+  if (std::string why = openDevice(h, copy); !why.empty())
     return failure(why);
-  auto bandwidth = dsc::runtime::measureDeviceCopyBandwidth();
-  if (!bandwidth)
-    return failure(bandwidth.status().message());
+  const dsc::runtime::DeviceCopyBandwidth *bandwidth = &copy;
   const long long bytes = rows * rowBytes, warps = rows / rpw;
   CUdeviceptr w = h->upload(nullptr, size_t(bytes)), out = h->upload(nullptr, size_t(warps) * 4);
   std::deque<long long> ints;
@@ -195,13 +207,11 @@ int run(int argc, char **argv) {
   const std::string suffix = family == GemvKernels::Tiles ? "_fast" : "_" + gemv;
   const bool up = kernel == "moe-up";
 
-  std::string why;
-  std::unique_ptr<KernelHarness> h = KernelHarness::open(why);
-  if (!h)
+  std::unique_ptr<KernelHarness> h;
+  dsc::runtime::DeviceCopyBandwidth copy;
+  if (std::string why = openDevice(h, copy); !why.empty())
     return failure(why);
-  auto bandwidth = dsc::runtime::measureDeviceCopyBandwidth();
-  if (!bandwidth)
-    return failure(bandwidth.status().message());
+  const dsc::runtime::DeviceCopyBandwidth *bandwidth = &copy;
   std::mt19937 rng(1);
   // Every value a launch's argument array points at lives here (never moves).
   std::deque<long long> ints;
