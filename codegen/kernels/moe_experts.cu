@@ -378,6 +378,30 @@ DSC_MOE_FAST_ENTRY(dsc_moe_experts_down_fast_e4m3, downFast, true, DSC_MOE_DOWN_
 // same steps and operands as the fast path, one warp per (t, slot, 8 rows).
 //===----------------------------------------------------------------------===//
 
+namespace dsc_moe_fast {
+/// Work item n of T * (k + 1) * ceil(rowsOut / kTileRows): token t, slot (k:
+/// the shared expert), first output row r0, expert id x (routed slots:
+/// ids[t, slot], else 0), validity (a routed id outside [0, E) is skipped).
+struct SlotItem {
+  long long t, slot, r0, x;
+  bool routed, valid;
+};
+template <int kTileRows>
+__device__ __forceinline__ SlotItem slotItem(long long n, long long k, long long rowsOut,
+                                             const int *ids, long long E) {
+  const long long tiles = (rowsOut + kTileRows - 1) / kTileRows, perToken = (k + 1) * tiles;
+  SlotItem it;
+  it.t = n / perToken;
+  const long long rem = n - it.t * perToken;
+  it.slot = rem / tiles;
+  it.r0 = (rem - it.slot * tiles) * kTileRows;
+  it.routed = it.slot < k;
+  it.x = it.routed ? ids[it.t * k + it.slot] : 0;
+  it.valid = !it.routed || (it.x >= 0 && it.x < E);
+  return it;
+}
+} // namespace dsc_moe_fast
+
 namespace dsc_moe_lanes {
 /// One warp item: token t, slot (k = the shared expert), first of 8 output
 /// rows r0, the slot's expert x (routed slots: ids[t, slot], else 0) and
@@ -493,25 +517,10 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
 //===----------------------------------------------------------------------===//
 
 namespace dsc_moe_slots {
-/// Work item n of T * (k + 1) * ceil(rowsOut / 16): token t, slot (k: the
-/// shared expert), first output row r0, expert id x, validity.
-struct Item {
-  long long t, slot, r0, x;
-  bool routed, valid;
-};
+using Item = dsc_moe_fast::SlotItem;
 __device__ __forceinline__ Item item(long long n, long long k, long long rowsOut, const int *ids,
                                      long long E) {
-  const long long tiles = (rowsOut + dsc_slots::kTileRows - 1) / dsc_slots::kTileRows,
-                  perToken = (k + 1) * tiles;
-  Item it;
-  it.t = n / perToken;
-  const long long rem = n - it.t * perToken;
-  it.slot = rem / tiles;
-  it.r0 = (rem - it.slot * tiles) * dsc_slots::kTileRows;
-  it.routed = it.slot < k;
-  it.x = it.routed ? ids[it.t * k + it.slot] : 0;
-  it.valid = !it.routed || (it.x >= 0 && it.x < E);
-  return it;
+  return dsc_moe_fast::slotItem<dsc_slots::kTileRows>(n, k, rowsOut, ids, E);
 }
 /// This warp's share of a slot item: kSlotMoeItemWarps warps split its kb K
 /// blocks in whole steps of four (warp ws: [j0, j1)).
@@ -660,24 +669,10 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
 //===----------------------------------------------------------------------===//
 
 namespace dsc_moe_wg {
-/// Work item n of T * (k + 1) * ceil(rowsOut / 64): token t, slot (k: the
-/// shared expert), first output row r0, expert id x, validity.
-struct Item {
-  long long t, slot, r0, x;
-  bool routed, valid;
-};
+using Item = dsc_moe_fast::SlotItem;
 __device__ __forceinline__ Item item(long long n, long long k, long long rowsOut, const int *ids,
                                      long long E) {
-  const long long tiles = (rowsOut + dsc_wg::kRows - 1) / dsc_wg::kRows, perToken = (k + 1) * tiles;
-  Item it;
-  it.t = n / perToken;
-  const long long rem = n - it.t * perToken;
-  it.slot = rem / tiles;
-  it.r0 = (rem - it.slot * tiles) * dsc_wg::kRows;
-  it.routed = it.slot < k;
-  it.x = it.routed ? ids[it.t * k + it.slot] : 0;
-  it.valid = !it.routed || (it.x >= 0 && it.x < E);
-  return it;
+  return dsc_moe_fast::slotItem<dsc_wg::kRows>(n, k, rowsOut, ids, E);
 }
 } // namespace dsc_moe_wg
 
