@@ -696,25 +696,25 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kWgThreads, 2)
     float acc[2][4];
     if (it.routed) {
       const long long e = it.x * I;
-      dsc_wg::Tile<true, 1> tl[2]; // the gate, then the up projection
-      tl[0].w[0][0] = w1 + (e + ra) * (D / 2);
-      tl[0].w[0][1] = w1 + (e + rb) * (D / 2);
-      tl[1].w[0][0] = w3 + (e + ra) * (D / 2);
-      tl[1].w[0][1] = w3 + (e + rb) * (D / 2);
-      tl[0].s[0][0] = w1s + (e + ra) * kb;
-      tl[0].s[0][1] = w1s + (e + rb) * kb;
-      tl[1].s[0][0] = w3s + (e + ra) * kb;
-      tl[1].s[0][1] = w3s + (e + rb) * kb;
-      dsc_wg::tileItem<true, 1, 2>(tl, xq, gCodes, gScales, D, it.t, 1, 0, kb, wgSmem, acc);
+      dsc_wg::Tile<true, 2> tl; // the gate, then the up projection
+      tl.w[0][0] = w1 + (e + ra) * (D / 2);
+      tl.w[0][1] = w1 + (e + rb) * (D / 2);
+      tl.w[1][0] = w3 + (e + ra) * (D / 2);
+      tl.w[1][1] = w3 + (e + rb) * (D / 2);
+      tl.s[0][0] = w1s + (e + ra) * kb;
+      tl.s[0][1] = w1s + (e + rb) * kb;
+      tl.s[1][0] = w3s + (e + ra) * kb;
+      tl.s[1][1] = w3s + (e + rb) * kb;
+      dsc_wg::tileItem<true, 2>(tl, xq, gCodes, gScales, D, it.t, 1, 0, kb, wgSmem, acc);
     } else {
-      dsc_wg::Tile<false, 1> tl[2];
-      tl[0].w[0][0] = s1 + ra * D;
-      tl[0].w[0][1] = s1 + rb * D;
-      tl[1].w[0][0] = s3 + ra * D;
-      tl[1].w[0][1] = s3 + rb * D;
-      tl[0].s[0][0] = tl[0].s[0][1] = s1s + (ra / 32) * kb;
-      tl[1].s[0][0] = tl[1].s[0][1] = s3s + (ra / 32) * kb;
-      dsc_wg::tileItem<false, 1, 2>(tl, xq, gCodes, gScales, D, it.t, 1, 0, kb, wgSmem, acc);
+      dsc_wg::Tile<false, 2> tl;
+      tl.w[0][0] = s1 + ra * D;
+      tl.w[0][1] = s1 + rb * D;
+      tl.w[1][0] = s3 + ra * D;
+      tl.w[1][1] = s3 + rb * D;
+      tl.s[0][0] = tl.s[0][1] = s1s + (ra / 32) * kb;
+      tl.s[1][0] = tl.s[1][1] = s3s + (ra / 32) * kb;
+      dsc_wg::tileItem<false, 2>(tl, xq, gCodes, gScales, D, it.t, 1, 0, kb, wgSmem, acc);
     }
     if ((threadIdx.x >> 7) == 0 && q == 0) { // activation row 0 (token t)
       const float rw = it.routed ? weights[it.t * k + it.slot] : 0.0f;
@@ -746,18 +746,18 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kWgThreads, 2)
     float acc[1][4];
     if (it.routed) {
       const long long e = it.x * D;
-      dsc_wg::Tile<true, 1> tl[1];
-      tl[0].w[0][0] = w2 + (e + ra) * (I / 2);
-      tl[0].w[0][1] = w2 + (e + rb) * (I / 2);
-      tl[0].s[0][0] = w2s + (e + ra) * kb;
-      tl[0].s[0][1] = w2s + (e + rb) * kb;
-      dsc_wg::tileItem<true, 1, 1>(tl, hq, gCodes, gScales, I, hrow, 1, 0, kb, wgSmem, acc);
+      dsc_wg::Tile<true, 1> tl;
+      tl.w[0][0] = w2 + (e + ra) * (I / 2);
+      tl.w[0][1] = w2 + (e + rb) * (I / 2);
+      tl.s[0][0] = w2s + (e + ra) * kb;
+      tl.s[0][1] = w2s + (e + rb) * kb;
+      dsc_wg::tileItem<true, 1>(tl, hq, gCodes, gScales, I, hrow, 1, 0, kb, wgSmem, acc);
     } else {
-      dsc_wg::Tile<false, 1> tl[1];
-      tl[0].w[0][0] = s2 + ra * I;
-      tl[0].w[0][1] = s2 + rb * I;
-      tl[0].s[0][0] = tl[0].s[0][1] = s2s + (ra / 32) * kb;
-      dsc_wg::tileItem<false, 1, 1>(tl, hq, gCodes, gScales, I, hrow, 1, 0, kb, wgSmem, acc);
+      dsc_wg::Tile<false, 1> tl;
+      tl.w[0][0] = s2 + ra * I;
+      tl.w[0][1] = s2 + rb * I;
+      tl.s[0][0] = tl.s[0][1] = s2s + (ra / 32) * kb;
+      dsc_wg::tileItem<false, 1>(tl, hq, gCodes, gScales, I, hrow, 1, 0, kb, wgSmem, acc);
     }
     if ((threadIdx.x >> 7) == 0 && q == 0) {
       float *o = outs + hrow * D;

@@ -107,29 +107,42 @@ __device__ Staged stage(const unsigned short *x, const unsigned char *gCodes,
       scales[u] = r < rows ? gScales[(m0 + r) * kb + j0 + jj] : 0.0f;
     }
   }
-  // One unit = a 16-byte row of a core matrix: (step, wgmma 2p + h, core
-  // cc, column n = 4r + c): slots 8cc .. 8cc + 7, of which 8cc + 2c, + 1 are
-  // block c's (the pair below) and the rest zero.
-  const long long units = steps * 8 * 2 * kCols;
-  for (long long u = threadIdx.x; u < units; u += blockDim.x) {
-    const int n = int(u % kCols), cc = int((u / kCols) & 1), ph = int((u / (2 * kCols)) & 7);
-    const long long step = u / (16 * kCols);
-    const int c = n & 3, r = n >> 2, pp = ph >> 1, h = ph & 1;
-    unsigned word = 0;
+  // One task = (step, column n = 4r + c): activation row r's block
+  // step * kStep + c, read whole (two 16-byte loads), written as the 16
+  // units (wgmma 2p + h, core cc) of column n: 16-byte rows of core matrices
+  // whose slots 8cc + 2c, + 1 hold the block's pair and the rest zero.
+  // Rows r >= rows write zeros.
+  const long long tasks = steps * kCols;
+  for (long long u = threadIdx.x; u < tasks; u += blockDim.x) {
+    const int n = int(u % kCols), c = n & 3, r = n >> 2;
+    const long long step = u / kCols;
+    unsigned wv[8] = {0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u};
     if (r < rows) {
-      // The pair's elements: FP4 e = 8p + 4cc + h (+ 2); FP8 e = 8p + 4h + 2cc (+ 1).
-      const int e = kFp4 ? 8 * pp + 4 * cc + h : 8 * pp + 4 * h + 2 * cc;
-      const unsigned char *block =
-          src + (srcRow0 + r) * srcStride + (srcBlock0 + step * kStep + c) * 32;
-      const unsigned lo = block[e], hi = block[e + (kFp4 ? 2 : 1)];
-      word = dsc_gemv::e4m3x2ToHalf2(lo | (hi << 8));
+      const uint4 *block = reinterpret_cast<const uint4 *>(
+          src + (srcRow0 + r) * srcStride + (srcBlock0 + step * kStep + c) * 32);
+      const uint4 lo = block[0], hi = block[1];
+      wv[0] = lo.x, wv[1] = lo.y, wv[2] = lo.z, wv[3] = lo.w;
+      wv[4] = hi.x, wv[5] = hi.y, wv[6] = hi.z, wv[7] = hi.w;
     }
-    uint4 v = dsc_gemv::zero16();
-    v.x = c == 0 ? word : 0u;
-    v.y = c == 1 ? word : 0u;
-    v.z = c == 2 ? word : 0u;
-    v.w = c == 3 ? word : 0u;
-    *reinterpret_cast<uint4 *>(codes + step * kStepCodeBytes + ph * 256 + cc * 128 + n * 16) = v;
+    unsigned char *out = codes + step * kStepCodeBytes + n * 16;
+#pragma unroll
+    for (int ph = 0; ph < 8; ++ph)
+#pragma unroll
+      for (int cc = 0; cc < 2; ++cc) {
+        const int pp = ph >> 1, h = ph & 1;
+        // The pair's elements: FP4 e = 8p + 4cc + h (+ 2); FP8 e = 8p + 4h + 2cc (+ 1).
+        const int e = kFp4 ? 8 * pp + 4 * cc + h : 8 * pp + 4 * h + 2 * cc;
+        const int e2 = e + (kFp4 ? 2 : 1);
+        const unsigned lo = (wv[e >> 2] >> (8 * (e & 3))) & 0xffu;
+        const unsigned hi = (wv[e2 >> 2] >> (8 * (e2 & 3))) & 0xffu;
+        const unsigned word = r < rows ? dsc_gemv::e4m3x2ToHalf2(lo | (hi << 8)) : 0u;
+        uint4 v = dsc_gemv::zero16();
+        v.x = c == 0 ? word : 0u;
+        v.y = c == 1 ? word : 0u;
+        v.z = c == 2 ? word : 0u;
+        v.w = c == 3 ? word : 0u;
+        *reinterpret_cast<uint4 *>(out + ph * 256 + cc * 128) = v;
+      }
   }
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncthreads();
@@ -168,127 +181,165 @@ __device__ __forceinline__ void wgmmaCommitAndWait() {
 /// Keeps the compiler from moving reads of an accumulator above the wait.
 __device__ __forceinline__ void fenceOperand(float &v) { asm volatile("" : "+f"(v)::"memory"); }
 
-/// One warpgroup's 64-row tile over a K range for kMats weight matrices that
-/// share the activations (the MoE's gate and up projections): w[x][h] is the
-/// weight row this thread feeds (h = 0: n0 + 16w + g, h = 1: + 8; K/2 bytes
-/// FP4, K bytes FP8), s[x][h] its scale row (FP4: [N, K/32]; FP8: the 32-row
-/// group's, the same for both h). load(j0) first, then run(j0, j1).
-template <bool kFp4, int kMats> struct Tile {
+/// One warpgroup's 64-row tile over a K range for kPasses weight matrices
+/// that share the activations (the MoE's gate, then up projection), run as
+/// one stream of steps: pass p's steps j = g0, g0 + kStep, .. < g0 + steps *
+/// kStep, then pass p + 1's. w[p][h] is the weight row this thread feeds (h
+/// = 0: n0 + 16w + g, h = 1: + 8; K/2 bytes FP4, K bytes FP8), s[p][h] its
+/// scale row (FP4: [N, K/32]; FP8: the 32-row group's, the same for both h).
+/// The loads run kDepth steps ahead of the tensor cores (a ring of register
+/// steps), across the passes' seam too: each thread keeps kDepth x 32 (FP4)
+/// or 64 (FP8) bytes in flight, 48-64 KiB per SM at two blocks per SM.
+/// Measured (session 15, H200, dsc-kernel-bench --gemv wg, one step ahead
+/// before): wo_b 25.6 -> 22.4 us, MoE up 59.9 -> 56.9, down 35.4 -> 32.5;
+/// FP4 depth 4 spills in the MoE entries and lost (MoE up 68.8 us). ncu of
+/// the MoE up: 25% occupancy (registers, shared memory), 0.54 issued
+/// instructions per scheduler cycle, the stalls on the wgmma issue and
+/// wait, not on the loads. Set w, s, g0 and steps, prime(), then run().
+template <bool kFp4, int kPasses> struct Tile {
   static constexpr int kLoads = kFp4 ? 1 : 2; // 16-byte loads per row and step
-  const unsigned char *w[kMats][2];
-  const unsigned char *s[kMats][2];
+  static constexpr int kDepth = kFp4 ? 3 : 2; // steps in flight per thread
+  const unsigned char *w[kPasses][2];
+  const unsigned char *s[kPasses][2];
+  long long g0 = 0; // each pass's first block
+  int steps = 0;    // each pass's steps
   struct Step {
-    uint4 wv[kMats][2][kLoads]; // block j + t of rows h = 0, 1
-    unsigned sv[kMats][2];      // the scale bytes of blocks j .. j + 3
+    uint4 wv[2][kLoads]; // block j + t of rows h = 0, 1
+    unsigned sv[2];      // the scale bytes of blocks j .. j + 3
   };
-  Step cur;
+  Step ring[kDepth];
 
-  __device__ __forceinline__ void load(long long j, Step &st) const {
+  /// The pass of stream step v (v / steps, without a division).
+  __device__ __forceinline__ int passOf(int v) const {
+    int pass = 0;
+#pragma unroll
+    for (int p = 1; p < kPasses; ++p)
+      pass = v >= p * steps ? p : pass;
+    return pass;
+  }
+  /// Step v of the stream (pass v / steps) into st.
+  __device__ __forceinline__ void load(int v, Step &st) const {
     const int t = threadIdx.x & 3;
+    const int pass = passOf(v);
+    const long long j = g0 + (long long)(v - pass * steps) * kStep;
+    const unsigned char *wr[2] = {w[0][0], w[0][1]}, *sr[2] = {s[0][0], s[0][1]};
 #pragma unroll
-    for (int x = 0; x < kMats; ++x)
+    for (int p = 1; p < kPasses; ++p)
+      if (pass == p)
+        wr[0] = w[p][0], wr[1] = w[p][1], sr[0] = s[p][0], sr[1] = s[p][1];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < 2; ++h) {
 #pragma unroll
-        for (int u = 0; u < kLoads; ++u)
-          st.wv[x][h][u] =
-              dsc_gemv::loadStream16(w[x][h] + (j + t) * (kFp4 ? 16 : 32) + 16 * u);
-        st.sv[x][h] = (kFp4 || h == 0) ? __ldg(reinterpret_cast<const unsigned *>(s[x][h] + j))
-                                       : st.sv[x][0];
-      }
+      for (int u = 0; u < kLoads; ++u)
+        st.wv[h][u] = dsc_gemv::loadStream16(wr[h] + (j + t) * (kFp4 ? 16 : 32) + 16 * u);
+      st.sv[h] = (kFp4 || h == 0) ? __ldg(reinterpret_cast<const unsigned *>(sr[h] + j))
+                                  : st.sv[0];
+    }
+  }
+  /// Requests the first kDepth steps (before the staging: the weight
+  /// stream starts first).
+  __device__ __forceinline__ void prime() {
+#pragma unroll
+    for (int q = 0; q < kDepth; ++q)
+      if (q < kPasses * steps)
+        load(q, ring[q]);
   }
 
-  /// The f16 pairs of pair p of row h's block (cur): a[0] = slots 2t, 2t + 1
+  /// The f16 pairs of pair p of row h's block in st: a[0] = slots 2t, 2t + 1
   /// and a[1] = 8 + 2t, 9 + 2t of wgmma 2p, a[2], a[3] those of wgmma 2p + 1.
-  __device__ __forceinline__ void pairs(int x, int h, int p, unsigned (&a)[4]) const {
-    const uint4 &v0 = cur.wv[x][h][0];
+  __device__ __forceinline__ static void pairs(const Step &st, int h, int p, unsigned (&a)[4]) {
+    const uint4 &v0 = st.wv[h][0];
     if (kFp4) {
       const unsigned word = p == 0 ? v0.x : p == 1 ? v0.y : p == 2 ? v0.z : v0.w;
       const E4m3Pair e = e2m1x8ToE4m3Scaled(word);
       dsc_gemv::e4m3x4ToHalf2x2(e.even, a[0], a[1]);
       dsc_gemv::e4m3x4ToHalf2x2(e.odd, a[2], a[3]);
     } else {
-      const uint4 &v = cur.wv[x][h][kLoads - 1 < (p >> 1) ? 0 : (p >> 1)];
+      const uint4 &v = st.wv[h][kLoads - 1 < (p >> 1) ? 0 : (p >> 1)];
       const unsigned lo = (p & 1) ? v.z : v.x, hi = (p & 1) ? v.w : v.y;
       dsc_gemv::e4m3x4ToHalf2x2(lo, a[0], a[1]);
       dsc_gemv::e4m3x4ToHalf2x2(hi, a[2], a[3]);
     }
   }
 
-  /// acc[x][i] += this thread's block-residue sums over blocks [j0, j1)
-  /// (multiples of kStep; `cur` holds load(j0)): i = 0, 1 -> row n0 + 16w +
-  /// g, columns 2t, 2t + 1 (activation row t / 2, blocks j + 2t % 4, + 1);
-  /// i = 2, 3 -> row + 8. `st` is the staging of absolute block jBase.
-  __device__ __forceinline__ void run(const Staged &st, long long jBase, long long j0, long long j1,
-                                      float (&acc)[kMats][4]) {
+  /// One step from st (step v of the stream, staged at tile offset `at`):
+  /// converts its weights, refills st with step v + kDepth, runs the eight
+  /// wgmmas and promotes the four blocks' partials into acc[pass].
+  __device__ __forceinline__ void step(Step &st, int v, const Staged &sg, long long at,
+                                       float (&acc)[kPasses][4]) {
     const int t = threadIdx.x & 3;
-    for (long long j = j0; j < j1; j += kStep) {
-      Step nxt;
-      if (j + kStep < j1)
-        load(j + kStep, nxt);
-      const unsigned char *tiles = st.codes + ((j - jBase) / kStep) * kStepCodeBytes;
-      float d[kMats][4] = {}; // scale-d = 0 first: defined, never read
-      // The four pairs in waves (two matrices: two waves of two pairs, so
-      // that the A fragments in flight fit the registers); the accumulator
-      // chain goes on across a wave's wait.
-      constexpr int kWave = kMats == 1 ? 4 : 2;
+    const int pass = passOf(v);
+    const unsigned char *tiles = sg.codes + at * kStepCodeBytes;
+    unsigned a[4][2][4]; // [pair][wgmma half][fragment]
 #pragma unroll
-      for (int p0 = 0; p0 < 4; p0 += kWave) {
-        unsigned a[kMats][kWave][2][4]; // [x][pair][wgmma half][fragment]
+    for (int q = 0; q < 4; ++q) {
+      unsigned r0[4], r1[4];
+      pairs(st, 0, q, r0);
+      pairs(st, 1, q, r1);
 #pragma unroll
-        for (int x = 0; x < kMats; ++x)
-#pragma unroll
-          for (int q = 0; q < kWave; ++q) {
-            unsigned r0[4], r1[4];
-            pairs(x, 0, p0 + q, r0);
-            pairs(x, 1, p0 + q, r1);
-#pragma unroll
-            for (int hh = 0; hh < 2; ++hh) {
-              a[x][q][hh][0] = r0[2 * hh];
-              a[x][q][hh][1] = r1[2 * hh];
-              a[x][q][hh][2] = r0[2 * hh + 1];
-              a[x][q][hh][3] = r1[2 * hh + 1];
-            }
-          }
-        wgmmaFence();
-#pragma unroll
-        for (int q = 0; q < kWave; ++q)
-#pragma unroll
-          for (int hh = 0; hh < 2; ++hh) {
-            const unsigned long long desc = descriptor(tiles + (2 * (p0 + q) + hh) * 256);
-#pragma unroll
-            for (int x = 0; x < kMats; ++x) {
-              if (p0 + q == 0 && hh == 0)
-                wgmmaF16<false>(d[x], a[x][q][hh], desc);
-              else
-                wgmmaF16<true>(d[x], a[x][q][hh], desc);
-            }
-          }
-        wgmmaCommitAndWait();
+      for (int hh = 0; hh < 2; ++hh) {
+        a[q][hh][0] = r0[2 * hh];
+        a[q][hh][1] = r1[2 * hh];
+        a[q][hh][2] = r0[2 * hh + 1];
+        a[q][hh][3] = r1[2 * hh + 1];
       }
-#pragma unroll
-      for (int x = 0; x < kMats; ++x)
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          fenceOperand(d[x][i]);
-      const float *as = st.scales + ((j - jBase) / kStep) * kCols + 2 * t;
-      const float u = kFp4 ? kFp4Unscale : 1.0f;
-      const float as0 = as[0] * u, as1 = as[1] * u;
-      const int c0 = (2 * t) & 3; // the blocks j + c0, j + c0 + 1 of columns 2t, 2t + 1
-#pragma unroll
-      for (int x = 0; x < kMats; ++x) {
-        const float w00 = ue8m0ToFloat((unsigned char)(cur.sv[x][0] >> (8 * c0)));
-        const float w01 = ue8m0ToFloat((unsigned char)(cur.sv[x][0] >> (8 * c0 + 8)));
-        const float w10 = ue8m0ToFloat((unsigned char)(cur.sv[x][1] >> (8 * c0)));
-        const float w11 = ue8m0ToFloat((unsigned char)(cur.sv[x][1] >> (8 * c0 + 8)));
-        acc[x][0] = __fadd_rn(acc[x][0], __fmul_rn(__fmul_rn(d[x][0], as0), w00));
-        acc[x][1] = __fadd_rn(acc[x][1], __fmul_rn(__fmul_rn(d[x][1], as1), w01));
-        acc[x][2] = __fadd_rn(acc[x][2], __fmul_rn(__fmul_rn(d[x][2], as0), w10));
-        acc[x][3] = __fadd_rn(acc[x][3], __fmul_rn(__fmul_rn(d[x][3], as1), w11));
-      }
-      if (j + kStep < j1)
-        cur = nxt;
     }
+    const unsigned sv0 = st.sv[0], sv1 = st.sv[1];
+    if (v + kDepth < kPasses * steps)
+      load(v + kDepth, st);
+    float d[4] = {}; // scale-d = 0 first: defined, never read
+    wgmmaFence();
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const unsigned long long desc = descriptor(tiles + (2 * q + hh) * 256);
+        if (q == 0 && hh == 0)
+          wgmmaF16<false>(d, a[q][hh], desc);
+        else
+          wgmmaF16<true>(d, a[q][hh], desc);
+      }
+    wgmmaCommitAndWait();
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      fenceOperand(d[i]);
+    const float *as = sg.scales + at * kCols + 2 * t;
+    const float u = kFp4 ? kFp4Unscale : 1.0f;
+    const float as0 = as[0] * u, as1 = as[1] * u;
+    const int c0 = (2 * t) & 3; // the blocks j + c0, j + c0 + 1 of columns 2t, 2t + 1
+    const float w00 = ue8m0ToFloat((unsigned char)(sv0 >> (8 * c0)));
+    const float w01 = ue8m0ToFloat((unsigned char)(sv0 >> (8 * c0 + 8)));
+    const float w10 = ue8m0ToFloat((unsigned char)(sv1 >> (8 * c0)));
+    const float w11 = ue8m0ToFloat((unsigned char)(sv1 >> (8 * c0 + 8)));
+    const float p0 = __fmul_rn(__fmul_rn(d[0], as0), w00);
+    const float p1 = __fmul_rn(__fmul_rn(d[1], as1), w01);
+    const float p2 = __fmul_rn(__fmul_rn(d[2], as0), w10);
+    const float p3 = __fmul_rn(__fmul_rn(d[3], as1), w11);
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p)
+      if (p == pass) {
+        acc[p][0] = __fadd_rn(acc[p][0], p0);
+        acc[p][1] = __fadd_rn(acc[p][1], p1);
+        acc[p][2] = __fadd_rn(acc[p][2], p2);
+        acc[p][3] = __fadd_rn(acc[p][3], p3);
+      }
+  }
+
+  /// acc[p][i] += this thread's block-residue sums of pass p over its steps
+  /// (prime() first): i = 0, 1 -> row n0 + 16w + g, columns 2t, 2t + 1
+  /// (activation row t / 2, blocks j + 2t % 4, + 1); i = 2, 3 -> row + 8.
+  /// `sg` is the staging of absolute block jBase.
+  __device__ __forceinline__ void run(const Staged &sg, long long jBase,
+                                      float (&acc)[kPasses][4]) {
+    const int total = kPasses * steps;
+    const long long first = (g0 - jBase) / kStep;
+    for (int v0 = 0; v0 < total; v0 += kDepth)
+#pragma unroll
+      for (int q = 0; q < kDepth; ++q) {
+        const int v = v0 + q;
+        if (v < total)
+          step(ring[q], v, sg, first + (v - passOf(v) * steps), acc);
+      }
   }
 };
 
@@ -302,7 +353,7 @@ __device__ __forceinline__ void groupRange(long long k0, long long k1, int group
 }
 
 /// Adds the other warpgroups' acc into warpgroup 0's, in group order, through
-/// `comb` (dsc::abi::wgCombineBytes(kMats)), then the four block residues of
+/// `comb` (dsc::abi::wgCombineBytes(kMats): kMats accumulators), then the four block residues of
 /// each activation row (columns 2t, 2t + 1 of threads t and t ^ 1) in a
 /// fixed order: afterwards warpgroup 0's threads with t even hold, in
 /// acc[x][0] (row n0 + 16w + g) and acc[x][2] (+ 8), the item's sums for
@@ -338,45 +389,35 @@ __device__ __forceinline__ void combineGroups(float (&acc)[kMats][4], float *com
     }
 }
 
-/// One item of kPasses tiles whose weight rows are set (tile.w, tile.s),
-/// sharing the activations: the first tile's first weights are requested,
-/// the activation rows m0 .. m0 + rows - 1 of K blocks [k0, k1) staged (after
-/// a barrier: the previous item's readers are done), each warpgroup runs its
-/// share of the range tile after tile (acc[p * kMats + x]: tile p, matrix x)
-/// and the groups are combined (combineGroups: the sums in warpgroup 0's
-/// threads with t even). Two passes of one matrix instead of one of two
-/// where a matrix's step would not fit the registers (FP8). Uses
-/// dsc::abi::wgSharedBytes(k1 - k0, kPasses * kMats) bytes of smem. All
-/// threads must call it.
-template <bool kFp4, int kMats, int kPasses>
-__device__ __forceinline__ void tileItem(Tile<kFp4, kMats> (&tiles)[kPasses],
-                                         const unsigned short *x, const unsigned char *gCodes,
-                                         const float *gScales, long long K, long long m0,
-                                         int rows, long long k0, long long k1,
-                                         unsigned char *smem,
-                                         float (&acc)[kPasses * kMats][4]) {
+/// One item of a tile whose weight rows are set (tile.w, tile.s; kPasses
+/// matrices sharing the activations): the warpgroup's first kDepth steps are
+/// requested, the activation rows m0 .. m0 + rows - 1 of K blocks [k0, k1)
+/// staged (after a barrier: the previous item's readers are done), each
+/// warpgroup runs its share of the range, pass after pass in one stream
+/// (acc[p]: pass p), and the groups are combined (combineGroups: the sums in
+/// warpgroup 0's threads with t even). Uses dsc::abi::wgSharedBytes(k1 - k0,
+/// kPasses) bytes of smem. All threads must call it.
+template <bool kFp4, int kPasses>
+__device__ __forceinline__ void tileItem(Tile<kFp4, kPasses> &tile, const unsigned short *x,
+                                         const unsigned char *gCodes, const float *gScales,
+                                         long long K, long long m0, int rows, long long k0,
+                                         long long k1, unsigned char *smem,
+                                         float (&acc)[kPasses][4]) {
   long long g0, g1;
   groupRange(k0, k1, threadIdx.x >> 7, g0, g1);
-  if (g0 < g1)
-    tiles[0].load(g0, tiles[0].cur); // the weight stream starts before the staging
+  tile.g0 = g0;
+  tile.steps = int((g1 - g0) / kStep);
+  tile.prime(); // the weight stream starts before the staging
   __syncthreads();
   const Staged st = stage<kFp4>(x, gCodes, gScales, K, m0, rows, k0, k1 - k0, smem);
 #pragma unroll
-  for (int xi = 0; xi < kPasses * kMats; ++xi)
+  for (int p = 0; p < kPasses; ++p)
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      acc[xi][i] = 0.0f;
-  if (g0 < g1) {
-#pragma unroll
-    for (int p = 0; p < kPasses; ++p) {
-      if (p > 0)
-        tiles[p].load(g0, tiles[p].cur);
-      float(&part)[kMats][4] = *reinterpret_cast<float(*)[kMats][4]>(acc[p * kMats]);
-      tiles[p].run(st, k0, g0, g1, part);
-    }
-  }
-  combineGroups<kPasses * kMats>(
-      acc, reinterpret_cast<float *>(smem + dsc::abi::wgSharedBytes(k1 - k0, 0)));
+      acc[p][i] = 0.0f;
+  tile.run(st, k0, acc);
+  combineGroups<kPasses>(acc,
+                         reinterpret_cast<float *>(smem + dsc::abi::wgSharedBytes(k1 - k0, 0)));
 }
 
 /// This thread's two weight rows of the tile at n0 (n0 + 16w + g, + 8),
@@ -414,13 +455,13 @@ __device__ void wgGemv(const unsigned short *x, const unsigned char *gCodes, con
     const int rows = (int)(M - m0 < kItemRows ? M - m0 : kItemRows);
     long long r0, r1;
     threadRows(n0, N, r0, r1);
-    Tile<kFp4, 1> tl[1];
-    tl[0].w[0][0] = w + r0 * rowBytes;
-    tl[0].w[0][1] = w + r1 * rowBytes;
-    tl[0].s[0][0] = wScale + (kFp4 ? r0 : r0 / 32) * kb;
-    tl[0].s[0][1] = wScale + (kFp4 ? r1 : r1 / 32) * kb;
+    Tile<kFp4, 1> tl;
+    tl.w[0][0] = w + r0 * rowBytes;
+    tl.w[0][1] = w + r1 * rowBytes;
+    tl.s[0][0] = wScale + (kFp4 ? r0 : r0 / 32) * kb;
+    tl.s[0][1] = wScale + (kFp4 ? r1 : r1 / 32) * kb;
     float acc[1][4];
-    tileItem<kFp4, 1, 1>(tl, x, gCodes, gScales, K, m0, rows, k0, k1, wgSmem, acc);
+    tileItem<kFp4, 1>(tl, x, gCodes, gScales, K, m0, rows, k0, k1, wgSmem, acc);
     if ((threadIdx.x >> 7) == 0 && (t & 1) == 0) {
       const long long m = m0 + (t >> 1);
 #pragma unroll
