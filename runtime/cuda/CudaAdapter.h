@@ -94,6 +94,8 @@ public:
   bool moeE4m3Mma = false;
   /// CudaOptions::gemv: the FP8/FP4 GEMV family (GemvLaunch.h gemvEntry).
   runtime::GemvKernels gemv = runtime::GemvKernels::Lanes;
+  /// CudaOptions::mhcOneLaunch: the native mhc_entry's decode kernel.
+  bool mhcOneLaunch = true;
 
   CudaLaunchContext(const runtime::Plan &plan, const runtime::Program &program,
                     const runtime::Launch &launch, const runtime::KernelSpec &kernel,

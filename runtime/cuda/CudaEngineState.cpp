@@ -18,6 +18,7 @@ CudaEngineState::CudaEngineState(hal::Device device, const runtime::CudaOptions 
   attention = options.attention;
   moeE4m3Mma = options.moeE4m3Mma;
   gemv = options.gemv;
+  mhcOneLaunch = options.mhcOneLaunch;
   dependentLaunches = options.dependentLaunch;
   streams = std::clamp(options.streams, 1, kMaxStreams);
 }

@@ -83,6 +83,7 @@ public:
   runtime::AttentionKernels attention = runtime::AttentionKernels::TensorCore;
   bool moeE4m3Mma = false;       ///< CudaOptions::moeE4m3Mma (CudaLaunchContext)
   runtime::GemvKernels gemv = runtime::GemvKernels::Lanes; ///< CudaOptions::gemv (CudaLaunchContext)
+  bool mhcOneLaunch = true; ///< CudaOptions::mhcOneLaunch (CudaLaunchContext)
   bool dependentLaunches = true; ///< CudaOptions::dependentLaunch
   static constexpr int kMaxStreams = 16; ///< CudaOptions::streams beyond this count as 16
   int streams = 1;               ///< CudaOptions::streams, clamped to [1, kMaxStreams]

@@ -18,6 +18,7 @@ BoundLaunch::BoundLaunch(CudaSession &session, runtime::LaunchContext &c)
   attention = engine_.attention;
   moeE4m3Mma = engine_.moeE4m3Mma;
   gemv = engine_.gemv;
+  mhcOneLaunch = engine_.mhcOneLaunch;
 }
 
 Status BoundLaunch::bind(const runtime::HostTensor &host, const runtime::ValueSlot *slot,

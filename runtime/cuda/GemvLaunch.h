@@ -16,6 +16,7 @@
 #include "dsc/abi/LaunchShapes.h"
 #include "runtime/cuda/CudaAdapter.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <string>
 
@@ -301,6 +302,15 @@ constexpr long long kMaxDynamicShared = 47 * 1024;
 /// sums (double), then the group sums of the squares (floats).
 inline long long hcStageBytes(long long nmix, long long width, long long splits) {
   return nmix * splits * 8 + abi::torchGroupStride(width) * 32 * 4;
+}
+
+/// Dynamic shared memory of dsc_mhc_entry_decode_fast (mhc_entry.cu): the
+/// larger of a split's stream values (fp32), the finish's stage
+/// (hcStageBytes) and the collapsed row (bf16, D).
+inline long long mhcDecodeSmemBytes(long long nmix, long long width, long long D,
+                                    long long splits) {
+  const long long chunk = (width + splits - 1) / splits;
+  return std::max({chunk * 4, hcStageBytes(nmix, width, splits), 2 * D});
 }
 
 /// Splits per mHC mix row of dsc_hc_mixes_dot_fast: kHcSplits, fewer where

@@ -234,6 +234,8 @@ TEST_F(KernelAbi, TemplateEntriesTakeTheirStructFirst) {
       {"dsc_moe_experts_up_wg", {layoutOf<dsc::abi::MoeExpertsParams>()}},
       {"dsc_rms_norm_fast", {layoutOf<dsc::abi::RmsNormParams>()}},
       {"dsc_mhc_pre_norm_fast", {layoutOf<dsc::abi::RmsNormParams>()}},
+      {"dsc_mhc_entry_decode_fast",
+       {layoutOf<dsc::abi::HcMixesParams>(), layoutOf<dsc::abi::RmsNormParams>()}},
       {"dsc_moe_gate", {layoutOf<dsc::abi::MoeGateParams>()}},
       {"dsc_moe_experts_up_fp4", {layoutOf<dsc::abi::MoeExpertsParams>()}},
       {"dsc_moe_experts_up_fp8", {layoutOf<dsc::abi::MoeExpertsParams>()}},

@@ -209,6 +209,12 @@ TEST_F(CudaFlags, PdlFlagSelectsDependentLaunch) {
                   "--cuda-pdl takes on or off, got 'yes'");
 }
 
+/// --cuda-mhc picks CudaOptions::mhcOneLaunch; one launch is the default.
+TEST_F(CudaFlags, MhcFlagSelectsTheOneLaunchEntry) {
+  expectTwoValued("--cuda-mhc", "one", "steps", true, &CudaOptions::mhcOneLaunch, "fused",
+                  "--cuda-mhc takes one or steps, got 'fused'");
+}
+
 /// --cuda-streams N picks CudaOptions::streams (1 to 8; 4 by default).
 TEST_F(CudaFlags, StreamsFlagSetsTheBranchStreams) {
   CommandLine cl;
