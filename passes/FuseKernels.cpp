@@ -3,13 +3,20 @@
 // What: inside every `ds.layer`, finds the op groups below by their dataflow
 // and wraps each into a `ds.fused` op (one kernel launch after lowering):
 //
-//   mhc_entry              [hc_post] + hc_mixes + hc_pre + rms_norm
-//                          [+ copy_mean]: the sublayer output folded into
-//                          the residual copies, the next mixes, the
-//                          pre-collapse and the norm (hc_post only when it
-//                          writes the stream the mixes read, i.e. the FFN
-//                          entry; copy_mean: a DSpark target's capture of
-//                          the same stream);
+//   mhc_entry              [hc_post] + hc_pre + rms_norm [+ copy_mean]:
+//                          the sublayer output folded into the residual
+//                          copies, the pre-collapse and the norm (hc_post
+//                          only when it writes the stream the pre-collapse
+//                          reads, i.e. the FFN entry; copy_mean: a DSpark
+//                          target's capture of the same stream). The
+//                          stream's hc_mixes stays outside, moved just
+//                          after the group: single-pass mHC collapses with
+//                          the PREVIOUS sublayer's pre (reference-spec
+//                          8.3), so nothing in the group waits for the
+//                          mixes, and outside it they run beside the
+//                          sublayer (a graph branch) instead of in front of
+//                          it (session 16: five dependent kernels per
+//                          decode entry, two of them the mixes' ~20 us);
 //   attention_projections  the Q chain (wq_a, q_norm, wq_b, RoPE) and the
 //                          window KV chain (wkv, kv_norm, RoPE, window_kv
 //                          with its FP8 ring write) of one normed input; a
@@ -27,10 +34,12 @@
 //   engram                 engram_lookup + its projection + engram_gate.
 //
 // Why: a Reuse layer of the released config is 21 op launches unfused and
-// 7 fused (mhc_entry, attention_projections, attention, grouped_output,
-// mhc_entry, moe, hc_post), under the 10 (prefill) / 7 (decode)
-// and the tech report's 15 / 11. dsc-compile --report prints the counts;
-// test/passes/fuse-kernels*.{mlir,test} pin them.
+// 9 fused (mhc_entry, hc_mixes, attention_projections, attention,
+// grouped_output, mhc_entry, hc_mixes, moe, hc_post), under the tech
+// report's 15 / 11; the executables issue's 7 held the mixes inside the
+// entries, on the decode step's critical path (see mhc_entry above).
+// dsc-compile --report prints the counts; test/passes/fuse-kernels*.{mlir,
+// test} pin them.
 //
 // Invariants: groups never cross a layer (so `--layer-boundaries` plans keep
 // every boundary, and CED replay marks are per layer); an op joins at most
@@ -72,19 +81,26 @@ public:
   void run() {
     // Collected first, wrapped after: matching sees the unfused block.
     SmallVector<std::pair<std::string, SmallVector<Operation *>>> groups;
+    // Ops outside a group that sit between its members and read them, to
+    // be moved just after the group's last member (the mhc_entry's mixes).
+    SmallVector<std::pair<size_t, Operation *>> after;
     auto add = [&](StringRef kernel, SmallVector<Operation *> ops) {
       if (!enabled_.contains(kernel) && !enabled_.contains("all"))
-        return;
+        return false;
       ops.erase(llvm::remove_if(ops, [](Operation *op) { return op == nullptr; }), ops.end());
       if (ops.size() < 2 || llvm::any_of(ops, [&](Operation *op) { return taken_.contains(op); }))
-        return;
+        return false;
       for (Operation *op : ops)
         taken_.insert(op);
       groups.push_back({kernel.str(), std::move(ops)});
+      return true;
     };
     for (Operation &op : block_) {
-      if (auto norm = llvm::dyn_cast<RmsNormOp>(op))
-        add("mhc_entry", mhcEntry(norm));
+      if (auto norm = llvm::dyn_cast<RmsNormOp>(op)) {
+        HcMixesOp mixes;
+        if (add("mhc_entry", mhcEntry(norm, mixes)) && mixes)
+          after.push_back({groups.size() - 1, mixes});
+      }
       else if (auto window = llvm::dyn_cast<WindowKvOp>(op))
         projections(window, add);
       else if (auto compressor = llvm::dyn_cast<CompressorOp>(op))
@@ -98,24 +114,26 @@ public:
       else if (auto gate = llvm::dyn_cast<EngramGateOp>(op))
         add("engram", engramGroup(gate));
     }
+    for (auto [group, op] : after)
+      moveAfter(op, groups[group].second);
     for (auto &[kernel, ops] : groups)
       wrap(kernel, ops);
   }
 
 private:
-  /// hc_mixes + hc_pre + rms_norm of one stream, with the hc_post that wrote
-  /// the stream when it is in this block.
-  SmallVector<Operation *> mhcEntry(RmsNormOp norm) {
+  /// hc_pre + rms_norm of a stream that hc_mixes also reads (a sublayer
+  /// entry), with the hc_post that wrote the stream when it is in this
+  /// block; `mixes` is set to that hc_mixes (it stays outside the group).
+  SmallVector<Operation *> mhcEntry(RmsNormOp norm, HcMixesOp &mixes) {
     auto pre = producedIn<HcPreOp>(norm.getInput(), block_);
     if (!pre)
       return {};
-    HcMixesOp mixes;
     for (Operation *user : pre.getStream().getUsers())
       if (auto m = llvm::dyn_cast<HcMixesOp>(user); m && m->getBlock() == &block_)
         mixes = m;
     if (!mixes)
       return {};
-    SmallVector<Operation *> ops{producedIn<HcPostOp>(pre.getStream(), block_), mixes, pre, norm};
+    SmallVector<Operation *> ops{producedIn<HcPostOp>(pre.getStream(), block_), pre, norm};
     // A DSpark target's capture: the copy mean of the same stream.
     for (Operation *user : pre.getStream().getUsers())
       if (llvm::isa<CopyMeanOp>(user) && user->getBlock() == &block_)
@@ -189,6 +207,25 @@ private:
     auto lookup = projection ? producedIn<EngramLookupOp>(projection.getInput(), block_)
                              : EngramLookupOp();
     return {lookup, projection, gate};
+  }
+
+  /// Moves `op` (outside the group `ops`) just after the group's last
+  /// member when it sits between them, so the group can be wrapped: legal
+  /// when nothing before that point uses its results (its operands already
+  /// dominate it). Otherwise it stays, and wrap() declines the group.
+  void moveAfter(Operation *op, ArrayRef<Operation *> ops) {
+    Operation *last = ops.front();
+    for (Operation *member : ops)
+      if (last->isBeforeInBlock(member))
+        last = member;
+    if (!op->isBeforeInBlock(last))
+      return;
+    for (Operation *user : op->getUsers()) {
+      Operation *inBlock = block_.findAncestorOpInBlock(*user);
+      if (!inBlock || inBlock == last || inBlock->isBeforeInBlock(last))
+        return;
+    }
+    op->moveAfter(last);
   }
 
   /// Moves `ops` (any order) into one ds.fused at the place of the last one.

@@ -16,37 +16,27 @@
 // in the same torch order), bit-identical to dsc_hc_pre followed by
 // dsc_rms_norm_fast, and so to the entry above.
 //
-// dsc_mhc_entry_decode_fast: the whole group [hc_post] hc_mixes hc_pre
-// rms_norm of a few rows (decode, M-row steps) in ONE launch, where the steps
-// take five (hc_post, the mixes' dot and finish kernels, hc_pre, rms_norm)
-// that each wait on the one before. Grid (splits, S), dsc::abi::
-// kMhcDecodeThreads threads; block (c, s) owns split c of token s's stream
-// (elements [c * chunk, (c + 1) * chunk), chunk = ceil(hc * D / splits)):
-//   1. with hc_post: h[s, j, d] = dsc_hc_post's value for its elements
-//      (written out: the group yields it), else it reads them; either way
-//      they are kept as fp32 in shared memory;
-//   2. the dot of each mix row fn[k] with them, dsc_hc_mixes_dot_fast's
-//      (exact fp32 products summed in double, lane-strided, a xor tree)
-//      -> partial[s, k, c];
-//   3. the last block of token s to finish (a counter per token in scratch,
-//      zero when the launch starts; the last block sets it back to zero)
-//      does the rest, as dsc_hc_mixes_finish_fast, dsc_hc_pre and
-//      dsc_rms_norm_fast do: the torch-order sum of squares from group sums
-//      its warps compute over the whole stream (read through L2), the
-//      mixes' split sums in double, splitSinkhornWarp -> pre, post, comb;
-//      the pre-collapse into shared memory; rmsNormRowFast -> y.
-// Every value is computed by the same operations in the same order as the
-// steps' fast kernels, so the outputs are the steps' bytes (the device gate
-// compares them); only who computes which part differs.
-// Invariants: splits = cuda::hcSplits(nmix, hc * D) (the steps' split
-// count), S <= dsc::abi::kMhcDecodeMaxRows, h (written) does not alias res,
-// dynamic shared memory = cuda::mhcDecodeSmemBytes. Bound: the fn bytes
-// (4 (2+hc) hc hc D) and the stream's at memory bandwidth, plus one block's
-// serial finish (the Sinkhorn iterations).
+// dsc_mhc_entry_decode_fast: the whole group [hc_post] hc_pre rms_norm of a
+// few rows (decode, M-row steps) in ONE launch, where the steps take three
+// dependent ones. One block per row s (grid-strided), dsc::abi::kNormThreads
+// threads, dynamic shared memory 2·D bytes; thread q owns 8 channels d = 8q
+// .. 8q + 7 of every copy (16-byte loads and stores):
+//   1. with hc_post (x given): h[s, j, d] = dsc_hc_post's value, written out
+//      (the group yields the stream); else the copies are read from h;
+//   2. x[d] = dsc_hc_pre's collapse of those bf16 copies with pre[s] (the
+//      PREVIOUS sublayer's mix: single-pass mHC, reference-spec 8.3) into
+//      shared memory;
+//   3. rmsNormRowFast over it -> y (dsc_rms_norm_fast's row).
+// Every value comes from the same operations in the same order as the
+// steps' fast kernels, so the outputs are their bytes (MhcEntryGpuTest and
+// the device gates compare them). Invariants: D % 8 == 0, every row pointer
+// 16-byte aligned (the host checks; else it runs the steps), hc <= 8,
+// h (written) does not alias res. Bound: the stream's bytes (read, and
+// written with hc_post) at one SM's share of the bandwidth: a row is
+// 10 (hc + 1) D bytes.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/reduce.cuh"
-#include "codegen/kernels/hc_sinkhorn.cuh"
 
 namespace dsc_mhc_entry {
 template <bool kFast>
@@ -91,130 +81,84 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kNormThreads)
   dsc_mhc_entry::preNorm<true>(p, h, S, hc, D, pre, w, y);
 }
 
-DSC_KERNEL void __launch_bounds__(dsc::abi::kMhcDecodeThreads)
-    dsc_mhc_entry_decode_fast(const __grid_constant__ dsc::abi::HcMixesParams p,
-                              const dsc::abi::RmsNormParams np, const unsigned short *x,
-                              const unsigned short *res, const float *postIn,
-                              const float *combIn, unsigned short *h, long long S, long long hc,
-                              long long D, const float *fn, const float *scale,
-                              const float *base, float *pre, float *post, float *comb,
-                              const unsigned short *w, unsigned short *y, long long splits,
-                              double *partial, unsigned *counters) {
+namespace dsc_mhc_entry {
+/// Eight bf16 lanes of a uint4 as floats.
+__device__ __forceinline__ void unpack8(const uint4 &v, float (&f)[8]) {
+  const unsigned u[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    f[2 * i] = bf16ToFloat((unsigned short)(u[i] & 0xffffu));
+    f[2 * i + 1] = bf16ToFloat((unsigned short)(u[i] >> 16));
+  }
+}
+__device__ __forceinline__ uint4 pack8(const unsigned short (&b)[8]) {
+  return make_uint4(b[0] | (unsigned(b[1]) << 16), b[2] | (unsigned(b[3]) << 16),
+                    b[4] | (unsigned(b[5]) << 16), b[6] | (unsigned(b[7]) << 16));
+}
+constexpr int kMaxCopies = 8;
+} // namespace dsc_mhc_entry
+
+DSC_KERNEL void __launch_bounds__(dsc::abi::kNormThreads)
+    dsc_mhc_entry_decode_fast(const __grid_constant__ dsc::abi::RmsNormParams np,
+                              const unsigned short *x, const unsigned short *res,
+                              const float *postIn, const float *combIn, unsigned short *h,
+                              long long S, long long hc, long long D, const float *pre,
+                              const unsigned short *w, unsigned short *y) {
   DSC_KERNEL_PROLOGUE();
-  extern __shared__ double mhcDecodeSmem[];
-  __shared__ float raw[80], mixes[80];
-  __shared__ float rs;
-  __shared__ bool last;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  const long long c = blockIdx.x, s = blockIdx.y;
-  const long long width = hc * D, nmix = (2 + hc) * hc;
-  const long long chunk = (width + splits - 1) / splits, begin = c * chunk;
-  const long long end = begin + chunk < width ? begin + chunk : width;
-  unsigned short *hs = h + s * width;
-  // 1. The block's stream elements (hc_post's arithmetic when x is given).
-  float *hv = reinterpret_cast<float *>(mhcDecodeSmem);
-  for (long long e = begin + threadIdx.x; e < end; e += blockDim.x) {
-    float v;
-    if (x) {
-      const long long j = e / D, d = e - j * D;
-      const float *cb = combIn + s * hc * hc;
-      const unsigned short *rr = res + s * width;
-      float sum = 0.0f;
-      for (long long i = 0; i < hc; ++i)
-        sum = __fadd_rn(sum, __fmul_rn(cb[i * hc + j], bf16ToFloat(rr[i * D + d])));
-      const unsigned short o = bf16FromFloat(
-          __fadd_rn(__fmul_rn(postIn[s * hc + j], bf16ToFloat(x[s * D + d])), sum));
-      hs[e] = o;
-      v = bf16ToFloat(o);
-    } else {
-      v = bf16ToFloat(hs[e]);
-    }
-    hv[e - begin] = v;
-  }
-  __syncthreads();
-  // 2. The mixes' partial dots over the split.
-  for (long long k = warp; k < nmix; k += warps) {
-    const float *f = fn + k * width + begin;
-    double acc = 0.0;
-#pragma unroll 8
-    for (long long i = lane; i < end - begin; i += 32)
-      acc = __fma_rn((double)__ldg(f + i), (double)hv[i], acc);
+  using namespace dsc_mhc_entry;
+  extern __shared__ unsigned short mhcDecodeRow[];
+  const int copies = (int)hc;
+  for (long long s = blockIdx.x; s < S; s += gridDim.x) {
+    const float *mix = pre + s * hc;
+    unsigned short *hs = h + s * hc * D;
+    for (long long q = threadIdx.x; q < D / 8; q += blockDim.x) {
+      const long long d0 = 8 * q;
+      float v[kMaxCopies][8];
+      if (x) {
+        float xv[8], r[kMaxCopies][8];
+        unpack8(*reinterpret_cast<const uint4 *>(x + s * D + d0), xv);
 #pragma unroll
-    for (int offset = 16; offset > 0; offset >>= 1)
-      acc = __dadd_rn(acc, __shfl_xor_sync(0xffffffffu, acc, offset));
-    if (lane == 0)
-      partial[(s * nmix + k) * splits + c] = acc;
-  }
-  // 3. The token's last block finishes it.
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0)
-    last = atomicAdd(counters + s, 1u) == unsigned(splits - 1);
-  __syncthreads();
-  if (!last)
-    return;
-  __threadfence();
-  if (threadIdx.x == 0)
-    counters[s] = 0u; // every block of token s has arrived: ready for the next launch
-  const int iters = (int)p.sinkhorn_iters;
-  const float normEps = (float)p.norm_eps, eps = (float)p.eps;
-  double *stage = mhcDecodeSmem;
-  float *groups = reinterpret_cast<float *>(stage + nmix * splits);
-  const double *ps = partial + s * nmix * splits;
-  for (long long i = threadIdx.x; i < nmix * splits; i += blockDim.x)
-    stage[i] = __ldcg(ps + i);
-  const dsc_dense_ts::TorchChains chains(width);
-  auto square = [&](long long i) {
-    const float v = bf16ToFloat(__ldcg(hs + i));
-    return __fmul_rn(v, v);
-  };
-  for (long long m = warp; m <= chains.groups; m += warps)
-    groups[m * 32 + lane] = dsc_dense_ts::torchGroupSum(chains, lane, m, square);
-  __syncthreads();
-  if (warp == 0) { // rmsRsqrt of the torch-order sum of squares
-    const float sumsq = dsc_dense_ts::torchSumMerge(
-        chains, [&](long long m) { return groups[m * 32 + lane]; }, square);
-    if (lane == 0)
-      rs = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(sumsq, (float)width), normEps)));
-  } else { // each mix's split sums in double (finish's lane order and xor tree)
-    for (long long k = warp - 1; k < nmix; k += warps - 1) {
-      double v = 0.0;
-      for (long long cc = lane; cc < splits; cc += 32)
-        v = __dadd_rn(v, stage[k * splits + cc]);
+        for (int i = 0; i < kMaxCopies; ++i)
+          if (i < copies)
+            unpack8(*reinterpret_cast<const uint4 *>(res + (s * hc + i) * D + d0), r[i]);
+        const float *cb = combIn + s * hc * hc;
 #pragma unroll
-      for (int offset = 16; offset > 0; offset >>= 1)
-        v = __dadd_rn(v, __shfl_xor_sync(0xffffffffu, v, offset));
-      if (lane == 0)
-        raw[k] = (float)v;
+        for (int j = 0; j < kMaxCopies; ++j)
+          if (j < copies) {
+            unsigned short o[8];
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+              float sum = 0.0f; // dsc_hc_post's order
+#pragma unroll
+              for (int i = 0; i < kMaxCopies; ++i)
+                if (i < copies)
+                  sum = __fadd_rn(sum, __fmul_rn(cb[i * hc + j], r[i][e]));
+              o[e] = bf16FromFloat(__fadd_rn(__fmul_rn(postIn[s * hc + j], xv[e]), sum));
+              v[j][e] = bf16ToFloat(o[e]);
+            }
+            *reinterpret_cast<uint4 *>(hs + j * D + d0) = pack8(o);
+          }
+      } else {
+#pragma unroll
+        for (int j = 0; j < kMaxCopies; ++j)
+          if (j < copies)
+            unpack8(*reinterpret_cast<const uint4 *>(hs + j * D + d0), v[j]);
+      }
+      unsigned short c[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        float acc = 0.0f; // dsc_hc_pre's order
+#pragma unroll
+        for (int j = 0; j < kMaxCopies; ++j)
+          if (j < copies)
+            acc = __fadd_rn(acc, __fmul_rn(mix[j], v[j][e]));
+        c[e] = bf16FromFloat(acc);
+      }
+      *reinterpret_cast<uint4 *>(mhcDecodeRow + d0) = pack8(c);
     }
+    __syncthreads();
+    dsc_dense_ts::rmsNormRowFast(
+        D, (float)np.eps, [&](long long i) { return bf16ToFloat(mhcDecodeRow[i]); }, w,
+        y + s * D);
   }
-  __syncthreads();
-  if (warp == 0) {
-    for (long long k = lane; k < nmix; k += 32)
-      mixes[k] = __fmul_rn(raw[k], rs);
-    __syncwarp();
-    if (hc * hc <= 32)
-      dsc_dense_hc::splitSinkhornWarp(mixes, hc, scale, base, eps, iters, pre + s * hc,
-                                      post + s * hc, comb + s * hc * hc);
-    else if (lane == 0)
-      dsc_dense_hc::splitSinkhorn(mixes, hc, scale, base, eps, iters, pre + s * hc,
-                                  post + s * hc, comb + s * hc * hc);
-  }
-  __syncthreads();
-  // The pre-collapse (dsc_hc_pre's arithmetic) into shared memory, then the
-  // norm (dsc_rms_norm_fast's).
-  unsigned short *xs = reinterpret_cast<unsigned short *>(mhcDecodeSmem);
-  const float *mix = pre + s * hc;
-  blockCopy<4>(
-      D,
-      [&](long long d) {
-        float acc = 0.0f;
-        for (long long cc = 0; cc < hc; ++cc)
-          acc = __fadd_rn(acc, __fmul_rn(mix[cc], bf16ToFloat(__ldcg(hs + cc * D + d))));
-        return bf16FromFloat(acc);
-      },
-      [&](long long d, unsigned short v) { xs[d] = v; });
-  __syncthreads();
-  dsc_dense_ts::rmsNormRowFast(
-      D, (float)np.eps, [&](long long i) { return bf16ToFloat(xs[i]); }, w, y + s * D);
 }

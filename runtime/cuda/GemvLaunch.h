@@ -304,15 +304,6 @@ inline long long hcStageBytes(long long nmix, long long width, long long splits)
   return nmix * splits * 8 + abi::torchGroupStride(width) * 32 * 4;
 }
 
-/// Dynamic shared memory of dsc_mhc_entry_decode_fast (mhc_entry.cu): the
-/// larger of a split's stream values (fp32), the finish's stage
-/// (hcStageBytes) and the collapsed row (bf16, D).
-inline long long mhcDecodeSmemBytes(long long nmix, long long width, long long D,
-                                    long long splits) {
-  const long long chunk = (width + splits - 1) / splits;
-  return std::max({chunk * 4, hcStageBytes(nmix, width, splits), 2 * D});
-}
-
 /// Splits per mHC mix row of dsc_hc_mixes_dot_fast: kHcSplits, fewer where
 /// one token's stage would not fit the finish kernel's shared memory; a
 /// function of the widths only, so a row's mixes do not depend on the call

@@ -6,17 +6,18 @@
 // ds-fuse-kernels: dataflow groups of a layer become ds.fused ops (one
 // kernel launch each after lowering). Widths are tiny6's (dim 256, hc 4).
 
-// The attention entry: mixes of the incoming stream, pre-collapse with the
+// The attention entry: pre-collapse of the incoming stream with the
 // carried mix, attention norm. The stream comes from outside the layer, so
-// no hc_post joins. The mixes' post/comb are used later: they escape.
+// no hc_post joins. The stream's mixes stay outside (single-pass mHC: the
+// group does not read them), moved just after the group.
 // CHECK-LABEL: func.func @mhc_entry
-// CHECK: %[[F:.*]]:4 = ds.fused "mhc_entry" -> tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<?x256xbf16> {
-// CHECK-NEXT: ds.hc_mixes
-// CHECK-NEXT: ds.hc_pre
+// CHECK: %[[F:.*]] = ds.fused "mhc_entry" -> tensor<?x256xbf16> {
+// CHECK-NEXT: ds.hc_pre %arg0, %arg1
 // CHECK-NEXT: ds.rms_norm
 // CHECK-NEXT: ds.fused_yield
 // CHECK-NEXT: }
-// CHECK-NEXT: ds.hc_post %{{.*}}, %arg0, %[[F]]#1, %[[F]]#2
+// CHECK-NEXT: %[[PRE:.*]], %[[POST:.*]], %[[COMB:.*]] = ds.hc_mixes %arg0,
+// CHECK-NEXT: ds.hc_post %[[F]], %arg0, %[[POST]], %[[COMB]]
 // ONLY-MOE-LABEL: func.func @mhc_entry
 // ONLY-MOE-NOT: ds.fused
 func.func @mhc_entry(%h: tensor<?x4x256xbf16>, %mix: tensor<?x4xf32>, %fn: tensor<24x1024xf32>,
@@ -34,17 +35,19 @@ func.func @mhc_entry(%h: tensor<?x4x256xbf16>, %mix: tensor<?x4xf32>, %fn: tenso
 // -----
 
 // The FFN entry: the attention output folded in by hc_post, whose stream the
-// mixes and the pre-collapse read, joins the group. The new stream escapes
-// (the layer's final hc_post reads it as the residual).
+// pre-collapse reads, joins the group. The new stream escapes (the mixes,
+// moved from between the members to just after the group, and the layer's
+// final hc_post read it).
 // CHECK-LABEL: func.func @mhc_entry_with_post
-// CHECK: %[[F:.*]]:5 = ds.fused "mhc_entry" -> tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<?x256xbf16> {
+// CHECK: %[[F:.*]]:2 = ds.fused "mhc_entry" -> tensor<?x4x256xbf16>, tensor<?x256xbf16> {
 // CHECK-NEXT: ds.hc_post
-// CHECK-NEXT: ds.hc_mixes
 // CHECK-NEXT: ds.hc_pre
 // CHECK-NEXT: ds.rms_norm
 // CHECK-NEXT: ds.fused_yield
-// CHECK: ds.hc_post %[[F]]#4, %[[F]]#0, %[[F]]#2, %[[F]]#3
-// CHECK: ds.yield %{{.*}}, %[[F]]#1
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[PRE:.*]], %[[POST:.*]], %[[COMB:.*]] = ds.hc_mixes %[[F]]#0,
+// CHECK-NEXT: ds.hc_post %[[F]]#1, %[[F]]#0, %[[POST]], %[[COMB]]
+// CHECK-NEXT: ds.yield %{{.*}}, %[[PRE]]
 func.func @mhc_entry_with_post(%attn: tensor<?x256xbf16>, %h: tensor<?x4x256xbf16>, %mix: tensor<?x4xf32>,
                                %post0: tensor<?x4xf32>, %comb0: tensor<?x4x4xf32>, %fn: tensor<24x1024xf32>,
                                %scale: tensor<3xf32>, %base: tensor<24xf32>, %w: tensor<256xbf16>) {
@@ -75,6 +78,29 @@ func.func @mhc_entry_blocked(%h: tensor<?x4x256xbf16>, %mix: tensor<?x4xf32>, %f
     %y = ds.hc_post %x, %h, %post, %comb : (tensor<?x256xbf16>, tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x256xbf16>
     %n = ds.rms_norm %x, %w {eps = 1.0e-20 : f64} : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
     %o = ds.hc_post %n, %y, %post, %comb : (tensor<?x256xbf16>, tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x256xbf16>
+    ds.yield %o, %pre : tensor<?x4x256xbf16>, tensor<?x4xf32>
+  }
+  return
+}
+
+// -----
+
+// Not fused: the mixes sit between the members and an op before the norm
+// reads them (here an hc_pre of their pre), so they cannot move after the
+// group, and reading the group's stream there, they block it.
+// CHECK-LABEL: func.func @mhc_entry_mixes_pinned
+// CHECK-NOT: ds.fused
+// CHECK: return
+func.func @mhc_entry_mixes_pinned(%attn: tensor<?x256xbf16>, %h: tensor<?x4x256xbf16>, %mix: tensor<?x4xf32>,
+                                  %post0: tensor<?x4xf32>, %comb0: tensor<?x4x4xf32>, %fn: tensor<24x1024xf32>,
+                                  %scale: tensor<3xf32>, %base: tensor<24xf32>, %w: tensor<256xbf16>) {
+  %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x4x256xbf16>, tensor<?x4xf32> {
+    %s = ds.hc_post %attn, %h, %post0, %comb0 : (tensor<?x256xbf16>, tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x256xbf16>
+    %pre, %post, %comb = ds.hc_mixes %s, %fn, %scale, %base {eps = 1.0e-06 : f64, norm_eps = 1.0e-20 : f64, sinkhorn_iters = 20 : i64} : (tensor<?x4x256xbf16>, tensor<24x1024xf32>, tensor<3xf32>, tensor<24xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+    %early = ds.hc_pre %h, %pre : (tensor<?x4x256xbf16>, tensor<?x4xf32>) -> tensor<?x256xbf16>
+    %x = ds.hc_pre %s, %mix : (tensor<?x4x256xbf16>, tensor<?x4xf32>) -> tensor<?x256xbf16>
+    %n = ds.rms_norm %x, %w {eps = 1.0e-20 : f64} : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
+    %o = ds.hc_post %n, %s, %post, %comb : (tensor<?x256xbf16>, tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x256xbf16>
     ds.yield %o, %pre : tensor<?x4x256xbf16>, tensor<?x4xf32>
   }
   return

@@ -65,23 +65,44 @@ func.func @attention_output_escapes(%q: tensor<?x8x128xbf16>, %kv: tensor<?x128x
 
 // -----
 
-// The FFN entry: hc_post (optional step) + mixes + pre-collapse + norm, the
-// collapsed row internal: mhc_entry_pre_norm.
+// The FFN entry: hc_post (optional step) + pre-collapse + norm, the
+// collapsed row internal: mhc_entry_pre_norm. The mixes run after the group.
 // CHECK-LABEL: func.func @mhc_entry_with_post
 // CHECK: ds.fused "mhc_entry" -> {{.*}} attributes {executable = "mhc_entry_pre_norm"}
 func.func @mhc_entry_with_post(%attn: tensor<?x256xbf16>, %h: tensor<?x4x256xbf16>, %mix: tensor<?x4xf32>,
                                %post0: tensor<?x4xf32>, %comb0: tensor<?x4x4xf32>, %fn: tensor<24x1024xf32>,
                                %scale: tensor<3xf32>, %base: tensor<24xf32>, %w: tensor<256xbf16>) {
   %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x4x256xbf16>, tensor<?x4xf32> {
-    %f:5 = ds.fused "mhc_entry" -> tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<?x256xbf16> {
+    %f:2 = ds.fused "mhc_entry" -> tensor<?x4x256xbf16>, tensor<?x256xbf16> {
       %s = ds.hc_post %attn, %h, %post0, %comb0 : (tensor<?x256xbf16>, tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x256xbf16>
-      %pre, %post, %comb = ds.hc_mixes %s, %fn, %scale, %base {eps = 1.0e-06 : f64, norm_eps = 1.0e-20 : f64, sinkhorn_iters = 20 : i64} : (tensor<?x4x256xbf16>, tensor<24x1024xf32>, tensor<3xf32>, tensor<24xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>)
       %x = ds.hc_pre %s, %mix : (tensor<?x4x256xbf16>, tensor<?x4xf32>) -> tensor<?x256xbf16>
       %n = ds.rms_norm %x, %w {eps = 1.0e-20 : f64} : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
-      ds.fused_yield %s, %pre, %post, %comb, %n : tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>, tensor<?x256xbf16>
+      ds.fused_yield %s, %n : tensor<?x4x256xbf16>, tensor<?x256xbf16>
     }
-    %o = ds.hc_post %f#4, %f#0, %f#2, %f#3 : (tensor<?x256xbf16>, tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x256xbf16>
-    ds.yield %o, %f#1 : tensor<?x4x256xbf16>, tensor<?x4xf32>
+    %pre, %post, %comb = ds.hc_mixes %f#0, %fn, %scale, %base {eps = 1.0e-06 : f64, norm_eps = 1.0e-20 : f64, sinkhorn_iters = 20 : i64} : (tensor<?x4x256xbf16>, tensor<24x1024xf32>, tensor<3xf32>, tensor<24xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+    %o = ds.hc_post %f#1, %f#0, %post, %comb : (tensor<?x256xbf16>, tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x256xbf16>
+    ds.yield %o, %pre : tensor<?x4x256xbf16>, tensor<?x4xf32>
+  }
+  return
+}
+
+// -----
+
+// A group that still holds the mixes (an older module's grouping) does not
+// fit the pattern: its steps run one by one.
+// CHECK-LABEL: func.func @mhc_entry_with_mixes
+// CHECK: ds.fused "mhc_entry" -> tensor<?x4xf32>, tensor<?x256xbf16> {
+// CHECK-NOT: executable
+func.func @mhc_entry_with_mixes(%h: tensor<?x4x256xbf16>, %mix: tensor<?x4xf32>, %fn: tensor<24x1024xf32>,
+                                %scale: tensor<3xf32>, %base: tensor<24xf32>, %w: tensor<256xbf16>) {
+  %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x4x256xbf16>, tensor<?x4xf32> {
+    %f:2 = ds.fused "mhc_entry" -> tensor<?x4xf32>, tensor<?x256xbf16> {
+      %pre, %post, %comb = ds.hc_mixes %h, %fn, %scale, %base {eps = 1.0e-06 : f64, norm_eps = 1.0e-20 : f64, sinkhorn_iters = 20 : i64} : (tensor<?x4x256xbf16>, tensor<24x1024xf32>, tensor<3xf32>, tensor<24xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+      %x = ds.hc_pre %h, %mix : (tensor<?x4x256xbf16>, tensor<?x4xf32>) -> tensor<?x256xbf16>
+      %n = ds.rms_norm %x, %w {eps = 1.0e-20 : f64} : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
+      ds.fused_yield %pre, %n : tensor<?x4xf32>, tensor<?x256xbf16>
+    }
+    ds.yield %h, %f#0 : tensor<?x4x256xbf16>, tensor<?x4xf32>
   }
   return
 }
@@ -91,19 +112,18 @@ func.func @mhc_entry_with_post(%attn: tensor<?x256xbf16>, %h: tensor<?x4x256xbf1
 // The collapsed row read after the group (here by a second norm): it must
 // exist, so the group runs its steps. An existing mark is removed.
 // CHECK-LABEL: func.func @mhc_entry_row_escapes
-// CHECK: ds.fused "mhc_entry" -> tensor<?x4xf32>, tensor<?x256xbf16>, tensor<?x256xbf16> {
+// CHECK: ds.fused "mhc_entry" -> tensor<?x256xbf16>, tensor<?x256xbf16> {
 // CHECK-NOT: executable
 func.func @mhc_entry_row_escapes(%h: tensor<?x4x256xbf16>, %mix: tensor<?x4xf32>, %fn: tensor<24x1024xf32>,
                                  %scale: tensor<3xf32>, %base: tensor<24xf32>, %w: tensor<256xbf16>) {
   %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x4x256xbf16>, tensor<?x4xf32> {
-    %f:3 = ds.fused "mhc_entry" -> tensor<?x4xf32>, tensor<?x256xbf16>, tensor<?x256xbf16> attributes {executable = "mhc_entry_pre_norm"} {
-      %pre, %post, %comb = ds.hc_mixes %h, %fn, %scale, %base {eps = 1.0e-06 : f64, norm_eps = 1.0e-20 : f64, sinkhorn_iters = 20 : i64} : (tensor<?x4x256xbf16>, tensor<24x1024xf32>, tensor<3xf32>, tensor<24xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>)
+    %f:2 = ds.fused "mhc_entry" -> tensor<?x256xbf16>, tensor<?x256xbf16> attributes {executable = "mhc_entry_pre_norm"} {
       %x = ds.hc_pre %h, %mix : (tensor<?x4x256xbf16>, tensor<?x4xf32>) -> tensor<?x256xbf16>
       %n = ds.rms_norm %x, %w {eps = 1.0e-20 : f64} : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
-      ds.fused_yield %pre, %x, %n : tensor<?x4xf32>, tensor<?x256xbf16>, tensor<?x256xbf16>
+      ds.fused_yield %x, %n : tensor<?x256xbf16>, tensor<?x256xbf16>
     }
-    %again = ds.rms_norm %f#1, %w {eps = 1.0e-20 : f64} : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
-    ds.yield %h, %f#0 : tensor<?x4x256xbf16>, tensor<?x4xf32>
+    %again = ds.rms_norm %f#0, %w {eps = 1.0e-20 : f64} : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
+    ds.yield %h, %mix : tensor<?x4x256xbf16>, tensor<?x4xf32>
   }
   return
 }

@@ -112,10 +112,9 @@ inline constexpr int kHcSplits = 64;
 /// scratch: tokens * (nmix + 1) * splits doubles).
 inline constexpr int kHcTokenChunk = 256;
 /// dsc_mhc_entry_decode_fast (codegen/kernels/mhc_entry.cu, the native
-/// mhc_entry group in one launch): its threads per block, and the most rows
-/// (tokens) a launch takes (its grid is splits x rows; it keeps a counter per
-/// row in scratch). More rows run the group's steps.
-inline constexpr int kMhcDecodeThreads = 512;
+/// mhc_entry group in one launch, kNormThreads threads, one block per row):
+/// the most rows (tokens) a call runs through it. More rows run the
+/// group's steps, or dsc_mhc_pre_norm_fast.
 inline constexpr int kMhcDecodeMaxRows = 64;
 /// Group sums per chain (x 32 chains, fp32) that torchSumBlock keeps in
 /// static shared memory (codegen/kernels/reduce.cuh): kernels using it have

@@ -174,9 +174,9 @@ struct CudaOptions {
   /// (`--cuda-gemv lanes|slots|tiles|wg`).
   GemvKernels gemv = GemvKernels::Lanes;
   /// Rows of at most abi::kMhcDecodeMaxRows (decode, M-row steps) run a fused
-  /// `mhc_entry` group ([hc_post] hc_mixes hc_pre rms_norm) as one kernel,
+  /// `mhc_entry` group ([hc_post] hc_pre rms_norm) as one kernel,
   /// dsc_mhc_entry_decode_fast (codegen/kernels/mhc_entry.cu), instead of
-  /// its five step kernels: the same bytes (`--cuda-mhc one|steps`).
+  /// its three step kernels: the same bytes (`--cuda-mhc one|steps`).
   bool mhcOneLaunch = true;
   /// Every kernel is launched as a programmatic dependent launch (sm_90
   /// PDL): it may be scheduled while its predecessor still runs, and its
