@@ -55,7 +55,7 @@ Status mhcEntryDecode(NativeLaunch &launch, size_t post, size_t pre, size_t norm
   // the stream hc_pre reads, hc_pre's row is the norm's input.
   const bool chained = n.inputs[0]->ptr == p.outputs[0]->ptr &&
                        (post == none || launch.steps[post]->outputs[0]->ptr == h.ptr);
-  if (S < 1 || S > abi::kMhcDecodeMaxRows || hc < 1 || hc > 8 || D % 8 != 0 || !chained ||
+  if (S < 1 || S > abi::kMhcDecodeMaxRows || hc != abi::kMhcDecodeCopies || D % 8 != 0 || !chained ||
       2 * D + abi::kTorchBlockSharedBytes > kMaxSharedBytes)
     return Status::ok();
   CUdeviceptr x = 0, res = 0, postIn = 0, combIn = 0;
@@ -71,7 +71,7 @@ Status mhcEntryDecode(NativeLaunch &launch, size_t post, size_t pre, size_t norm
   if (!aligned16(hp))
     return Status::ok();
   if (Status s = p.launchEntryIn(launch.fusion.module, "dsc_mhc_entry_decode_fast", gridRows(S),
-                                 block1(abi::kNormThreads), size_t(2 * D),
+                                 block1(abi::kMhcDecodeThreads), size_t(2 * D),
                                  args(nparams, x, res, postIn, combIn, hp, S, hc, D, mix, w, y));
       !s)
     return s;

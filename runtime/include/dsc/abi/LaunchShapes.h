@@ -112,10 +112,15 @@ inline constexpr int kHcSplits = 64;
 /// scratch: tokens * (nmix + 1) * splits doubles).
 inline constexpr int kHcTokenChunk = 256;
 /// dsc_mhc_entry_decode_fast (codegen/kernels/mhc_entry.cu, the native
-/// mhc_entry group in one launch, kNormThreads threads, one block per row):
-/// the most rows (tokens) a call runs through it. More rows run the
-/// group's steps, or dsc_mhc_pre_norm_fast.
+/// mhc_entry group in one launch, one block per row): its threads (512: at
+/// kNormThreads' 64 registers it spills) and the most rows (tokens) a call
+/// runs through it. More rows run the
+/// group's steps, or dsc_mhc_pre_norm_fast. It is compiled for
+/// kMhcDecodeCopies residual copies (hc_mult; the released 4): a model with
+/// another count runs the steps.
+inline constexpr int kMhcDecodeThreads = 512;
 inline constexpr int kMhcDecodeMaxRows = 64;
+inline constexpr int kMhcDecodeCopies = 4;
 /// Group sums per chain (x 32 chains, fp32) that torchSumBlock keeps in
 /// static shared memory (codegen/kernels/reduce.cuh): kernels using it have
 /// kTorchBlockSharedBytes less for their dynamic shared memory.

@@ -90,7 +90,7 @@ TEST_F(MhcEntryGpu, OneLaunchEqualsTheStepsBytes) {
           if (withPost)
             ASSERT_EQ(harness_->driver().cuMemsetD8(hb, 0, size_t(S * width) * 2), CUDA_SUCCESS);
           st = harness_->launch("mhc_entry", "dsc_mhc_entry_decode_fast", grid,
-                                unsigned(dsc::abi::kNormThreads), size_t(2 * D),
+                                unsigned(dsc::abi::kMhcDecodeThreads), size_t(2 * D),
                                 kernelArgs(np, xb, resb, pip, cip, streamB, Sv, hcv, Dv, mp, wp,
                                            yb));
           ASSERT_TRUE(st) << st.message();
