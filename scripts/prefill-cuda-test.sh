@@ -14,6 +14,7 @@
 # --max-seq-len 256. Exit 77 (skipped) without a GPU. DSC_CED_PLANS=DIR takes
 # {exact,full,exact-c96,full-c32,full-unfused}.dscp from DIR (the device machine has no
 # dsc-compile).
+# DSC_RUN_ARGS adds dsc-run flags to every run (e.g. --cuda-gemv wg).
 # usage: prefill-cuda-test.sh BUILD_BIN SHARED
 set -u
 BIN=$1; SHARED=${DSC_SHARED_DIR:-$2}
@@ -41,7 +42,7 @@ else
 fi
 run() { # PLAN BACKEND PREFILL OUT
   "$BIN/dsc-run" $1 --backend $2 --weights $G/model.safetensors --input-ids $T/ids \
-    --prefill-len $3 --logits-out $4 >/dev/null
+    --prefill-len $3 --logits-out $4 ${DSC_RUN_ARGS:-} >/dev/null
 }
 for P in 100 200; do
   run $T/exact.dscp cuda $P $T/exact-$P.npy; rc=$?; [ $rc -ne 0 ] && exit $rc

@@ -45,7 +45,7 @@ DSC_KERNEL void dsc_compressor_linear_fast(const unsigned short *x, const unsign
                                            long long S, long long dim, long long N, float *outF32,
                                            unsigned short *outBf16) {
   DSC_KERNEL_PROLOGUE();
-  dsc_gemv::bf16RowGemv<8>(
+  dsc_gemv::bf16RowGemv<dsc_gemv::kFewRowLoads>(
       N, S, dim, dim, [&](long long n) { return w + n * dim; }, [&](long long) { return x; },
       [&](long long s, long long n, float v) {
         if (outF32)

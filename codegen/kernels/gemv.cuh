@@ -144,8 +144,9 @@ __device__ __forceinline__ long long quantBytes(long long M, long long K) {
 /// row stride ldx elements); fp32 FMA per lane over its 16-byte chunks
 /// lane, lane + 32, ... in that order, xor-tree lane sum. kChunkLoads
 /// weight chunks per lane are loaded before they are used: 2 where many
-/// warps run (registers, occupancy), 8 for GEMVs of few rows (more loads in
-/// flight per warp); the FMA order, hence the result, does not depend on it.
+/// warps run (registers, occupancy), kFewRowLoads for GEMVs of few rows
+/// (a warp's latency is the kernel's: more loads in flight per warp); the
+/// FMA order, hence the result, does not depend on it.
 template <int kChunkLoads = 2>
 __device__ __forceinline__ void bf16RowDots(const unsigned short *wRow, const unsigned short *x,
                                             long long ldx, long long K, long long m0, int rows,
@@ -160,6 +161,19 @@ __device__ __forceinline__ void bf16RowDots(const unsigned short *wRow, const un
     for (int u = 0; u < kChunkLoads; ++u) {
       const long long ch = c0 + 32 * u + lane;
       wv[u] = ch < chunks ? load16(wRow + ch * 8) : zero16();
+    }
+    if (rows == 1) { // decode: the row's chunks loaded with the weights', not one per FMA
+      uint4 xv[kChunkLoads];
+#pragma unroll
+      for (int u = 0; u < kChunkLoads; ++u) {
+        const long long ch = c0 + 32 * u + lane;
+        xv[u] = ch < chunks ? load16(x + m0 * ldx + ch * 8) : zero16();
+      }
+#pragma unroll
+      for (int u = 0; u < kChunkLoads; ++u)
+        if (c0 + 32 * u + lane < chunks)
+          acc[0] = dotBf16x8(wv[u], xv[u], acc[0]);
+      continue;
     }
 #pragma unroll
     for (int u = 0; u < kChunkLoads; ++u) {
@@ -479,6 +493,13 @@ __device__ void fp4Gemv(const unsigned short *x, const unsigned char *codes, con
   tcGemv<true>(x, codes, scales, M, K, w, wScale, N, y, splits, partial);
 }
 
+/// Weight chunks (16 bytes) per lane in flight for bf16 GEMVs of few output
+/// rows (a warp per row, the rows fewer than the GPU's warps). Session 16:
+/// the MoE gate's scores took 12 us for 3.9 MB with 8 and with 20 (one
+/// round for K = 5120): the activation chunk of each FMA was loaded after
+/// the one before, so a single-row pass now loads them with the weights.
+constexpr int kFewRowLoads = 8;
+
 /// The bf16 GEMV loop every warp-per-row entry shares: one warp per output
 /// row n < N (grid-strided), activation rows in passes of kRowsPerPass;
 /// bf16RowDots<kChunkLoads> of weight row wRow(n) (K bf16) with the rows of
@@ -499,9 +520,10 @@ __device__ void bf16RowGemv(long long N, long long M, long long K, long long ldx
 }
 
 /// y[m, n] = bf16(x[m] . W[n]) for bf16 x (row stride ldx) and W [N, K].
+template <int kChunkLoads = 2>
 __device__ void bf16Gemv(const unsigned short *x, long long ldx, long long M, long long K,
                          const unsigned short *w, long long N, unsigned short *y) {
-  bf16RowGemv(
+  bf16RowGemv<kChunkLoads>(
       N, M, K, ldx, [&](long long n) { return w + n * K; }, [&](long long) { return x; },
       [&](long long m, long long n, float v) { y[m * N + n] = bf16FromFloat(v); });
 }

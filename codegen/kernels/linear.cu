@@ -90,7 +90,7 @@ DSC_KERNEL void dsc_linear_bf16_fast(const unsigned short *x, long long M,
                                      long long K, const unsigned short *w,
                                      long long N, unsigned short *y) {
   DSC_KERNEL_PROLOGUE();
-  dsc_gemv::bf16Gemv(x, K, M, K, w, N, y);
+  dsc_gemv::bf16Gemv<dsc_gemv::kFewRowLoads>(x, K, M, K, w, N, y);
 }
 
 DSC_GEMV_SPLITK_REDUCE_ENTRY(dsc_linear_splitk_reduce_fast)

@@ -103,7 +103,7 @@ DSC_KERNEL void dsc_moe_gate_scores_fast(const __grid_constant__ dsc::abi::MoeGa
                                          float *scores, float *choice) {
   DSC_KERNEL_PROLOGUE();
   const float temperature = (float)p.temperature;
-  dsc_gemv::bf16RowGemv<8>(
+  dsc_gemv::bf16RowGemv<dsc_gemv::kFewRowLoads>(
       E, T, D, D, [&](long long e) { return w + e * D; }, [&](long long) { return x; },
       [&](long long t, long long e, float dot) {
         const float v = dsc_moe_gate_tail::score(dot, temperature);
