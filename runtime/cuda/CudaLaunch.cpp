@@ -71,34 +71,11 @@ Status BoundLaunch::launchEntryIn(int64_t module, const char *entry, Dim3 grid, 
     return fn.status();
   if (grid.x == 0 || grid.y == 0 || grid.z == 0)
     return Status::ok(); // nothing to do for an empty call
-  const CudaDriver &d = engine_.driver();
-  if (sharedBytes > 48 * 1024) { // beyond the default dynamic shared memory: opt in
-    Status s = d.check(d.cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                            int(sharedBytes)),
-                       std::string("cuFuncSetAttribute(") + entry + ", dynamic shared memory)");
-    if (!s)
-      return s;
-  }
   // With dependent launches (common.cuh DSC_KERNEL_PROLOGUE) the kernel may
   // be scheduled before its predecessor finishes; its prologue waits for it.
-  // In a capture this becomes a programmatic graph edge.
-  CUlaunchAttribute dependent{};
-  dependent.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  dependent.value.programmaticStreamSerializationAllowed = 1;
-  CUlaunchConfig config{};
-  config.gridDimX = grid.x;
-  config.gridDimY = grid.y;
-  config.gridDimZ = grid.z;
-  config.blockDimX = block.x;
-  config.blockDimY = block.y;
-  config.blockDimZ = block.z;
-  config.sharedMemBytes = unsigned(sharedBytes);
-  config.hStream = session_.launchStream();
-  const bool pdl = engine_.dependentLaunch(module);
-  config.attrs = pdl ? &dependent : nullptr;
-  config.numAttrs = pdl ? 1 : 0;
-  return d.check(d.cuLaunchKernelEx(&config, *fn, args.data(), nullptr),
-                 std::string("cuLaunchKernelEx(") + entry + (pdl ? ", dependent launch)" : ")"));
+  const hal::LaunchShape shape{{grid.x, grid.y, grid.z}, {block.x, block.y, block.z}, sharedBytes};
+  return hal::launchKernel(engine_.driver(), *fn, shape, session_.launchStream(), args.data(),
+                           engine_.dependentLaunch(module), entry);
 }
 
 Expected<CUdeviceptr> BoundLaunch::scratch(size_t bytes) {

@@ -108,7 +108,8 @@ public:
   runtime::Status launch2D(const std::string &name, const std::string &entry, unsigned gridX,
                            unsigned gridY, unsigned block, size_t sharedBytes,
                            std::vector<void *> args) {
-    if (runtime::Status s = enqueue(name, entry, gridX, gridY, block, sharedBytes, args); !s)
+    if (runtime::Status s = enqueue(name, entry, gridX, gridY, block, sharedBytes, args, false);
+        !s)
       return s;
     return device_.synchronize();
   }
@@ -120,6 +121,7 @@ public:
     unsigned gridX = 1, gridY = 1, block = 256;
     size_t sharedBytes = 0;
     std::vector<void *> args;
+    bool dependent = false; ///< in the graph: a programmatic dependent launch (PDL)
   };
   /// Seconds per pass of `steps`: each launched once and checked (with a
   /// synchronisation), then the whole sequence captured into one CUDA graph,
@@ -137,7 +139,7 @@ public:
     for (const Launch &l : steps) {
       std::vector<void *> args = l.args;
       if (runtime::Status s =
-              enqueue(l.name, l.entry, l.gridX, l.gridY, l.block, l.sharedBytes, args);
+              enqueue(l.name, l.entry, l.gridX, l.gridY, l.block, l.sharedBytes, args, l.dependent);
           !s)
         return s;
     }
@@ -165,7 +167,7 @@ private:
   }
   runtime::Status enqueue(const std::string &name, const std::string &entry, unsigned gridX,
                           unsigned gridY, unsigned block, size_t sharedBytes,
-                          std::vector<void *> &args) {
+                          std::vector<void *> &args, bool dependent) {
     if (!status_)
       return status_; // an upload failed: the operands are not there
     auto module = modules_.find(name);
@@ -182,21 +184,9 @@ private:
     auto fn = module->second.function(entry);
     if (!fn)
       return fn.status();
-    const cuda::CudaDriver &d = driver();
-    if (sharedBytes > 48 * 1024)
-      if (runtime::Status s =
-              d.check(d.cuFuncSetAttribute(*fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                           int(sharedBytes)),
-                      entry + ": dynamic shared memory");
-          !s)
-        return s;
-    if (runtime::Status s =
-            d.check(d.cuLaunchKernel(*fn, gridX, gridY, 1, block, 1, 1, unsigned(sharedBytes),
-                                     device_.stream(), args.data(), nullptr),
-                    "cuLaunchKernel(" + entry + ")");
-        !s)
-      return s;
-    return runtime::Status::ok();
+    const cuda::hal::LaunchShape shape{{gridX, gridY, 1}, {block, 1, 1}, sharedBytes};
+    return cuda::hal::launchKernel(driver(), *fn, shape, device_.stream(), args.data(),
+                                   dependent && module->second.waitsForPredecessor(), entry);
   }
 
   explicit KernelHarness(cuda::hal::Device device) : device_(std::move(device)) {}

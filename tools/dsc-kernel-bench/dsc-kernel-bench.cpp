@@ -13,6 +13,11 @@
 //   dsc-kernel-bench stream --n ROWS --k ROW_BYTES --pattern 0..3 --depth 1|2|4|8|16
 //     (codegen/kernels/stream_probe.cu: the GEMVs' weight access patterns,
 //     no arithmetic; bytes = ROWS * ROW_BYTES)
+//   dsc-kernel-bench chain --n LAUNCHES --k WIDTH [--pdl on|off]
+//     (the floor of a dependent launch: LAUNCHES dsc_rms_norm_fast launches
+//     on one row of WIDTH bf16 in one graph, each reading what the one
+//     before wrote, as programmatic dependent launches or plain ones;
+//     microseconds per launch. A decode step is ~150 such dependent steps.)
 // A call is what the runtime launches for the step (runtime/cuda/
 // GemvLaunch.h quantizedGemv, CudaAdaptersDense.cpp moeExpertsFast): the
 // same entries, grids, K splits (S: 0 = the runtime's choice) and
@@ -26,7 +31,8 @@
 // activations are the same every call, as in decode.
 // Why: the whole-model runs say where a decode step's time goes (ncu), not
 // how far one kernel is from its bound at a chosen shape.
-// Invariants: plain launches (no programmatic dependent launch); correctness
+// Invariants: plain launches (no programmatic dependent launch) except chain
+// --pdl on; correctness
 // is the business of test/unit/cuda/kernels; exit 2 on a usage error, 1
 // when the device or a launch fails (the message names it).
 //===----------------------------------------------------------------------===//
@@ -56,7 +62,8 @@ constexpr const char *kUsage =
     "                        [--gemv lanes|slots|tiles|wg] [--graph-calls C] [--replays R]\n"
     "       dsc-kernel-bench moe-up|moe-down --m TOKENS --n INTER --k DIM [--topk K] [--gemv "
     "...]\n"
-    "       dsc-kernel-bench stream --n ROWS --k ROW_BYTES --pattern 0..3 --depth 1|2|4|8|16\n";
+    "       dsc-kernel-bench stream --n ROWS --k ROW_BYTES --pattern 0..3 --depth 1|2|4|8|16\n"
+    "       dsc-kernel-bench chain --n LAUNCHES --k WIDTH [--pdl on|off]\n";
 /// Bytes of weights one graph pass streams at least (2 x the H200's L2).
 constexpr long long kRotateBytes = 100ll << 20;
 
@@ -149,20 +156,67 @@ template <class Count> int streamProbe(const dsc::tools::CommandLine &cl, Count 
   return 0;
 }
 
+/// `chain`: dependent launches of the decode's smallest real kernel (a norm
+/// row: load, block reduction, store), ping-ponging between two rows.
+template <class Count> int chainProbe(const dsc::tools::CommandLine &cl, Count &count) {
+  long long launches = 0, width = 0, replays = 0;
+  for (const std::string &e : {count("--n", -1, 2, 4096, launches),
+                               count("--k", -1, 32, 1 << 16, width),
+                               count("--replays", 20, 1, 10000, replays)})
+    if (!e.empty())
+      return usage(e);
+  const std::string pdl = cl.has("--pdl") ? cl.options.at("--pdl") : "on";
+  if (pdl != "on" && pdl != "off")
+    return usage("--pdl takes on or off, got '" + pdl + "'");
+  std::unique_ptr<KernelHarness> h;
+  dsc::runtime::DeviceCopyBandwidth copy;
+  if (std::string why = openDevice(h, copy); !why.empty())
+    return failure(why);
+  std::mt19937 rng(1);
+  CUdeviceptr rows[2] = {h->upload(randomBf16(size_t(width), rng)),
+                         h->upload(randomBf16(size_t(width), rng))};
+  CUdeviceptr w = h->upload(randomBf16(size_t(width), rng));
+  static dsc::abi::RmsNormParams params{};
+  params.eps = 1e-6;
+  std::deque<long long> ints;
+  std::deque<CUdeviceptr> ptrs;
+  std::vector<Launch> pass;
+  for (long long i = 0; i < launches; ++i) {
+    pass.push_back(Launch{"rms_norm", "dsc_rms_norm_fast", 1, 1,
+                          unsigned(dsc::abi::kNormThreads), 0,
+                          kernelArgs(params, ptrs.emplace_back(rows[i % 2]), ints.emplace_back(1),
+                                     ints.emplace_back(width), ptrs.emplace_back(w),
+                                     ptrs.emplace_back(rows[(i + 1) % 2]))});
+    pass.back().dependent = pdl == "on";
+  }
+  if (!h->status())
+    return failure(h->status().message());
+  auto seconds = h->timeSequence(pass, int(replays));
+  if (!seconds)
+    return failure(seconds.status().message());
+  std::printf("{\"kernel\": \"chain\", \"entry\": \"dsc_rms_norm_fast\", \"launches\": %lld, "
+              "\"width\": %lld, \"pdl\": %s, \"us_per_launch\": %.3f}\n",
+              launches, width, pdl == "on" ? "true" : "false",
+              *seconds / double(launches) * 1e6);
+  return 0;
+}
+
 int run(int argc, char **argv) {
   using namespace dsc::tools;
   const CommandLine cl = parseCommandLine(
       argc, argv,
       {"--m", "--n", "--k", "--splits", "--gemv", "--graph-calls", "--replays", "--topk",
-       "--pattern", "--depth"});
+       "--pattern", "--depth", "--pdl"});
   if (!cl.error.empty())
     return usage(cl.error);
   const std::string kernel = cl.positional;
   const bool moe = kernel == "moe-up" || kernel == "moe-down";
-  if (kernel != "linear-fp8" && kernel != "linear-fp4" && kernel != "stream" && !moe)
-    return usage(kernel.empty() ? "which kernel? (linear-fp8, linear-fp4, moe-up, moe-down, stream)"
-                                : "unknown kernel '" + kernel +
-                                      "' (linear-fp8, linear-fp4, moe-up, moe-down, stream)");
+  if (kernel != "linear-fp8" && kernel != "linear-fp4" && kernel != "stream" &&
+      kernel != "chain" && !moe)
+    return usage(kernel.empty()
+                     ? "which kernel? (linear-fp8, linear-fp4, moe-up, moe-down, stream, chain)"
+                     : "unknown kernel '" + kernel +
+                           "' (linear-fp8, linear-fp4, moe-up, moe-down, stream, chain)");
   auto count = [&](const char *key, long long fallback, long long lo, long long hi,
                    long long &out) -> std::string {
     auto it = cl.options.find(key);
@@ -181,6 +235,8 @@ int run(int argc, char **argv) {
   };
   if (kernel == "stream")
     return streamProbe(cl, count);
+  if (kernel == "chain")
+    return chainProbe(cl, count);
   long long M = 0, N = 0, K = 0, splits = 0, calls = 0, replays = 0, topk = 0;
   for (const std::string &e :
        {count("--m", -1, 1, 64, M), count("--n", -1, 1, 1 << 20, N),

@@ -60,4 +60,32 @@ runtime::Expected<CUfunction> Executable::function(const std::string &entry) {
   return fn;
 }
 
+runtime::Status launchKernel(const CudaDriver &d, CUfunction fn, const LaunchShape &shape,
+                             CUstream stream, void **args, bool dependent,
+                             const std::string &entry) {
+  if (shape.sharedBytes > 48 * 1024) // beyond the default dynamic shared memory: opt in
+    if (runtime::Status s = d.check(
+            d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 int(shape.sharedBytes)),
+            "cuFuncSetAttribute(" + entry + ", dynamic shared memory)");
+        !s)
+      return s;
+  CUlaunchAttribute programmatic{};
+  programmatic.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  programmatic.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig config{};
+  config.gridDimX = shape.grid[0];
+  config.gridDimY = shape.grid[1];
+  config.gridDimZ = shape.grid[2];
+  config.blockDimX = shape.block[0];
+  config.blockDimY = shape.block[1];
+  config.blockDimZ = shape.block[2];
+  config.sharedMemBytes = unsigned(shape.sharedBytes);
+  config.hStream = stream;
+  config.attrs = dependent ? &programmatic : nullptr;
+  config.numAttrs = dependent ? 1 : 0;
+  return d.check(d.cuLaunchKernelEx(&config, fn, args, nullptr),
+                 "cuLaunchKernelEx(" + entry + (dependent ? ", dependent launch)" : ")"));
+}
+
 } // namespace dsc::cuda::hal

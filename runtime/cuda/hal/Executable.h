@@ -12,6 +12,10 @@
 // backend loads each on its first launch and keeps it for the Engine's
 // lifetime, indexed by the module's index in the plan.
 //
+// launchKernel: one launch of an entry (the one place that opts a kernel
+// into more than 48 KiB of dynamic shared memory and into a programmatic
+// dependent launch), for the backend and the kernel tools alike.
+//
 // Invariants: move-only; the CUfunctions returned stay valid while the
 // Executable lives; an unknown entry is an error naming it and the module.
 // Not thread-safe: the owner guards it.
@@ -54,6 +58,20 @@ private:
   bool waitsForPredecessor_ = false;
   std::map<std::string, CUfunction, std::less<>> functions_;
 };
+
+/// Grid and block of a launch (x, y, z).
+struct LaunchShape {
+  unsigned grid[3] = {1, 1, 1}, block[3] = {1, 1, 1};
+  size_t sharedBytes = 0;
+};
+/// Launches `fn` on `stream` with `args`: dynamic shared memory above the
+/// default 48 KiB is opted into first; `dependent`: a programmatic dependent
+/// launch (sm_90 PDL: the kernel may be scheduled while its predecessor
+/// still runs, and common.cuh's DSC_KERNEL_PROLOGUE waits for it; in a
+/// capture, a programmatic graph edge). Errors name `entry`.
+runtime::Status launchKernel(const CudaDriver &driver, CUfunction fn, const LaunchShape &shape,
+                             CUstream stream, void **args, bool dependent,
+                             const std::string &entry);
 
 } // namespace dsc::cuda::hal
 

@@ -87,8 +87,9 @@ TEST_F(MhcEntryGpu, OneLaunchEqualsTheStepsBytes) {
           CUdeviceptr xb = withPost ? xp : 0, resb = withPost ? rp : 0;
           // Zeroed first: each launch must write every byte itself.
           ASSERT_EQ(harness_->driver().cuMemsetD8(yb, 0, size_t(S * D) * 2), CUDA_SUCCESS);
-          if (withPost)
+          if (withPost) {
             ASSERT_EQ(harness_->driver().cuMemsetD8(hb, 0, size_t(S * width) * 2), CUDA_SUCCESS);
+          }
           st = harness_->launch("mhc_entry", "dsc_mhc_entry_decode_fast", grid,
                                 unsigned(dsc::abi::kMhcDecodeThreads), size_t(2 * D),
                                 kernelArgs(np, xb, resb, pip, cip, streamB, Sv, hcv, Dv, mp, wp,
@@ -97,10 +98,11 @@ TEST_F(MhcEntryGpu, OneLaunchEqualsTheStepsBytes) {
           const std::string at = " (D " + std::to_string(D) + ", S " + std::to_string(S) +
                                  (withPost ? ", hc_post" : "") + ", grid " +
                                  std::to_string(grid) + ")";
-          if (withPost)
+          if (withPost) {
             EXPECT_EQ(harness_->download<uint16_t>(hb, size_t(S * width)),
                       harness_->download<uint16_t>(ha, size_t(S * width)))
                 << "stream" << at;
+          }
           EXPECT_EQ(harness_->download<uint16_t>(yb, size_t(S * D)),
                     harness_->download<uint16_t>(ya, size_t(S * D)))
               << "normed row" << at;
