@@ -327,7 +327,10 @@ Expected<uint64_t> planWeightBytes(const Plan &plan) {
   return total;
 }
 
-Expected<uint64_t> planStateBytes(const Plan &plan) {
+namespace {
+/// One sequence's states: every state at its capacity (contextTokens < 0),
+/// or paged to `contextTokens` tokens (pagedStateBytes).
+Expected<uint64_t> sequenceStateBytes(const Plan &plan, int64_t contextTokens) {
   uint64_t total = 0;
   for (size_t i = 0; i < plan.states.size(); ++i) {
     const StateBuffer &s = plan.states[i];
@@ -337,7 +340,15 @@ Expected<uint64_t> planStateBytes(const Plan &plan) {
     case StateKind::DSparkRing:
     case StateKind::MainKv:
     case StateKind::IndexKeys: {
-      Expected<int64_t> b = stateBytes(s);
+      StateBuffer sized = s;
+      const bool perToken = s.kind == StateKind::MainKv || s.kind == StateKind::IndexKeys;
+      // Paged per-token records shrink to the context's whole pages; an
+      // unpaged state is one allocation of its capacity whatever the context.
+      if (contextTokens >= 0 && perToken && s.ratio > 0 && s.layout.tokensPerPage > 0) {
+        const int64_t entries = contextTokens / s.ratio + (contextTokens % s.ratio != 0);
+        sized.capacity = entries < s.capacity ? entries : s.capacity;
+      }
+      Expected<int64_t> b = stateBytes(sized);
       if (!b)
         return b.status();
       bytes = uint64_t(*b);
@@ -357,7 +368,9 @@ Expected<uint64_t> planStateBytes(const Plan &plan) {
       break;
     }
     case StateKind::EngramHistory: {
-      std::optional<uint64_t> b = HostTensor::checkedByteSize(DType::I64, {s.capacity});
+      const int64_t ids =
+          contextTokens >= 0 && contextTokens < s.capacity ? contextTokens : s.capacity;
+      std::optional<uint64_t> b = HostTensor::checkedByteSize(DType::I64, {ids});
       if (!b)
         return invalidArgument("state '" + s.name + "': size overflows");
       bytes = *b;
@@ -368,6 +381,17 @@ Expected<uint64_t> planStateBytes(const Plan &plan) {
       return invalidArgument("state bytes overflow");
   }
   return total;
+}
+} // namespace
+
+Expected<uint64_t> planStateBytes(const Plan &plan) { return sequenceStateBytes(plan, -1); }
+
+Expected<uint64_t> pagedStateBytes(const Plan &plan, int64_t contextTokens) {
+  if (contextTokens < 0 || contextTokens > plan.model.maxSeqLen)
+    return invalidArgument("a context of " + std::to_string(contextTokens) +
+                           " tokens: the plan holds 0 to max_seq_len " +
+                           std::to_string(plan.model.maxSeqLen));
+  return sequenceStateBytes(plan, contextTokens);
 }
 
 std::vector<PrefillChunk> prefillChunks(int64_t promptTokens, int64_t chunk) {

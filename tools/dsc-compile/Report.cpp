@@ -191,6 +191,16 @@ json::Value dsc::tools::reportToJson(const Report &report) {
   } else if (!report.memoryError.empty()) {
     memory["error"] = report.memoryError;
   }
+  if (report.capacity) {
+    json::Array rows;
+    for (const Report::SessionCapacity::Row &row : report.capacity->rows)
+      rows.push_back(json::Object{{"tokens", row.tokens},
+                                  {"bytes_per_session", int64_t(row.bytesPerSession)},
+                                  {"sessions", int64_t(row.sessions)}});
+    memory["sessions"] = json::Object{{"device_bytes", int64_t(report.capacity->deviceBytes)},
+                                      {"free_bytes", int64_t(report.capacity->freeBytes)},
+                                      {"contexts", std::move(rows)}};
+  }
   return json::Object{
       {"memory", std::move(memory)},
       {"ced", std::move(ced)},
@@ -323,6 +333,15 @@ void dsc::tools::printReportText(const Report &report, llvm::raw_ostream &os) {
         if (phase.phase == "prefill")
           os << "  prefill on a backend without row tiles (CUDA today): activation peak "
              << gib(phase.peakBytes) << "\n";
+    if (report.capacity) {
+      os << "  sessions on a " << gib(report.capacity->deviceBytes)
+         << " device (a paged KV pool of the " << gib(report.capacity->freeBytes)
+         << " left after the weights and the largest activation peak):";
+      for (const Report::SessionCapacity::Row &row : report.capacity->rows)
+        os << " " << row.tokens << " tokens " << row.bytesPerSession << " B each: "
+           << row.sessions << ";";
+      os << "\n";
+    }
   }
   const ParameterCounts &p = report.params;
   os << "\nparameters: backbone " << billions(p.backboneTotal) << ", Engram "

@@ -86,6 +86,20 @@ struct Report {
   /// The same for a backend that runs row-tiled fusions whole (CUDA today).
   std::optional<runtime::PlanMemorySummary> memoryUntiled;
   std::string memoryError; ///< why no memory plan exists at these limits
+  /// Sessions a device's paged KV pool would hold (issue 13;
+  /// `--device-memory GIB`): the device's bytes less the weights and the
+  /// largest activation peak (the backend without row tiles: the larger),
+  /// over each session's paged states (runtime::pagedStateBytes) at a
+  /// context length.
+  struct SessionCapacity {
+    uint64_t deviceBytes = 0, freeBytes = 0;
+    struct Row {
+      int64_t tokens = 0;
+      uint64_t bytesPerSession = 0, sessions = 0;
+    };
+    std::vector<Row> rows;
+  };
+  std::optional<SessionCapacity> capacity;
   int64_t prefillChunk = 0; ///< the plan's PlanFacts::prefillChunk
   std::map<std::string, double> activatedPrefillByMode;
   int64_t distinctKernels = 0;

@@ -95,6 +95,11 @@ static cl::opt<int64_t> maxSeqLen("max-seq-len",
                                   cl::init(0), cl::cat(category));
 static cl::opt<int64_t> maxBatch("max-batch", cl::desc("Sequences per batch the plan serves"),
                                  cl::init(0), cl::cat(category));
+static cl::opt<double> deviceMemory(
+    "device-memory",
+    cl::desc("With --report: the device's memory in GiB, for the sessions of 4K, 128K and 1M "
+             "tokens its paged KV pool would hold"),
+    cl::value_desc("GiB"), cl::init(0.0), cl::cat(category));
 static cl::opt<std::string> tokenizerPath(
     "tokenizer", cl::desc("tokenizer.json or a JSON list of token strings (Engram token map)"),
     cl::value_desc("file"), cl::cat(category));
@@ -192,6 +197,9 @@ int main(int argc, char **argv) {
   if (maxSeqLen < 0 || maxBatch < 0)
     return fail("--max-seq-len and --max-batch must be non-negative (0: the config's limit), got " +
                 std::to_string(int64_t(maxSeqLen)) + " and " + std::to_string(int64_t(maxBatch)));
+  if (!(deviceMemory >= 0.0 && deviceMemory <= 1048576.0)) // also rejects NaN
+    return fail("--device-memory takes GiB in [0, 1048576] (0: no session count), got " +
+                std::to_string(double(deviceMemory)));
 
   // The input: a config, or a module plus the config it was built from.
   const bool moduleInput = isModuleFile(inputPath);
@@ -417,6 +425,32 @@ int main(int argc, char **argv) {
                                                          /*rowTiles=*/false);
         untiled)
       r.memoryUntiled = std::move(untiled.value());
+    if (deviceMemory > 0.0 && r.memory) {
+      // The largest activation peak of any phase, with or without row tiles.
+      uint64_t peak = 0;
+      for (const auto *summary : {&*r.memory, r.memoryUntiled ? &*r.memoryUntiled : nullptr})
+        if (summary)
+          for (const dsc::runtime::PhaseMemory &phase : summary->phases)
+            peak = std::max<uint64_t>(peak, phase.peakBytes);
+      dsc::tools::Report::SessionCapacity capacity;
+      capacity.deviceBytes = uint64_t(double(deviceMemory) * double(1ull << 30));
+      const uint64_t used = r.memory->weightBytes + peak;
+      capacity.freeBytes = capacity.deviceBytes > used ? capacity.deviceBytes - used : 0;
+      std::vector<int64_t> contexts;
+      for (int64_t tokens : {int64_t(4096), int64_t(131072), int64_t(1048576)})
+        if (tokens <= plan.model.maxSeqLen)
+          contexts.push_back(tokens);
+      if (contexts.empty())
+        contexts.push_back(plan.model.maxSeqLen);
+      for (int64_t tokens : contexts) {
+        auto bytes = dsc::runtime::pagedStateBytes(plan, tokens);
+        if (!bytes)
+          return fail(bytes.status().message());
+        capacity.rows.push_back(
+            {tokens, *bytes, *bytes ? capacity.freeBytes / *bytes : uint64_t(0)});
+      }
+      r.capacity = std::move(capacity);
+    }
     for (const char *mode : {"full", "bounded", "exact"}) {
       // One module per mode, built and split the same way.
       mlir::OwningOpRef<mlir::ModuleOp> m = dsc::models::buildModule(*spec, context, buildOptions);

@@ -171,6 +171,51 @@ TEST(MemoryPlan, CapacityPlanCoversEveryStartPosition) {
   EXPECT_EQ(prefill->values[2].shape, (std::vector<int64_t>{3, 8})); // 9 / 4 + 1
 }
 
+/// pagedStateBytes, by hand: a paged main-KV source (ratio 4, 64 records of
+/// 100 B per page, 1024 records), an unpaged index-key state (16 records of
+/// 10 B: one page of its capacity, whatever the context), a window ring (16
+/// records of 50 B, fixed) and the Engram history (one int64 per token).
+TEST(MemoryPlan, PagedStateBytesCountWholePagesOfTheContext) {
+  Plan plan;
+  plan.model.maxSeqLen = 4096;
+  auto state = [&](StateKind kind, int64_t ratio, int64_t capacity, int32_t perPage,
+                   int32_t entryBytes) {
+    StateBuffer s;
+    s.name = "s" + std::to_string(plan.states.size());
+    s.kind = kind;
+    s.ratio = ratio;
+    s.capacity = capacity;
+    s.layout.tokensPerPage = perPage;
+    s.layout.entryBytes = entryBytes;
+    plan.states.push_back(s);
+  };
+  state(StateKind::MainKv, 4, 1024, 64, 100);
+  state(StateKind::IndexKeys, 4, 16, 0, 10);
+  state(StateKind::WindowRing, 0, 16, 0, 50);
+  state(StateKind::EngramHistory, 0, 4096, 0, 0);
+  // 300 tokens: ceil(300 / 4) = 75 main records = 2 pages of 6400 B; the
+  // unpaged keys 160 B; the ring 800 B; 300 ids of 8 B.
+  auto at300 = pagedStateBytes(plan, 300);
+  ASSERT_TRUE(at300) << at300.status().message();
+  EXPECT_EQ(*at300, 2u * 6400 + 160 + 800 + 300 * 8);
+  // 256 tokens: 64 records, exactly one page.
+  auto at256 = pagedStateBytes(plan, 256);
+  ASSERT_TRUE(at256);
+  EXPECT_EQ(*at256, 6400u + 160 + 800 + 256 * 8);
+  // At the plan's limit every state is at its capacity: planStateBytes.
+  auto full = pagedStateBytes(plan, 4096), all = planStateBytes(plan);
+  ASSERT_TRUE(full && all);
+  EXPECT_EQ(*full, *all);
+  EXPECT_EQ(*full, 16u * 6400 + 160 + 800 + 4096 * 8);
+  EXPECT_EQ(*pagedStateBytes(plan, 0), 160u + 800);
+  for (int64_t bad : {int64_t(-1), int64_t(4097)}) {
+    auto b = pagedStateBytes(plan, bad);
+    ASSERT_FALSE(b);
+    EXPECT_NE(b.status().message().find("max_seq_len 4096"), std::string::npos)
+        << b.status().message();
+  }
+}
+
 TEST(MemoryPlan, BadShapesNameProgramAndSlot) {
   Plan plan;
   Program p;

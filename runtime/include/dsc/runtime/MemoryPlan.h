@@ -150,9 +150,19 @@ std::vector<int64_t> rowTiledValues(const Program &program);
 /// row-tiled one reruns its steps per tile.
 std::vector<std::pair<int64_t, int64_t>> fusionRanges(const Program &program);
 
-/// Bytes of the plan's weights (tensor bindings) and of one sequence's states.
+/// Bytes of the plan's weights (tensor bindings) and of one sequence's states
+/// as the plan allocates them (every state at its capacity, i.e. for
+/// model.maxSeqLen tokens).
 Expected<uint64_t> planWeightBytes(const Plan &plan);
 Expected<uint64_t> planStateBytes(const Plan &plan);
+/// The states a sequence of `contextTokens` tokens needs when its per-token
+/// states are paged (issue 13's KV pool): main KV and index-key records,
+/// ceil(tokens / ratio) entries (at most the capacity) in whole pages of
+/// the state's page size (one page of the capacity when not paged), and one
+/// Engram history id per token (at most the capacity); the window rings, the
+/// compressor states and the DSpark rings are fixed. contextTokens beyond
+/// model.maxSeqLen or negative is InvalidArgument.
+Expected<uint64_t> pagedStateBytes(const Plan &plan, int64_t contextTokens);
 
 /// The report's `memory` block: the activation peak of each phase.
 struct PhaseMemory {
