@@ -17,6 +17,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
@@ -673,6 +674,20 @@ llvm::Expected<ModelSpec> importConfigText(StringRef text,
 }
 
 llvm::Expected<ModelSpec> importConfigFile(StringRef path) {
+  // Only a regular file of bounded size is read: a FIFO or a device given
+  // as the config would block the open or never end.
+  constexpr uint64_t kMaxConfigBytes = 16ull << 20;
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(path, status))
+    return makeError(path.str() + ": cannot read the file: " + ec.message());
+  if (status.type() != llvm::sys::fs::file_type::regular_file)
+    return makeError(path.str() +
+                     ": not a regular file (the config must be a file, not a FIFO, a device or "
+                     "a directory)");
+  if (status.getSize() > kMaxConfigBytes)
+    return makeError(path.str() + ": " + std::to_string(status.getSize()) +
+                     " bytes, more than the " + std::to_string(kMaxConfigBytes) +
+                     " a config may hold");
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer)

@@ -9,6 +9,7 @@
 #include <unicode/utf16.h>
 
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -155,6 +156,22 @@ std::string byteLevelDecode(const std::string &token) {
 }
 
 std::optional<std::string> readFile(const std::string &path, std::string *error) {
+  // Only a regular file of bounded size (a FIFO or a device would block or
+  // never end): checked before it is opened.
+  constexpr std::uintmax_t kMaxBytes = 1ull << 30;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    setError(error, path + (ec ? ": cannot open: " + ec.message()
+                               : ": not a regular file (it must be a file, not a FIFO, a "
+                                 "device or a directory)"));
+    return std::nullopt;
+  }
+  if (const std::uintmax_t size = std::filesystem::file_size(path, ec); ec || size > kMaxBytes) {
+    setError(error, path + (ec ? ": cannot read its size: " + ec.message()
+                               : ": " + std::to_string(size) + " bytes, more than the " +
+                                     std::to_string(kMaxBytes) + " accepted"));
+    return std::nullopt;
+  }
   std::ifstream f(path, std::ios::binary);
   if (!f) {
     setError(error, path + ": cannot open");

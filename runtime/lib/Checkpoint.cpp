@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/Checkpoint.h"
 
+#include "dsc/runtime/InputFile.h"
+
 #include "dsc/numerics/Quantize.h"
 #include "dsc/numerics/ScalarCodecs.h"
 
@@ -17,8 +19,6 @@
 #include <bit>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 namespace dsc::runtime {
 
@@ -28,6 +28,8 @@ static_assert(std::endian::native == std::endian::little,
 namespace {
 
 namespace fs = std::filesystem;
+/// The largest sharded-checkpoint index read (the released one is ~100 KB).
+constexpr uint64_t kMaxIndexBytes = 64ull << 20;
 
 std::string shapeString(std::span<const int64_t> shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
@@ -127,14 +129,13 @@ Expected<Checkpoint> Checkpoint::open(const std::string &path) {
 
   // Sharded: read and validate the index.
   const std::string where = target + ": ";
-  std::ifstream in(target, std::ios::binary);
-  if (!in)
-    return notFound(where + "cannot open the index file");
-  std::stringstream text;
-  text << in.rdbuf();
+  // A regular file of bounded size (a FIFO or /dev/zero is refused, not read).
+  Expected<std::string> text = readRegularFile(target, "index file", kMaxIndexBytes);
+  if (!text)
+    return text.status();
   nlohmann::json json;
   try {
-    json = nlohmann::json::parse(text.str());
+    json = nlohmann::json::parse(*text);
   } catch (const nlohmann::json::exception &e) {
     return dataLoss(where + "index is not valid JSON: " + e.what());
   }

@@ -1,6 +1,8 @@
 //===- Npy.cpp - NumPy .npy files ------------------------------------------===//
 #include "dsc/runtime/Npy.h"
 
+#include "dsc/runtime/InputFile.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -146,9 +148,12 @@ Status writeNpy(const std::string &path, const HostTensor &tensor) {
 Expected<HostTensor> readNpy(const std::string &path) {
   constexpr uint32_t kMaxHeader = 1u << 20;
   FdCloser file;
-  file.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (file.fd < 0)
-    return ioError(errno, path + ": cannot open");
+  Expected<int> opened = openRegularFile(path, ".npy file"); // never waits on a FIFO
+  if (!opened) // not a regular file: unreadable, FailedPrecondition (Npy.h)
+    return opened.status().code() == StatusCode::InvalidArgument
+               ? failedPrecondition(opened.status().message())
+               : opened.status();
+  file.fd = *opened;
   struct stat st {};
   if (::fstat(file.fd, &st) != 0)
     return ioError(errno, path + ": cannot stat");

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/PlanFile.h"
 
+#include "dsc/runtime/InputFile.h"
+
 #include "dsc/abi/NativeExecutables.h"
 #include "dsc/runtime/KernelSignatures.h"
 
@@ -1147,16 +1149,14 @@ Status writePlanFile(const std::string &path, const Plan &plan) {
 
 Expected<Plan> readPlanFile(const std::string &path) {
   const std::string where = path + ": ";
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    const std::string msg = where + "cannot open plan: " + std::strerror(err);
-    return err == ENOENT ? notFound(msg) : unavailable(msg);
-  }
+  Expected<int> opened = openRegularFile(path, "plan"); // a FIFO or a device is refused unopened
+  if (!opened)
+    return opened.status();
+  const int fd = *opened;
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd, &st) != 0) {
     ::close(fd);
-    return invalidArgument(where + "not a regular file");
+    return unavailable(where + "cannot stat the plan");
   }
   const size_t size = static_cast<size_t>(st.st_size);
   if (size >= FLATBUFFERS_MAX_BUFFER_SIZE) {

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/Safetensors.h"
 
+#include "dsc/runtime/InputFile.h"
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -83,12 +85,10 @@ const TensorView *SafetensorsFile::find(std::string_view name) const {
 Expected<SafetensorsFile> SafetensorsFile::open(const std::string &path) {
   const std::string where = path + ": ";
 
-  FdGuard fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (fd.fd < 0) {
-    int err = errno;
-    std::string msg = where + "cannot open: " + std::strerror(err);
-    return err == ENOENT ? notFound(msg) : failedPrecondition(msg);
-  }
+  Expected<int> opened = openRegularFile(path, "safetensors file"); // never waits on a FIFO
+  if (!opened)
+    return opened.status();
+  FdGuard fd{*opened};
   struct stat st {};
   if (::fstat(fd.fd, &st) != 0)
     return failedPrecondition(where + "cannot stat: " + std::strerror(errno));

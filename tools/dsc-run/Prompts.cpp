@@ -2,13 +2,14 @@
 #include "Prompts.h"
 
 #include "dsc/runtime/Backend.h"
+#include "dsc/runtime/InputFile.h"
 #include "dsc/runtime/SnapshotCache.h"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
+#include <sstream>
 #include <memory>
 
 namespace dsc::tools {
@@ -16,6 +17,9 @@ namespace dsc::tools {
 using namespace dsc::runtime;
 
 namespace {
+
+/// The largest prompts file read (JSONL of token ids).
+constexpr uint64_t kMaxPromptsBytes = 1ull << 30;
 
 struct PromptLine {
   std::vector<int32_t> ids;
@@ -56,9 +60,11 @@ int32_t argmaxLast(const HostTensor &logits) {
 } // namespace
 
 Status runPrompts(Engine &engine, const PromptsOptions &options) {
-  std::ifstream in(options.path);
-  if (!in)
-    return notFound(options.path + ": cannot open");
+  // A regular file of bounded size (a FIFO or a device is refused, not read).
+  Expected<std::string> file = readRegularFile(options.path, "prompts file", kMaxPromptsBytes);
+  if (!file)
+    return file.status();
+  std::istringstream in(*file);
   const PlanFacts &model = engine.plan().model;
   std::unique_ptr<Session> session = engine.newSession();
   // A snapshot holds every state at the plan's capacity: when one would not

@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/Conformance.h"
 #include "dsc/runtime/Engine.h"
+#include "dsc/runtime/InputFile.h"
 #include "dsc/runtime/LaunchGraph.h"
 #include "dsc/runtime/MemoryPlan.h"
 #include "dsc/runtime/Npy.h"
@@ -36,16 +37,17 @@
 #include <cstdio>
 #include <exception>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 using namespace dsc::runtime;
 
 namespace {
+
+/// The largest id file read (a 1,048,576-token prompt is ~7 MiB of text).
+constexpr uint64_t kMaxIdFileBytes = 256ull << 20;
 
 int usage(const char *message) {
   std::fprintf(stderr,
@@ -86,15 +88,36 @@ Expected<std::vector<int32_t>> readIds(const std::string &path) {
     }
     return ids;
   }
-  std::ifstream in(path);
-  if (!in)
-    return notFound(path + ": cannot open");
-  std::string word;
-  while (in >> word) {
-    char *end = nullptr;
-    long long v = std::strtoll(word.c_str(), &end, 10);
-    if (*end != '\0' || v < 0 || v > INT32_MAX)
-      return invalidArgument(path + ": '" + word + "' is not a token id");
+  // A regular file of bounded size (a FIFO or /dev/zero is refused), then
+  // strictly: decimal ids separated by whitespace, nothing else (a NUL byte
+  // or any other character is an error naming its offset).
+  Expected<std::string> text = readRegularFile(path, "id file", kMaxIdFileBytes);
+  if (!text)
+    return text.status();
+  size_t i = 0;
+  const std::string &s = *text;
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (i < s.size()) {
+    if (space(s[i])) {
+      ++i;
+      continue;
+    }
+    const size_t begin = i;
+    long long v = 0;
+    while (i < s.size() && s[i] >= '0' && s[i] <= '9') {
+      v = v * 10 + (s[i] - '0');
+      if (v > INT32_MAX)
+        return invalidArgument(path + ": the id at byte " + std::to_string(begin) +
+                               " exceeds " + std::to_string(INT32_MAX));
+      ++i;
+    }
+    if (i == begin || (i < s.size() && !space(s[i]))) {
+      const unsigned char c = static_cast<unsigned char>(s[i]);
+      return invalidArgument(path + ": byte " + std::to_string(i) + " (" +
+                             (c >= 0x20 && c < 0x7f ? "'" + std::string(1, char(c)) + "'"
+                                                    : "code " + std::to_string(int(c))) +
+                             ") is not part of a decimal token id");
+    }
     ids.push_back(int32_t(v));
   }
   return ids;
