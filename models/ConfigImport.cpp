@@ -23,6 +23,8 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <string>
+#include <vector>
 
 using llvm::StringRef;
 namespace json = llvm::json;
@@ -618,9 +620,63 @@ std::string huggingFaceSpelling(StringRef referenceKey, bool nested) {
   return (nested ? "text_config." : "") + hf.str();
 }
 
+/// A config's JSON checked before it is parsed (issue 15): nesting at most
+/// kMaxConfigDepth deep (the recursive parser would overflow the stack on a
+/// 50,000-deep text) and no key twice in one object (the parser keeps one
+/// silently). Strings are skipped with their escapes; what is not JSON is
+/// left for the parser to report. Returns the problem, or "" when none.
+constexpr int kMaxConfigDepth = 32;
+std::string checkConfigJson(StringRef text) {
+  std::vector<std::vector<std::string>> keys; // per open container: its keys (objects)
+  std::vector<bool> isObject;
+  bool expectKey = false; // the next string in the current object is a key
+  auto shown = [](const std::string &k) {
+    return k.size() > 64 ? k.substr(0, 64) + "..." : k;
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"') {
+      std::string value;
+      size_t j = i + 1;
+      for (; j < text.size() && text[j] != '"'; ++j) {
+        if (text[j] == '\\' && j + 1 < text.size())
+          value += text[j++];
+        value += text[j];
+      }
+      if (expectKey && !isObject.empty() && isObject.back()) {
+        std::vector<std::string> &seen = keys.back();
+        if (std::find(seen.begin(), seen.end(), value) != seen.end())
+          return "key '" + shown(value) + "' appears twice in one object (at byte " +
+                 std::to_string(i) + ")";
+        seen.push_back(value);
+        expectKey = false;
+      }
+      i = j;
+    } else if (c == '{' || c == '[') {
+      if (int(isObject.size()) >= kMaxConfigDepth)
+        return "nesting deeper than " + std::to_string(kMaxConfigDepth) + " levels at byte " +
+               std::to_string(i);
+      isObject.push_back(c == '{');
+      keys.emplace_back();
+      expectKey = c == '{';
+    } else if (c == '}' || c == ']') {
+      if (!isObject.empty()) {
+        isObject.pop_back();
+        keys.pop_back();
+      }
+      expectKey = false;
+    } else if (c == ',') {
+      expectKey = !isObject.empty() && isObject.back();
+    }
+  }
+  return "";
+}
+
 llvm::Expected<ModelSpec> importConfigText(StringRef text,
                                            StringRef displayName) {
   std::string file = displayName.str();
+  if (std::string problem = checkConfigJson(text); !problem.empty())
+    return makeError(file + ": " + problem);
   llvm::Expected<json::Value> parsed = json::parse(text);
   if (!parsed)
     return makeError(file + ": invalid JSON: " +
