@@ -291,9 +291,12 @@ static int runMain(int argc, char **argv) {
     if (!ok)
       return fail("--max-new-tokens must be a non-negative integer");
   }
-  int64_t total = teacherForced ? int64_t(ids->size()) : prefillLen + newTokens;
-  if (total > plan.model.maxSeqLen)
-    return fail(std::to_string(total) + " tokens exceed the plan's max_seq_len " +
+  // Checked before anything runs, without overflow (a huge --max-new-tokens
+  // once wrapped the sum, passed, and lost every token at max_seq_len).
+  const int64_t prompt = teacherForced ? int64_t(ids->size()) : prefillLen;
+  if (prompt > plan.model.maxSeqLen || newTokens > plan.model.maxSeqLen - prompt)
+    return fail(std::to_string(prompt) + " prompt + " + std::to_string(newTokens) +
+                " new tokens exceed the plan's max_seq_len " +
                 std::to_string(plan.model.maxSeqLen));
 
   // Dumps are per call: a prompt a plan runs in chunks would keep only the
