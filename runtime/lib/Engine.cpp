@@ -256,7 +256,17 @@ const SessionMemoryStats *Session::memoryStats(const std::string &program) const
   return nullptr;
 }
 
+Status Session::checkTokenCount(std::span<const int32_t> ids, const char *who) const {
+  const int64_t limit = engine_.plan().model.maxSeqLen;
+  if (limit < 0 || ids.size() > uint64_t(limit))
+    return invalidArgument(std::string(who) + ": " + std::to_string(ids.size()) +
+                           " tokens exceed the plan's max_seq_len " + std::to_string(limit));
+  return Status::ok();
+}
+
 Expected<HostTensor> Session::prefill(std::span<const int32_t> ids) {
+  if (Status s = checkTokenCount(ids, "prefill"); !s)
+    return s;
   if (!failure_.empty())
     return failedPrecondition(failure_);
   if (position_ != 0)
@@ -328,6 +338,8 @@ int64_t Session::minPrefixTail() const {
 }
 
 Expected<SessionSnapshot> Session::prefillPrefix(std::span<const int32_t> ids) {
+  if (Status s = checkTokenCount(ids, "prefillPrefix"); !s)
+    return s;
   const PlanFacts &model = engine_.plan().model;
   if (ids.empty())
     return invalidArgument("prefillPrefix: no tokens");
@@ -362,6 +374,10 @@ Expected<SessionSnapshot> Session::prefillPrefix(std::span<const int32_t> ids) {
 Status Session::checkContinuation(const SessionSnapshot &prefix,
                                   std::span<const int32_t> ids) const {
   const Plan &plan = engine_.plan();
+  if (Status s = checkTokenCount(ids, "prefillFrom"); !s)
+    return s;
+  if (Status s = checkTokenCount(prefix.ids, "prefillFrom (the snapshot)"); !s)
+    return s;
   const int64_t held = int64_t(prefix.ids.size()), n = int64_t(ids.size());
   if (!engine_.backend().runsPrefillChunks())
     return failedPrecondition(std::string("prefillFrom: the ") + engine_.backend().name() +
@@ -431,6 +447,8 @@ Expected<HostTensor> Session::prefillFrom(const SessionSnapshot &prefix,
 Expected<HostTensor> Session::prefillSaving(const SessionSnapshot *from,
                                             std::span<const int32_t> ids, int64_t saveAt,
                                             SessionSnapshot &saved) {
+  if (Status s = checkTokenCount(ids, "prefillSaving"); !s)
+    return s;
   const int64_t held = from ? int64_t(from->ids.size()) : 0, n = int64_t(ids.size());
   if (from)
     if (Status s = checkContinuation(*from, ids); !s)
@@ -487,6 +505,8 @@ Expected<HostTensor> Session::decode(int32_t id) {
 }
 
 Expected<HostTensor> Session::extend(std::span<const int32_t> ids) {
+  if (Status s = checkTokenCount(ids, "extend"); !s)
+    return s;
   if (!failure_.empty())
     return failedPrecondition(failure_);
   if (position_ == 0)

@@ -464,6 +464,23 @@ protected:
   size_t rows = 0;
 };
 
+// A token count beyond the plan's max_seq_len (SIZE_MAX: negative once cast)
+// is refused before a token is read, and the session stays usable (issue 15:
+// it passed the size check and read past the caller's buffer).
+TEST_F(CApiTwoSessions, HugeTokenCountsAreRefusedBeforeAnyRead) {
+  std::vector<int32_t> ids(8, 1);
+  EXPECT_EQ(dsc_session_prefill(a, ids.data(), SIZE_MAX, la.data(), la.size(), &rows),
+            DSC_INVALID_ARGUMENT);
+  EXPECT_THAT(dsc_last_error(), HasSubstr("exceed the plan's max_seq_len"));
+  ASSERT_EQ(dsc_session_prefill(a, ids.data(), ids.size(), la.data(), la.size(), &rows), DSC_OK)
+      << dsc_last_error();
+  EXPECT_EQ(dsc_session_extend(a, ids.data(), SIZE_MAX, la.data(), la.size(), &rows),
+            DSC_INVALID_ARGUMENT);
+  EXPECT_THAT(dsc_last_error(), HasSubstr("extend: "));
+  EXPECT_EQ(dsc_session_extend(a, ids.data(), 2, la.data(), la.size(), &rows), DSC_OK)
+      << dsc_last_error() << " (the refused call changed nothing)";
+}
+
 // dsc_session_extend continues a prefilled sequence: prefill(20) + extend(3)
 // gives the logits bytes of prefill(23) (the tiny6 fixture is --ced=full),
 // and an unprefilled session's extend is an error with a message.

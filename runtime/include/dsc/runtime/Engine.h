@@ -371,6 +371,11 @@ private:
                            CallInfo call, bool runReplay = true);
   /// prefillFrom's checks of a continuation (the session is not touched).
   Status checkContinuation(const SessionSnapshot &prefix, std::span<const int32_t> ids) const;
+  /// InvalidArgument naming `who` when ids holds more tokens than the plan's
+  /// max_seq_len: every entry taking ids checks it first, as size_t, before
+  /// any signed arithmetic on the count (a SIZE_MAX count from the C API once
+  /// turned negative and passed).
+  Status checkTokenCount(std::span<const int32_t> ids, const char *who) const;
   /// Resets the session and takes the snapshot's states and position.
   Status restoreSnapshot(const SessionSnapshot &prefix);
   /// Prefill chunks over ids[from, end) at positions from.. (prefillChunks of
