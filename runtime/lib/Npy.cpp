@@ -147,21 +147,14 @@ Status writeNpy(const std::string &path, const HostTensor &tensor) {
 
 Expected<HostTensor> readNpy(const std::string &path) {
   constexpr uint32_t kMaxHeader = 1u << 20;
-  FdCloser file;
-  Expected<int> opened = openRegularFile(path, ".npy file"); // never waits on a FIFO
-  if (!opened) // not a regular file: unreadable, FailedPrecondition (Npy.h)
-    return opened.status().code() == StatusCode::InvalidArgument
-               ? failedPrecondition(opened.status().message())
-               : opened.status();
-  file.fd = *opened;
-  struct stat st {};
-  if (::fstat(file.fd, &st) != 0)
-    return ioError(errno, path + ": cannot stat");
-  if (!S_ISREG(st.st_mode))
-    return failedPrecondition(path + ": not a regular file");
-  uint64_t fileSize = uint64_t(st.st_size);
+  Expected<RegularFile> file = RegularFile::open(path, ".npy file"); // never waits on a FIFO
+  if (!file) // not a regular file: unreadable, FailedPrecondition (Npy.h)
+    return file.status().code() == StatusCode::InvalidArgument
+               ? failedPrecondition(file.status().message())
+               : file.status();
+  const uint64_t fileSize = file->size();
   char magic[8];
-  if (!readAll(file.fd, magic, 8) || std::string(magic, 6) != "\x93NUMPY")
+  if (!readAll(file->fd(), magic, 8) || std::string(magic, 6) != "\x93NUMPY")
     return dataLoss(path + ": not a .npy file");
   if (magic[6] < 1 || magic[6] > 3)
     return dataLoss(path + ": unsupported .npy version " + std::to_string(int(magic[6])) +
@@ -170,13 +163,13 @@ Expected<HostTensor> readNpy(const std::string &path) {
   uint64_t prefixLen = 0;
   if (magic[6] == 1) {
     unsigned char b[2];
-    if (!readAll(file.fd, reinterpret_cast<char *>(b), 2))
+    if (!readAll(file->fd(), reinterpret_cast<char *>(b), 2))
       return dataLoss(path + ": truncated header length");
     headerLen = b[0] | (b[1] << 8);
     prefixLen = 10;
   } else {
     unsigned char b[4];
-    if (!readAll(file.fd, reinterpret_cast<char *>(b), 4))
+    if (!readAll(file->fd(), reinterpret_cast<char *>(b), 4))
       return dataLoss(path + ": truncated header length");
     headerLen = b[0] | (b[1] << 8) | (b[2] << 16) | (uint32_t(b[3]) << 24);
     prefixLen = 12;
@@ -188,7 +181,7 @@ Expected<HostTensor> readNpy(const std::string &path) {
     return dataLoss(path + ": truncated header (" + std::to_string(headerLen) + " bytes declared, " +
                     std::to_string(fileSize - prefixLen) + " in the file)");
   std::string header(headerLen, '\0');
-  if (!readAll(file.fd, header.data(), headerLen))
+  if (!readAll(file->fd(), header.data(), headerLen))
     return dataLoss(path + ": truncated header");
   auto field = [&](const std::string &key) -> std::string {
     size_t k = header.find("'" + key + "'");
@@ -236,7 +229,7 @@ Expected<HostTensor> readNpy(const std::string &path) {
   HostTensor tensor;
   if (Status s = tensor.resetChecked(*dtype, shape); !s)
     return s.withContext(path + ": ");
-  if (!readAll(file.fd, reinterpret_cast<char *>(tensor.bytes()), tensor.byteSize()))
+  if (!readAll(file->fd(), reinterpret_cast<char *>(tensor.bytes()), tensor.byteSize()))
     return dataLoss(path + ": truncated data (expected " + std::to_string(tensor.byteSize()) +
                     " bytes)");
   return tensor;

@@ -1149,38 +1149,17 @@ Status writePlanFile(const std::string &path, const Plan &plan) {
 
 Expected<Plan> readPlanFile(const std::string &path) {
   const std::string where = path + ": ";
-  Expected<int> opened = openRegularFile(path, "plan"); // a FIFO or a device is refused unopened
-  if (!opened)
-    return opened.status();
-  const int fd = *opened;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    return unavailable(where + "cannot stat the plan");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  if (size >= FLATBUFFERS_MAX_BUFFER_SIZE) {
-    ::close(fd);
+  Expected<RegularFile> file = RegularFile::open(path, "plan"); // a FIFO is refused unopened
+  if (!file)
+    return file.status();
+  const size_t size = static_cast<size_t>(file->size());
+  if (size >= FLATBUFFERS_MAX_BUFFER_SIZE)
     return invalidArgument(fmt::format(
         "{}{} bytes exceed the FlatBuffers limit of 2 GiB for a plan", where, size));
-  }
   std::vector<uint64_t> buffer((size + 7) / 8); // 8-byte aligned for FlatBuffers
   auto *data = reinterpret_cast<uint8_t *>(buffer.data());
-  size_t done = 0;
-  while (done < size) {
-    const ssize_t n = ::read(fd, data + done, size - done);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      const int err = errno;
-      ::close(fd);
-      return n == 0 ? dataLoss(fmt::format("{}file shrank while reading ({} of {} bytes)",
-                                           where, done, size))
-                    : unavailable(where + "cannot read: " + std::strerror(err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
+  if (Status s = file->read(data, size); !s)
+    return s;
   return parsePlan(std::span<const uint8_t>(data, size), path);
 }
 

@@ -28,15 +28,6 @@ namespace {
 /// The safetensors library refuses headers above 100 MB; so do we.
 constexpr uint64_t kMaxHeaderBytes = 100'000'000;
 
-/// Unmaps/closes on scope exit unless released.
-struct FdGuard {
-  int fd = -1;
-  ~FdGuard() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-};
-
 std::string quoteName(std::string_view name) { return fmt::format("'{}'", name); }
 
 } // namespace
@@ -85,16 +76,10 @@ const TensorView *SafetensorsFile::find(std::string_view name) const {
 Expected<SafetensorsFile> SafetensorsFile::open(const std::string &path) {
   const std::string where = path + ": ";
 
-  Expected<int> opened = openRegularFile(path, "safetensors file"); // never waits on a FIFO
-  if (!opened)
-    return opened.status();
-  FdGuard fd{*opened};
-  struct stat st {};
-  if (::fstat(fd.fd, &st) != 0)
-    return failedPrecondition(where + "cannot stat: " + std::strerror(errno));
-  if (!S_ISREG(st.st_mode))
-    return invalidArgument(where + "not a regular file");
-  const uint64_t fileSize = static_cast<uint64_t>(st.st_size);
+  Expected<RegularFile> fd = RegularFile::open(path, "safetensors file"); // never waits on a FIFO
+  if (!fd)
+    return fd.status();
+  const uint64_t fileSize = fd->size();
   if (fileSize < 8)
     return dataLoss(fmt::format(
         "{}truncated: {} bytes, too short for the 8-byte header length",
@@ -102,7 +87,7 @@ Expected<SafetensorsFile> SafetensorsFile::open(const std::string &path) {
 
   SafetensorsFile file;
   file.path_ = path;
-  void *map = ::mmap(nullptr, fileSize, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+  void *map = ::mmap(nullptr, fileSize, PROT_READ, MAP_PRIVATE, fd->fd(), 0);
   if (map == MAP_FAILED)
     return failedPrecondition(where + "mmap failed: " + std::strerror(errno));
   file.mapping_ = map;

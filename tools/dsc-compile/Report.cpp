@@ -70,6 +70,34 @@ ParameterCounts dsc::tools::countParameters(ModuleOp module, const models::Model
   return counts;
 }
 
+dsc::runtime::Expected<dsc::tools::Report::SessionCapacity>
+dsc::tools::sessionCapacity(const runtime::Plan &plan, const Report &report, double deviceGiB) {
+  // The largest activation peak of any phase, with or without row tiles.
+  uint64_t peak = 0;
+  for (const auto *summary :
+       {&*report.memory, report.memoryUntiled ? &*report.memoryUntiled : nullptr})
+    if (summary)
+      for (const runtime::PhaseMemory &phase : summary->phases)
+        peak = std::max<uint64_t>(peak, phase.peakBytes);
+  Report::SessionCapacity capacity;
+  capacity.deviceBytes = uint64_t(deviceGiB * double(1ull << 30));
+  const uint64_t used = report.memory->weightBytes + peak;
+  capacity.freeBytes = capacity.deviceBytes > used ? capacity.deviceBytes - used : 0;
+  std::vector<int64_t> contexts;
+  for (int64_t tokens : {int64_t(4096), int64_t(131072), int64_t(1048576)})
+    if (tokens <= plan.model.maxSeqLen)
+      contexts.push_back(tokens);
+  if (contexts.empty())
+    contexts.push_back(plan.model.maxSeqLen);
+  for (int64_t tokens : contexts) {
+    runtime::Expected<uint64_t> bytes = runtime::pagedStateBytes(plan, tokens);
+    if (!bytes)
+      return bytes.status();
+    capacity.rows.push_back({tokens, *bytes, *bytes ? capacity.freeBytes / *bytes : uint64_t(0)});
+  }
+  return capacity;
+}
+
 json::Value dsc::tools::reportToJson(const Report &report) {
   const models::ModelSpec &spec = *report.spec;
   json::Array layers;

@@ -107,6 +107,12 @@ struct Report {
   std::vector<KernelUsage> kernels;
 };
 
+/// Report::SessionCapacity of a device of `deviceGiB` GiB for the plan, from
+/// the report's memory summaries (which must be set).
+runtime::Expected<Report::SessionCapacity> sessionCapacity(const runtime::Plan &plan,
+                                                           const Report &report,
+                                                           double deviceGiB);
+
 llvm::json::Value reportToJson(const Report &report);
 /// Prints JSON for people and FileCheck: objects one key per line, arrays of
 /// scalars and objects of scalars (a layer) on one line; "id" and "role" lead.

@@ -426,30 +426,10 @@ int main(int argc, char **argv) {
         untiled)
       r.memoryUntiled = std::move(untiled.value());
     if (deviceMemory > 0.0 && r.memory) {
-      // The largest activation peak of any phase, with or without row tiles.
-      uint64_t peak = 0;
-      for (const auto *summary : {&*r.memory, r.memoryUntiled ? &*r.memoryUntiled : nullptr})
-        if (summary)
-          for (const dsc::runtime::PhaseMemory &phase : summary->phases)
-            peak = std::max<uint64_t>(peak, phase.peakBytes);
-      dsc::tools::Report::SessionCapacity capacity;
-      capacity.deviceBytes = uint64_t(double(deviceMemory) * double(1ull << 30));
-      const uint64_t used = r.memory->weightBytes + peak;
-      capacity.freeBytes = capacity.deviceBytes > used ? capacity.deviceBytes - used : 0;
-      std::vector<int64_t> contexts;
-      for (int64_t tokens : {int64_t(4096), int64_t(131072), int64_t(1048576)})
-        if (tokens <= plan.model.maxSeqLen)
-          contexts.push_back(tokens);
-      if (contexts.empty())
-        contexts.push_back(plan.model.maxSeqLen);
-      for (int64_t tokens : contexts) {
-        auto bytes = dsc::runtime::pagedStateBytes(plan, tokens);
-        if (!bytes)
-          return fail(bytes.status().message());
-        capacity.rows.push_back(
-            {tokens, *bytes, *bytes ? capacity.freeBytes / *bytes : uint64_t(0)});
-      }
-      r.capacity = std::move(capacity);
+      auto capacity = dsc::tools::sessionCapacity(plan, r, double(deviceMemory));
+      if (!capacity)
+        return fail(capacity.status().message());
+      r.capacity = std::move(capacity.value());
     }
     for (const char *mode : {"full", "bounded", "exact"}) {
       // One module per mode, built and split the same way.

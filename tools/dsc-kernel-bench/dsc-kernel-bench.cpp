@@ -176,7 +176,7 @@ template <class Count> int chainProbe(const dsc::tools::CommandLine &cl, Count &
   CUdeviceptr rows[2] = {h->upload(randomBf16(size_t(width), rng)),
                          h->upload(randomBf16(size_t(width), rng))};
   CUdeviceptr w = h->upload(randomBf16(size_t(width), rng));
-  static dsc::abi::RmsNormParams params{};
+  dsc::abi::RmsNormParams params{}; // outlives the sequence: timed below
   params.eps = 1e-6;
   std::deque<long long> ints;
   std::deque<CUdeviceptr> ptrs;

@@ -35,7 +35,6 @@ constexpr long long kMaxSharedBytes = 48 * 1024;
 /// (hc_pre spreads one row over many blocks; on the H200 a decode row took
 /// 11.7 us fused against 3.0 + 5.7 us as steps, session 5).
 constexpr long long kMinFusedRows = 128;
-constexpr bool aligned16(CUdeviceptr p) { return p % 16 == 0; }
 } // namespace
 
 /// The decode path: the steps post (or steps.size(): none), pre and norm as
@@ -63,12 +62,12 @@ Status mhcEntryDecode(NativeLaunch &launch, size_t post, size_t pre, size_t norm
     CudaLaunchContext &q = *launch.steps[post];
     x = q.inputs[0]->ptr, res = q.inputs[1]->ptr, postIn = q.inputs[2]->ptr,
     combIn = q.inputs[3]->ptr;
-    if (!aligned16(x) || !aligned16(res) || res == h.ptr)
+    if (!aligned16({x, res}) || res == h.ptr)
       return Status::ok();
   }
   abi::RmsNormParams nparams = *np;
   CUdeviceptr hp = h.ptr, mix = p.inputs[1]->ptr, w = n.inputs[1]->ptr, y = n.outputs[0]->ptr;
-  if (!aligned16(hp))
+  if (!aligned16({hp}))
     return Status::ok();
   if (Status s = p.launchEntryIn(launch.fusion.module, "dsc_mhc_entry_decode_fast", gridRows(S),
                                  block1(abi::kMhcDecodeThreads), size_t(2 * D),

@@ -1,6 +1,6 @@
 //===- InputFileTest.cpp - Inputs that are regular files, opened without waiting ===//
 //
-// openRegularFile / readRegularFile (dsc/runtime/InputFile.h): a regular
+// RegularFile::open / readRegularFile (dsc/runtime/InputFile.h): a regular
 // file opens and reads whole; a FIFO without a writer, a character device
 // (/dev/zero) and a directory are refused at once with InvalidArgument
 // naming the path and the role; a missing file is NotFound; a file over the
@@ -39,12 +39,14 @@ TEST(InputFile, ReadsARegularFileWhole) {
   Expected<std::string> text = readRegularFile(path.string(), "id file", 100);
   ASSERT_TRUE(text) << text.status().message();
   EXPECT_EQ(*text, "1 2 3\n");
-  Expected<int> fd = openRegularFile(path.string(), "id file");
-  ASSERT_TRUE(fd);
+  Expected<RegularFile> file = RegularFile::open(path.string(), "id file");
+  ASSERT_TRUE(file);
+  EXPECT_EQ(file->size(), 6u);
   char c = 0;
-  EXPECT_EQ(::read(*fd, &c, 1), 1) << "the descriptor reads (O_NONBLOCK cleared)";
+  EXPECT_EQ(::read(file->fd(), &c, 1), 1) << "the descriptor reads (O_NONBLOCK cleared)";
   EXPECT_EQ(c, '1');
-  ::close(*fd);
+  char rest[8] = {};
+  EXPECT_EQ(file->read(rest, 8).code(), StatusCode::DataLoss) << "5 bytes left, not 8";
 }
 
 TEST(InputFile, RefusesWhatIsNotARegularFileWithoutWaiting) {
@@ -61,7 +63,7 @@ TEST(InputFile, RefusesWhatIsNotARegularFileWithoutWaiting) {
   EXPECT_EQ(s.code(), StatusCode::InvalidArgument);
   EXPECT_THAT(s.message(), HasSubstr(fifo.string() + ": not a regular file (the plan"));
   for (const std::string &other : {std::string("/dev/zero"), scratchDir().string()}) {
-    Expected<int> fd = openRegularFile(other, "id file");
+    Expected<RegularFile> fd = RegularFile::open(other, "id file");
     ASSERT_FALSE(fd) << other;
     EXPECT_EQ(fd.status().code(), StatusCode::InvalidArgument) << other;
     EXPECT_THAT(fd.status().message(), HasSubstr(other + ": not a regular file"));
@@ -71,7 +73,7 @@ TEST(InputFile, RefusesWhatIsNotARegularFileWithoutWaiting) {
 
 TEST(InputFile, NamesAMissingFileAndAFileOverTheLimit) {
   const fs::path missing = scratchDir() / "missing.dscp";
-  Expected<int> fd = openRegularFile(missing.string(), "plan");
+  Expected<RegularFile> fd = RegularFile::open(missing.string(), "plan");
   ASSERT_FALSE(fd);
   EXPECT_EQ(fd.status().code(), StatusCode::NotFound);
   EXPECT_THAT(fd.status().message(), HasSubstr(missing.string() + ": cannot open plan"));
