@@ -13,6 +13,7 @@
 #                  bin/dsc-bench and rw6.dscp for one decode timing in the same call
 #   bench          bin/dsc-bench, rw6.dscp, rw6-full.dscp (--ced=full: M-row steps), tiny6-bench.dscp, tiny40-bench.dscp, golden/{tiny6,tiny40}/model,
 #                  refbench/ -> scripts/device-perf.sh DIR OUT (dsc-bench, the split attention, the peer)
+#                  and bin/libdsc-kernel-trace.so where built -> scripts/device-trace.sh DIR OUT
 #   odd            bin/dsc-bench, odd-4.dscp, odd-4-full.dscp -> scripts/device-fast-vs-cpu.sh DIR OUT
 #   kernels        bin/test_cuda_kernels_gpu (GPU kernel tests against the CPU reference:
 #                  test/unit/cuda/kernels), bin/dsc-kernel-bench (docs/bench.md)
@@ -54,7 +55,8 @@ case "$KIND" in
     $B/dsc-compile $G6/config.json --engram-map $G6/engram_token_map.json -o "$DIR/tiny6-bench.dscp"
     $B/dsc-compile $G40/config.json --engram-map $G40/engram_token_map.json -o "$DIR/tiny40-bench.dscp"
     cp $G6/model.safetensors "$DIR/golden/tiny6/"; cp $G40/model.safetensors "$DIR/golden/tiny40/"
-    cp -r $SHARED/refbench "$DIR/refbench" ;;
+    cp -r $SHARED/refbench "$DIR/refbench"
+    cp $B/libdsc-kernel-trace.so "$DIR/bin/" 2>/dev/null || true ;;
   kernels)
     cp $B/tests/test_cuda_kernels_gpu $B/dsc-kernel-bench "$DIR/bin/" ;;
   odd)

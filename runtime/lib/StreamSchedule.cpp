@@ -16,25 +16,49 @@ StreamSchedule scheduleStreams(const LaunchGraph &graph, int maxStreams) {
   StreamSchedule out;
   out.stream.assign(n, 0);
   out.waits.assign(n, {});
+  // heir[i]: the successor of i on the longest path from i to the end (the
+  // most launches after it; ties: the earliest), the one launch that may
+  // continue i's stream. Every other successor forks, so the dependent chain
+  // that decides the step's time stays on one stream (its edges are stream
+  // order: programmatic dependent launches) and the branches leave it.
+  std::vector<int64_t> height(n, 1), heir(n, -1);
+  for (size_t j = n; j-- > 0;)
+    for (int64_t i : graph.preds[j]) {
+      const size_t u = size_t(i);
+      if (height[j] + 1 > height[u] || (height[j] + 1 == height[u] && int64_t(j) < heir[u])) {
+        height[u] = height[j] + 1;
+        heir[u] = int64_t(j);
+      }
+    }
   std::vector<std::vector<int64_t>> clock(size_t(cap), std::vector<int64_t>(size_t(cap), -1));
   std::vector<std::vector<int64_t>> done(n);
   std::vector<int64_t> last(size_t(cap), -1), used(size_t(cap), -1); // last launch, last use order
   for (size_t j = 0; j < n; ++j) {
     const std::vector<int64_t> &preds = graph.preds[j];
     int s = 0;
-    // Continue the chain of the latest predecessor that is still its
-    // stream's last launch; else (a fork, or a root) the least recently used
-    // stream.
+    // Continue the stream of the latest predecessor whose heir this launch is
+    // and that is still its stream's last launch; else (a fork, or a root)
+    // the least recently used stream whose last launch's heir is issued
+    // (no chain waits to continue it), or the least recently used stream.
     int chain = -1;
     for (auto it = preds.rbegin(); it != preds.rend() && chain < 0; ++it)
-      if (last[size_t(out.stream[size_t(*it)])] == *it)
+      if (heir[size_t(*it)] == int64_t(j) && last[size_t(out.stream[size_t(*it)])] == *it)
         chain = out.stream[size_t(*it)];
     if (chain >= 0 || cap == 1) {
       s = chain >= 0 ? chain : 0;
     } else if (j > 0) {
+      auto free = [&](int t) {
+        return last[size_t(t)] < 0 || heir[size_t(last[size_t(t)])] < int64_t(j);
+      };
+      int best = -1;
       for (int t = 0; t < cap; ++t)
-        if (used[size_t(t)] < used[size_t(s)])
-          s = t;
+        if (free(t) && (best < 0 || used[size_t(t)] < used[size_t(best)]))
+          best = t;
+      if (best < 0)
+        for (int t = 0; t < cap; ++t)
+          if (best < 0 || used[size_t(t)] < used[size_t(best)])
+            best = t;
+      s = best;
     }
     std::vector<int64_t> &c = clock[size_t(s)];
     for (auto it = preds.rbegin(); it != preds.rend(); ++it) { // latest first: fewer waits

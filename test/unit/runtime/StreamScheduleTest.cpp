@@ -101,6 +101,34 @@ TEST(StreamSchedule, ADiamondForksAndJoins) {
   expectOrdered(g, s, 4);
 }
 
+TEST(StreamSchedule, TheLongestChainKeepsTheStreamWhenABranchIsIssuedFirst) {
+  // 0 -> 1 -> 5 (a branch of two, issued first) and 0 -> 2 -> 3 -> 4 -> 5:
+  // 0's heir is 2 (four launches to the end through it, two through 1), so
+  // the chain 0 2 3 4 5 stays on stream 0 and 1 forks onto stream 1; 5
+  // continues 4 (its heir) and waits for 1. (The first-come rule put 1 on
+  // stream 0 and sent the long chain across a fork.)
+  const LaunchGraph g = graphOf({{}, {0}, {0}, {2}, {3}, {1, 4}});
+  const StreamSchedule s = scheduleStreams(g, 4);
+  EXPECT_EQ(s.stream, (std::vector<int>{0, 1, 0, 0, 0, 0}));
+  EXPECT_EQ(s.waits, (std::vector<std::vector<int64_t>>{{}, {0}, {}, {}, {}, {1}}));
+  EXPECT_TRUE(s.joins.empty());
+  expectOrdered(g, s, 4);
+}
+
+TEST(StreamSchedule, AForkTakesAStreamNoChainWaitsFor) {
+  // Roots 0, 1, 2 and 0 -> 3, two streams: 0 on stream 0, 1 forks onto
+  // stream 1; 2 forks too, and stream 0 is the least recently used, but 0's
+  // heir (3) is still to come there, so 2 takes stream 1 and 3 continues 0
+  // with no wait. (Least recently used alone put 2 on stream 0 and sent 3
+  // across a fork.)
+  const LaunchGraph g = graphOf({{}, {}, {}, {0}});
+  const StreamSchedule s = scheduleStreams(g, 2);
+  EXPECT_EQ(s.stream, (std::vector<int>{0, 1, 1, 0}));
+  EXPECT_EQ(s.waits, (std::vector<std::vector<int64_t>>{{}, {}, {}, {}}));
+  EXPECT_EQ(s.joins, (std::vector<int64_t>{2}));
+  expectOrdered(g, s, 2);
+}
+
 TEST(StreamSchedule, OneStreamNeedsNoWaits) {
   const LaunchGraph g = graphOf({{}, {0}, {0}, {1, 2}, {}, {4, 3}});
   const StreamSchedule s = scheduleStreams(g, 1);

@@ -8,9 +8,18 @@
 // Why: the decode step's latency-bound kernels hold a longest dependency
 // chain of ~100 of 151 steps on rw6; independent chains on their own
 // streams (in a CUDA graph: branches) run side by side.
-// How: launches in order; launch j continues the stream of its latest
-// predecessor that is still its stream's last launch (a chain), else takes
-// the least recently used stream (a fork), at most `maxStreams`. Each stream keeps a vector clock (per stream, the latest
+// How: launches in order. Each launch i names one heir: the successor on
+// its longest path to the end (most launches after it; ties: the earliest).
+// Launch j continues the stream of its latest predecessor whose heir it is
+// and that is still its stream's last launch (a chain), else takes the least
+// recently used stream with no heir pending (a fork), at most `maxStreams`.
+// So the longest dependent chain stays on one stream, where its edges are
+// stream order (programmatic dependent launch in a graph), and the short
+// branches fork off it: a cross-stream edge costs a full launch latency
+// (8-12 us measured in a graph on the H100, docs/perf.md session 17), and
+// the first rule (continue any predecessor that is its stream's last)
+// put the MoE chain of every sublayer behind one, the mixes having taken
+// the entry's stream first. Each stream keeps a vector clock (per stream, the latest
 // launch known complete before its next one); a dependency that the clock
 // already covers needs no wait, so waits are few (no transitive repeats).
 // Invariants: stream[j] < streams <= max(1, maxStreams); graph.preds[j]
