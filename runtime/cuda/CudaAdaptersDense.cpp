@@ -202,6 +202,10 @@ Status groupedOutput(CudaLaunchContext &c, const abi::GroupedOutputParams &p) {
                        args(q->codes, q->scales, S, K, bp, bs, D, yp));
 }
 
+/// Calls of at most this many tokens run the gate's scores and select as
+/// one launch (dsc_moe_gate_fused_fast).
+constexpr long long kFusedGateMaxTokens = 16;
+
 Status moeGate(CudaLaunchContext &c, const abi::MoeGateParams &p) {
   const CudaTensor &x = *c.inputs[0], &w = *c.inputs[1];
   long long T = x.dim(0), D = x.dim(1), E = w.dim(0);
@@ -218,6 +222,17 @@ Status moeGate(CudaLaunchContext &c, const abi::MoeGateParams &p) {
     if (!scores || !choice)
       return !scores ? scores.status() : choice.status();
     CUdeviceptr sp = *scores, cp = *choice;
+    // Few tokens (decode, M-row steps): scores and select in one launch, the
+    // last block selecting (one block selects every token, so long calls
+    // keep the select's grid of a block per token). The same values.
+    if (T <= kFusedGateMaxTokens) {
+      auto counter = c.scratch(sizeof(unsigned)); // zeroed when made; the kernel leaves it zero
+      if (!counter)
+        return counter.status();
+      CUdeviceptr tp = *counter;
+      return c.launchEntry("dsc_moe_gate_fused_fast", gemvGrid(E), gemvBlock(), 0,
+                           args(p, xp, T, D, wp, bias, E, sp, cp, tp, weights, ids));
+    }
     if (Status s = c.launchEntry("dsc_moe_gate_scores_fast", gemvGrid(E), gemvBlock(), 0,
                                  args(p, xp, T, D, wp, bias, E, sp, cp));
         !s)

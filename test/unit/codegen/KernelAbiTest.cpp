@@ -227,6 +227,7 @@ TEST_F(KernelAbi, TemplateEntriesTakeTheirStructFirst) {
       {"dsc_hc_mixes_finish_fast", {layoutOf<dsc::abi::HcMixesParams>()}},
       {"dsc_moe_gate_scores_fast", {layoutOf<dsc::abi::MoeGateParams>()}},
       {"dsc_moe_gate_select_fast", {layoutOf<dsc::abi::MoeGateParams>()}},
+      {"dsc_moe_gate_fused_fast", {layoutOf<dsc::abi::MoeGateParams>()}},
       {"dsc_moe_experts_up_fast", {layoutOf<dsc::abi::MoeExpertsParams>()}},
       {"dsc_moe_experts_up_fast_e4m3", {layoutOf<dsc::abi::MoeExpertsParams>()}},
       {"dsc_moe_experts_up_lanes", {layoutOf<dsc::abi::MoeExpertsParams>()}},

@@ -7,7 +7,9 @@
 // (dsc_hc_mixes_dot_fast + _finish_fast) against the CPU-order dsc_hc_mixes
 // (bytes) and cpu::hcMixes (within the device expf's few ulps); dsc_moe_gate_select_fast
 // (scores in shared memory) against the reference's top-k order (NaN first,
-// larger first, lower id at ties) and its normalisation; dsc_index_queries_rope_qdq (one warp per
+// larger first, lower id at ties) and its normalisation, and
+// dsc_moe_gate_fused_fast (scores + the last block's select) against the two
+// launches (bytes, its ticket word left zero); dsc_index_queries_rope_qdq (one warp per
 // 32-value block: RoPE then FP4 E8M0 QDQ) against dsc_rope (itself within one bf16 step of
 // cpu::applyRope: the device's sinf/cosf) + numerics::qdqFp4E8M0Row (what
 // cpu::indexQueries does after its GEMM), and dsc_moe_experts_combine_fast
@@ -274,6 +276,60 @@ TEST_F(DecodeKernelsGpu, MoeGateSelectPicksTheReferenceTopK) {
   ASSERT_TRUE(st) << st.message();
   EXPECT_EQ(harness_->download<int>(ip, expectIds.size()), expectIds);
   EXPECT_EQ(harness_->download<float>(wp, expectW.size()), expectW);
+}
+
+TEST_F(DecodeKernelsGpu, MoeGateFusedEqualsScoresThenSelectAndLeavesItsTicketZero) {
+  // dsc_moe_gate_fused_fast (decode: the last block selects) against the two
+  // launches it replaces (dsc_moe_gate_select_fast is checked against the
+  // reference's order above): the same ids and weights, bytes; launched
+  // twice on one ticket word, which it must leave zero for the next call.
+  const long long E = 384, D = 1000, k = 6;
+  for (const long long T : {1LL, 3LL}) {
+    std::mt19937 rng(uint32_t(17 + T));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<uint16_t> x(size_t(T * D)), w(size_t(E * D));
+    for (uint16_t &v : x)
+      v = dsc::numerics::bf16FromFloat(normal(rng));
+    for (uint16_t &v : w)
+      v = dsc::numerics::bf16FromFloat(0.05f * normal(rng));
+    std::vector<float> bias(static_cast<size_t>(E));
+    for (float &v : bias)
+      v = 0.1f * normal(rng);
+    dsc::abi::MoeGateParams p{};
+    p.topk = k;
+    p.route_scale = 1.5;
+    p.normalize = true;
+    p.temperature = 1.0;
+    CUdeviceptr xp = harness_->upload(x), wp = harness_->upload(w), bp = harness_->upload(bias);
+    CUdeviceptr sp = harness_->upload(nullptr, size_t(T * E) * 4),
+                cp = harness_->upload(nullptr, size_t(T * E) * 4);
+    const unsigned zero = 0;
+    CUdeviceptr ticket = harness_->upload(&zero, sizeof(zero));
+    long long Tv = T, Dv = D, Ev = E;
+    const unsigned grid = unsigned((E + 7) / 8); // gemvGrid(E): a warp per expert row
+    auto outputs = [&](CUdeviceptr wt, CUdeviceptr id) {
+      return std::make_pair(harness_->download<int>(id, size_t(T * k)),
+                            harness_->download<float>(wt, size_t(T * k)));
+    };
+    CUdeviceptr w1 = harness_->upload(nullptr, size_t(T * k) * 4),
+                i1 = harness_->upload(nullptr, size_t(T * k) * 4);
+    ASSERT_TRUE(harness_->launch("moe_gate", "dsc_moe_gate_scores_fast", grid, 256, 0,
+                                 kernelArgs(p, xp, Tv, Dv, wp, bp, Ev, sp, cp)));
+    ASSERT_TRUE(harness_->launch("moe_gate", "dsc_moe_gate_select_fast", unsigned(T), 256, 0,
+                                 kernelArgs(p, sp, cp, Tv, Ev, w1, i1)));
+    const auto expected = outputs(w1, i1);
+    for (int call = 0; call < 2; ++call) {
+      SCOPED_TRACE("T " + std::to_string(T) + " call " + std::to_string(call));
+      CUdeviceptr w2 = harness_->upload(nullptr, size_t(T * k) * 4),
+                  i2 = harness_->upload(nullptr, size_t(T * k) * 4);
+      ASSERT_TRUE(harness_->launch("moe_gate", "dsc_moe_gate_fused_fast", grid, 256, 0,
+                                   kernelArgs(p, xp, Tv, Dv, wp, bp, Ev, sp, cp, ticket, w2, i2)));
+      const auto got = outputs(w2, i2);
+      EXPECT_EQ(got.first, expected.first);
+      EXPECT_EQ(got.second, expected.second);
+      EXPECT_EQ(harness_->download<unsigned>(ticket, 1)[0], 0u);
+    }
+  }
 }
 
 TEST_F(DecodeKernelsGpu, MoeCombineSumsTheSlotsInTheCpuOrder) {
