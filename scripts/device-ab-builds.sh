@@ -7,12 +7,13 @@
 # logits written and compared byte for byte (same bytes: a change that must
 # not move results did not), one line per run (scripts/device-ab.sh).
 # usage: scripts/device-ab-builds.sh A B OUT [dsc-bench arguments for B...]
+#   SKIP_KERNELS=1: the whole steps only
 set -u
 A=$1; B=$2; OUT=$3; shift 3
 H=$(cd "$(dirname "$0")" && pwd)
 bash $H/device-unpack.sh $A; bash $H/device-unpack.sh $B
 mkdir -p $OUT
-for C in $A $B; do
+[ -n "${SKIP_KERNELS:-}" ] || for C in $A $B; do
   tag=$(basename $C)
   for k in "moe-up --m 1 --n 2304 --k 5120 --topk 6" "moe-down --m 1 --n 2304 --k 5120 --topk 6" \
            "linear-fp8 --m 1 --n 32768 --k 1280" "linear-fp8 --m 1 --n 1792 --k 5120" \
