@@ -47,6 +47,20 @@ __device__ void finishWeights(float *wt, long long topk, bool normalize, float r
   for (long long j = 0; j < topk; ++j)
     wt[j] = __fmul_rn(wt[j], routeScale);
 }
+/// The scores of every (token, expert): s [T, E] and choice = s + bias,
+/// a warp per expert row (dsc_moe_gate_scores_fast's grid).
+__device__ void scoreRows(const dsc::abi::MoeGateParams &p, const unsigned short *x, long long T,
+                          long long D, const unsigned short *w, const float *bias, long long E,
+                          float *scores, float *choice) {
+  const float temperature = (float)p.temperature;
+  dsc_gemv::bf16RowGemv<dsc_gemv::kFewRowLoads>(
+      E, T, D, D, [&](long long e) { return w + e * D; }, [&](long long) { return x; },
+      [&](long long t, long long e, float dot) {
+        const float v = score(dot, temperature);
+        scores[t * E + e] = v;
+        choice[t * E + e] = bias ? __fadd_rn(v, bias[e]) : v;
+      });
+}
 } // namespace dsc_moe_gate_tail
 
 DSC_KERNEL void dsc_moe_gate(const __grid_constant__ dsc::abi::MoeGateParams p,
@@ -104,14 +118,7 @@ DSC_KERNEL void dsc_moe_gate_scores_fast(const __grid_constant__ dsc::abi::MoeGa
                                          const unsigned short *w, const float *bias, long long E,
                                          float *scores, float *choice) {
   DSC_KERNEL_PROLOGUE();
-  const float temperature = (float)p.temperature;
-  dsc_gemv::bf16RowGemv<dsc_gemv::kFewRowLoads>(
-      E, T, D, D, [&](long long e) { return w + e * D; }, [&](long long) { return x; },
-      [&](long long t, long long e, float dot) {
-        const float v = dsc_moe_gate_tail::score(dot, temperature);
-        scores[t * E + e] = v;
-        choice[t * E + e] = bias ? __fadd_rn(v, bias[e]) : v;
-      });
+  dsc_moe_gate_tail::scoreRows(p, x, T, D, w, bias, E, scores, choice);
 }
 
 namespace dsc_moe_gate_tail {
@@ -193,14 +200,7 @@ DSC_KERNEL void dsc_moe_gate_fused_fast(const __grid_constant__ dsc::abi::MoeGat
                                         float *scores, float *choice, unsigned *counter,
                                         float *weights, int *ids) {
   DSC_KERNEL_PROLOGUE();
-  const float temperature = (float)p.temperature;
-  dsc_gemv::bf16RowGemv<dsc_gemv::kFewRowLoads>(
-      E, T, D, D, [&](long long e) { return w + e * D; }, [&](long long) { return x; },
-      [&](long long t, long long e, float dot) {
-        const float v = dsc_moe_gate_tail::score(dot, temperature);
-        scores[t * E + e] = v;
-        choice[t * E + e] = bias ? __fadd_rn(v, bias[e]) : v;
-      });
+  dsc_moe_gate_tail::scoreRows(p, x, T, D, w, bias, E, scores, choice);
   __shared__ bool lastBlock;
   __threadfence(); // this thread's scores before the block's ticket
   __syncthreads();
