@@ -21,6 +21,7 @@ struct dsc_engine {
 };
 struct dsc_session {
   std::unique_ptr<Session> session;
+  const Engine *engine; ///< the engine it came from (it outlives its sessions)
 };
 struct dsc_snapshot {
   SessionSnapshot snapshot;
@@ -62,6 +63,30 @@ template <typename Fn> dsc_status guarded(Fn &&fn) {
     lastError = "internal error";
     return DSC_INTERNAL;
   }
+}
+
+/// Refuses a call whose logits buffer cannot hold the rows `program` is
+/// sure to return (its logits output's first dimension: 1, or at least one
+/// row when it is the tokens'), before anything runs: the session keeps its
+/// position and the token is not consumed (issue 15: a too-small buffer was
+/// found only after the call had run). copyLogits still checks the rows a
+/// call did return.
+dsc_status checkLogitsCapacity(const dsc_session *session, const char *entry,
+                               const char *program, size_t capacity) {
+  const Plan &plan = session->engine->plan();
+  const Program *p = plan.program(program);
+  if (!p || p->outputs.empty())
+    return DSC_OK; // the call itself reports a plan without the program
+  const std::vector<int64_t> &shape = p->values[size_t(p->outputs.front())].shape;
+  const size_t rows = !shape.empty() && shape[0] > 0 ? size_t(shape[0]) : 1;
+  const size_t vocab = size_t(plan.model.vocabSize);
+  if (vocab != 0 && capacity / vocab < rows) {
+    lastError = std::string(entry) + ": logits buffer too small: " +
+                std::to_string(rows * vocab) + " floats needed, capacity " +
+                std::to_string(capacity) + " (nothing ran)";
+    return DSC_INVALID_ARGUMENT;
+  }
+  return DSC_OK;
 }
 
 dsc_status copyLogits(const Expected<HostTensor> &logits, float *out, size_t capacity,
@@ -121,7 +146,7 @@ dsc_status dsc_session_create(dsc_engine *engine, dsc_session **out) {
   if (!engine || !out)
     return invalid("dsc_session_create: null argument");
   return guarded([&] {
-    *out = new dsc_session{engine->engine->newSession()};
+    *out = new dsc_session{engine->engine->newSession(), engine->engine.get()};
     lastError.clear();
     return DSC_OK;
   });
@@ -143,6 +168,9 @@ dsc_status dsc_session_prefill(dsc_session *session, const int32_t *ids, size_t 
   if (!session || !ids || !logits || !rows)
     return invalid("dsc_session_prefill: null argument");
   return guarded([&] {
+    if (dsc_status s = checkLogitsCapacity(session, "dsc_session_prefill", "prefill", logits_capacity);
+        s != DSC_OK)
+      return s;
     return copyLogits(session->session->prefill(std::span<const int32_t>(ids, count)), logits,
                       logits_capacity, rows);
   });
@@ -153,6 +181,9 @@ dsc_status dsc_session_decode(dsc_session *session, int32_t id, float *logits,
   if (!session || !logits || !rows)
     return invalid("dsc_session_decode: null argument");
   return guarded([&] {
+    if (dsc_status s = checkLogitsCapacity(session, "dsc_session_decode", "decode", logits_capacity);
+        s != DSC_OK)
+      return s;
     return copyLogits(session->session->decode(id), logits, logits_capacity, rows);
   });
 }
@@ -162,6 +193,9 @@ dsc_status dsc_session_extend(dsc_session *session, const int32_t *ids, size_t c
   if (!session || !ids || !logits || !rows)
     return invalid("dsc_session_extend: null argument");
   return guarded([&] {
+    if (dsc_status s = checkLogitsCapacity(session, "dsc_session_extend", "prefill", logits_capacity);
+        s != DSC_OK)
+      return s;
     return copyLogits(session->session->extend(std::span<const int32_t>(ids, count)), logits,
                       logits_capacity, rows);
   });
@@ -192,6 +226,9 @@ dsc_status dsc_session_prefill_from(dsc_session *session, const dsc_snapshot *pr
   if (!session || !prefix || !ids || !logits || !rows)
     return invalid("dsc_session_prefill_from: null argument");
   return guarded([&] {
+    if (dsc_status s = checkLogitsCapacity(session, "dsc_session_prefill_from", "prefill", logits_capacity);
+        s != DSC_OK)
+      return s;
     return copyLogits(
         session->session->prefillFrom(prefix->snapshot, std::span<const int32_t>(ids, count)),
         logits, logits_capacity, rows);

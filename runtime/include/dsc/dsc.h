@@ -73,7 +73,10 @@ void dsc_session_reset(dsc_session *session);
 
 /** Prefills `count` ids from position 0. Writes the logits rows the plan
  *  returns (1, or count in conformance plans) into `logits` (capacity
- *  `logits_capacity` floats) and their number into `rows`. */
+ *  `logits_capacity` floats) and their number into `rows`. Every call that
+ *  writes logits refuses a buffer too small for the rows it is sure to
+ *  return (one, vocab floats) with DSC_INVALID_ARGUMENT before anything
+ *  runs: the session and its position are unchanged. */
 dsc_status dsc_session_prefill(dsc_session *session, const int32_t *ids, size_t count,
                                float *logits, size_t logits_capacity, size_t *rows);
 /** Decodes one id at the next position; writes one logits row. */

@@ -481,6 +481,32 @@ TEST_F(CApiTwoSessions, HugeTokenCountsAreRefusedBeforeAnyRead) {
       << dsc_last_error() << " (the refused call changed nothing)";
 }
 
+// A logits buffer too small for one row is refused before the call runs
+// (issue 15: it was found only after the token had been consumed): the
+// session's position is unchanged, and the same call with room gives the
+// logits of a session that never saw the refused calls.
+TEST_F(CApiTwoSessions, ATooSmallLogitsBufferIsRefusedBeforeTheCallRuns) {
+  std::vector<int32_t> ids(8, 1);
+  const size_t small = la.size() - 1;
+  EXPECT_EQ(dsc_session_prefill(a, ids.data(), ids.size(), la.data(), small, &rows),
+            DSC_INVALID_ARGUMENT);
+  EXPECT_THAT(dsc_last_error(), HasSubstr("dsc_session_prefill: logits buffer too small"));
+  EXPECT_THAT(dsc_last_error(), HasSubstr("(nothing ran)"));
+  EXPECT_EQ(dsc_session_position(a), 0);
+  ASSERT_EQ(dsc_session_prefill(a, ids.data(), ids.size(), la.data(), la.size(), &rows), DSC_OK)
+      << dsc_last_error();
+  EXPECT_EQ(dsc_session_decode(a, 5, la.data(), small, &rows), DSC_INVALID_ARGUMENT);
+  EXPECT_THAT(dsc_last_error(), HasSubstr("dsc_session_decode: logits buffer too small"));
+  EXPECT_EQ(dsc_session_extend(a, ids.data(), 2, la.data(), 0, &rows), DSC_INVALID_ARGUMENT);
+  EXPECT_THAT(dsc_last_error(), HasSubstr("dsc_session_extend: logits buffer too small"));
+  EXPECT_EQ(dsc_session_position(a), int64_t(ids.size()));
+  ASSERT_EQ(dsc_session_decode(a, 5, la.data(), la.size(), &rows), DSC_OK) << dsc_last_error();
+  ASSERT_EQ(dsc_session_prefill(b, ids.data(), ids.size(), lb.data(), lb.size(), &rows), DSC_OK);
+  ASSERT_EQ(dsc_session_decode(b, 5, lb.data(), lb.size(), &rows), DSC_OK);
+  EXPECT_EQ(rows, 1u);
+  EXPECT_EQ(la, lb) << "a refused call consumed a token";
+}
+
 // dsc_session_extend continues a prefilled sequence: prefill(20) + extend(3)
 // gives the logits bytes of prefill(23) (the tiny6 fixture is --ced=full),
 // and an unprefilled session's extend is an error with a message.
