@@ -175,12 +175,15 @@ __device__ __forceinline__ uint4 entryChannels(const unsigned short *x, const un
 }
 } // namespace dsc_mhc_entry
 
+/// The decode entries' parameters (one definition: both take the same ABI).
+#define DSC_MHC_ENTRY_DECODE_PARAMS                                                            \
+  const __grid_constant__ dsc::abi::RmsNormParams np, const unsigned short *x,                 \
+      const unsigned short *res, const float *postIn, const float *combIn, unsigned short *h,  \
+      long long S, long long hc, long long D, const float *pre, const unsigned short *w,       \
+      unsigned short *y
+
 DSC_KERNEL void __launch_bounds__(dsc::abi::kMhcDecodeThreads)
-    dsc_mhc_entry_decode_fast(const __grid_constant__ dsc::abi::RmsNormParams np,
-                              const unsigned short *x, const unsigned short *res,
-                              const float *postIn, const float *combIn, unsigned short *h,
-                              long long S, long long hc, long long D, const float *pre,
-                              const unsigned short *w, unsigned short *y) {
+    dsc_mhc_entry_decode_fast(DSC_MHC_ENTRY_DECODE_PARAMS) {
   DSC_KERNEL_PROLOGUE();
   constexpr int kCopies = dsc::abi::kMhcDecodeCopies;
   if (hc != kCopies)
@@ -225,11 +228,7 @@ __device__ __forceinline__ float loadCluster(const float *local, unsigned rank) 
 
 DSC_KERNEL void __cluster_dims__(dsc::abi::kMhcClusterCtas, 1, 1)
     __launch_bounds__(dsc::abi::kMhcClusterThreads)
-        dsc_mhc_entry_cluster_fast(const __grid_constant__ dsc::abi::RmsNormParams np,
-                                   const unsigned short *x, const unsigned short *res,
-                                   const float *postIn, const float *combIn, unsigned short *h,
-                                   long long S, long long hc, long long D, const float *pre,
-                                   const unsigned short *w, unsigned short *y) {
+        dsc_mhc_entry_cluster_fast(DSC_MHC_ENTRY_DECODE_PARAMS) {
   DSC_KERNEL_PROLOGUE();
   constexpr int kCopies = dsc::abi::kMhcDecodeCopies, kCtas = dsc::abi::kMhcClusterCtas;
   if (hc != kCopies || D % (512 * kCtas) != 0 || D / 512 > dsc::abi::kTorchBlockGroups)
