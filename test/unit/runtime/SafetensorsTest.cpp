@@ -289,6 +289,60 @@ TEST(Safetensors, DuplicateName) {
   EXPECT_THAT(msg, HasSubstr("tensor 'w' appears more than once"));
 }
 
+TEST(Safetensors, DuplicateNameSpelledWithEscapes) {
+  // "w" and "\u0077" are one key once parsed: still a duplicate, not a
+  // silently dropped tensor.
+  TempFile f("dupesc",
+             R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},)"
+             R"("\u0077":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
+             2);
+  EXPECT_THAT(openError(f.path(), StatusCode::DataLoss),
+              HasSubstr("2 top-level keys are written but 1 are distinct"));
+}
+
+// Issue 15: a 100,000-deep value under the header size cap overflowed the
+// stack in the parser; nesting is refused from the text, before parsing
+// ({ at 0, { at 16, the first [ at 21 is level 3, so level 9 opens at 27).
+TEST(Safetensors, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  TempFile f("deep",
+             R"({"__metadata__":{"a":)" + deep +
+                 R"(},"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})",
+             1);
+  EXPECT_THAT(openError(f.path(), StatusCode::DataLoss),
+              HasSubstr("header nests deeper than 8 levels (at byte 27 of the header)"));
+  // Brackets inside a string are text, not nesting.
+  TempFile quoted("deepquoted",
+                  R"({"__metadata__":{"a":")" + deep +
+                      R"("},"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})",
+                  1);
+  auto file = SafetensorsFile::open(quoted.path());
+  ASSERT_TRUE(file.hasValue()) << file.status().message();
+  EXPECT_EQ(file->metadata().at("a"), deep);
+}
+
+// Issue 15: 100,000 tensors took 30 s (the header was parsed in O(n^2));
+// every one of them is found.
+TEST(Safetensors, ManyTensorsAreAllIndexed) {
+  constexpr int kTensors = 100000;
+  std::string header = "{";
+  for (int i = 0; i < kTensors; ++i)
+    header += (i ? "," : "") + std::string("\"t") + std::to_string(i) +
+              R"(":{"dtype":"U8","shape":[1],"data_offsets":[)" + std::to_string(i) + "," +
+              std::to_string(i + 1) + "]}";
+  header += "}";
+  TempFile f("many", header, kTensors);
+  auto file = SafetensorsFile::open(f.path());
+  ASSERT_TRUE(file.hasValue()) << file.status().message();
+  ASSERT_EQ(file->tensors().size(), size_t(kTensors));
+  for (int i : {0, 1, 77777, kTensors - 1}) {
+    const TensorView *t = file->find("t" + std::to_string(i));
+    ASSERT_NE(t, nullptr) << i;
+    EXPECT_EQ(t->dataBegin, uint64_t(i));
+    EXPECT_EQ(std::to_integer<unsigned>(t->bytes[0]), unsigned(i & 0xff));
+  }
+}
+
 TEST(Safetensors, MissingAndUnknownFields) {
   TempFile missing("missing", R"({"w":{"dtype":"U8","shape":[1]}})", 1);
   EXPECT_THAT(openError(missing.path(), StatusCode::DataLoss),
