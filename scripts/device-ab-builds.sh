@@ -7,7 +7,7 @@
 # logits written and compared byte for byte (same bytes: a change that must
 # not move results did not), one line per run (scripts/device-ab.sh).
 # usage: scripts/device-ab-builds.sh A B OUT [dsc-bench arguments for B...]
-#   SKIP_KERNELS=1: the whole steps only
+#   SKIP_KERNELS=1: the whole steps only; ROUNDS=N: N alternations (default 2)
 set -u
 A=$1; B=$2; OUT=$3; shift 3
 H=$(cd "$(dirname "$0")" && pwd)
@@ -22,7 +22,7 @@ mkdir -p $OUT
   done
 done | tee $OUT/kernels.txt
 W="--weights $A/golden/tiny6/model.safetensors"
-for round in 1 2; do
+for round in $(seq 1 ${ROUNDS:-2}); do
   bash $H/device-ab.sh $A $OUT rw6-A$round $A/rw6.dscp --backend cuda --synthetic-weights 1 \
     --prefill-len 512 --warmup 1 --decode-steps 64 --logits-out $OUT/rw6-A$round.npy
   bash $H/device-ab.sh $B $OUT rw6-B$round $B/rw6.dscp --backend cuda --synthetic-weights 1 \
@@ -33,7 +33,7 @@ for round in 1 2; do
     --prefill-len 128 --warmup 2 --decode-steps 64 --logits-out $OUT/tiny6-B$round.npy "$@"
 done
 for m in rw6 tiny6; do
-  for x in A2 B1 B2; do
+  for x in $(ls $OUT | sed -n "s/^$m-\\([AB][0-9]*\\)\\.npy$/\\1/p" | grep -v "^A1$"); do
     cmp -s $OUT/$m-A1.npy $OUT/$m-$x.npy && echo "$m logits A1 == $x (bytes)" || echo "$m logits A1 != $x"
   done
 done
