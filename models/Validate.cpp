@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <tuple>
 
 using llvm::StringRef;
 
@@ -92,6 +93,17 @@ private:
     if (v < 0)
       fail(ref, "", str(v) + "; expected an integer >= 0");
   }
+  /// dsc's upper limits on sizes (issue 15: a config of 2^62-wide heads or a
+  /// 3000-gram Engram compiled to nonsense or never finished): each far above
+  /// the released model and small enough that every product the compiler
+  /// forms of them (parameter counts, activation and KV bytes) stays below
+  /// 2^63. docs/model-spec.md §3.1 lists them.
+  void atMost(StringRef ref, int64_t v, int64_t max) {
+    if (ok() && v > max)
+      fail(ref, "",
+           str(v) + " is too large; expected at most " + str(max) +
+               " (dsc's limit for this size, far above the released model)");
+  }
   void multipleOf32(StringRef ref, int64_t v, const char *why) {
     if (v % 32 != 0)
       fail(ref, "",
@@ -147,6 +159,43 @@ private:
              {"hc_mult", s.hcMult}})
       positive(ref, v);
     nonNegative("hc_sinkhorn_iters", s.hcSinkhornIters);
+    for (auto [ref, v, max] : std::initializer_list<std::tuple<StringRef, int64_t, int64_t>>{
+             {"n_layers", s.nLayers, 1024},
+             {"n_mtp_layers", s.nMtpLayers, 64},
+             {"vocab_size", s.vocabSize, int64_t(1) << 24},
+             {"dim", s.dim, int64_t(1) << 16},
+             {"moe_inter_dim", s.moeInterDim, int64_t(1) << 16},
+             {"n_heads", s.nHeads, 1024},
+             {"head_dim", s.headDim, 4096},
+             {"rope_head_dim", s.ropeHeadDim, 4096},
+             {"q_lora_rank", s.qLoraRank, int64_t(1) << 16},
+             {"o_groups", s.oGroups, 1024},
+             {"o_lora_rank", s.oLoraRank, int64_t(1) << 16},
+             {"window_size", s.windowSize, int64_t(1) << 20},
+             {"n_routed_experts", s.nRoutedExperts, int64_t(1) << 16},
+             {"n_activated_experts", s.nActivatedExperts, 1024},
+             {"index_n_heads", s.indexNHeads, 1024},
+             {"index_head_dim", s.indexHeadDim, 4096},
+             {"index_topk", s.indexTopk, int64_t(1) << 20},
+             {"hc_mult", s.hcMult, 64},
+             {"hc_sinkhorn_iters", s.hcSinkhornIters, 1000},
+             {"candidate_topk_blocks", s.candidateTopkBlocks, int64_t(1) << 20},
+             {"candidate_block_size", s.candidateBlockSize, int64_t(1) << 16},
+             {"engram_max_ngram_size", s.engramMaxNgramSize, 16},
+             {"engram_n_heads", s.engramNHeads, 1024},
+             {"engram_head_dim", s.engramHeadDim, 4096},
+             {"engram_vocab_size", s.engramVocabSize, int64_t(1) << 40},
+             {"engram_compressed_vocab_size", s.engramCompressedVocabSize, int64_t(1) << 24},
+             {"dspark_block_size", s.dsparkBlockSize, 1024},
+             {"dspark_markov_rank", s.dsparkMarkovRank, int64_t(1) << 16},
+             {"dspark_n_routed_experts", s.dsparkNRoutedExperts, int64_t(1) << 16},
+             {"dspark_n_activated_experts", s.dsparkNActivatedExperts, 1024},
+             {"vision_n_layers", s.visionNLayers, 1024}})
+      atMost(ref, v, max);
+    if (s.limits.maxSeqLen)
+      atMost("max_seq_len", *s.limits.maxSeqLen, int64_t(1) << 24);
+    if (s.limits.maxBatchSize)
+      atMost("max_batch_size", *s.limits.maxBatchSize, int64_t(1) << 16);
     if (ok() && s.nActivatedExperts > s.nRoutedExperts)
       fail("n_activated_experts", "",
            str(s.nActivatedExperts) + " exceeds n_routed_experts " +

@@ -152,6 +152,36 @@ TEST(ConfigErrors, NonPositiveSize) {
             "config.json: key 'hc_mult': 0; expected a positive integer");
 }
 
+// Issue 15: sizes far beyond any model compiled to nonsense (a 768 GiB
+// activation peak, negative parameter counts) or never finished (a
+// 3000-gram Engram's prime search); each has an upper limit, named with the
+// key in the message.
+TEST(ConfigErrors, SizesBeyondTheirLimits) {
+  const std::pair<const char *, int64_t> cases[] = {
+      {"engram_max_ngram_size", 3000},          {"candidate_topk_blocks", (1LL << 32) + 1},
+      {"engram_head_dim", 1LL << 62},           {"index_n_heads", (1LL << 32) + 1},
+      {"window_size", 1LL << 62},               {"hc_sinkhorn_iters", 1000000000},
+      {"dim", 1LL << 62},                       {"n_routed_experts", 100000000},
+      {"vocab_size", (1LL << 24) + 1},          {"n_layers", 1025}};
+  const std::pair<const char *, int64_t> limits[] = {
+      {"engram_max_ngram_size", 16},       {"candidate_topk_blocks", 1LL << 20},
+      {"engram_head_dim", 4096},           {"index_n_heads", 1024},
+      {"window_size", 1LL << 20},          {"hc_sinkhorn_iters", 1000},
+      {"dim", 1LL << 16},                  {"n_routed_experts", 1LL << 16},
+      {"vocab_size", 1LL << 24},           {"n_layers", 1024}};
+  for (size_t i = 0; i < std::size(cases); ++i) {
+    const auto [key, value] = cases[i];
+    EXPECT_EQ(infError([&](Object &o) { o[key] = value; }),
+              std::string("config.json: key '") + key + "': " + std::to_string(value) +
+                  " is too large; expected at most " + std::to_string(limits[i].second) +
+                  " (dsc's limit for this size, far above the released model)");
+  }
+  // The HF spelling names the key as that file writes it.
+  EXPECT_EQ(hfError([](Object &o) { text(o)["num_attention_heads"] = 5000; }),
+            "config.json: key 'text_config.num_attention_heads': 5000 is too large; expected "
+            "at most 1024 (dsc's limit for this size, far above the released model)");
+}
+
 TEST(ConfigErrors, TooManyActivatedExperts) {
   EXPECT_EQ(infError([](Object &o) { o["n_activated_experts"] = 385; }),
             "config.json: key 'n_activated_experts': 385 exceeds "
