@@ -539,6 +539,12 @@ Status checkFacts(const PlanFacts &m) {
   for (const auto &[name, value] : counts)
     if (value < 0)
       return invalidArgument(fmt::format("model: {} is {}, must not be negative", name, value));
+  // The config's own limit (docs/model-spec.md 3.1): every state capacity is
+  // bounded by it, so it bounds what a session allocates.
+  constexpr int64_t kMaxSeqLenLimit = int64_t(1) << 24;
+  if (m.maxSeqLen > kMaxSeqLenLimit)
+    return invalidArgument(fmt::format("model: maxSeqLen is {}, expected at most {}", m.maxSeqLen,
+                                       kMaxSeqLenLimit));
   // Chunked prefill (docs/runtime.md): chunks of more than C/2 tokens must
   // cover a window (continuation chunks read W-1 ring rows plus >= W rows of
   // their own) and, in a CED plan, the replayed rows (only the last chunk
@@ -607,7 +613,7 @@ Status checkTensors(const std::vector<TensorBinding> &tensors) {
   return Status::ok();
 }
 
-Status checkStates(const std::vector<StateBuffer> &states) {
+Status checkStates(const std::vector<StateBuffer> &states, const PlanFacts &facts) {
   std::map<std::string_view, size_t> seen;
   for (size_t i = 0; i < states.size(); ++i) {
     const StateBuffer &s = states[i];
@@ -625,6 +631,22 @@ Status checkStates(const std::vector<StateBuffer> &states) {
     if (needsRatio ? s.ratio <= 0 : s.ratio < 0)
       return invalidArgument(fmt::format("{}ratio {} must be {}", where, s.ratio,
                                          needsRatio ? "positive" : "non-negative"));
+    // What the model facts allow (issue 15: an inflated capacity made the
+    // session try to allocate 68-132 GiB): a compressed cache holds one
+    // entry per `ratio` positions of maxSeqLen, a ring at most its window
+    // (or the sequence), anything else at most one entry per position.
+    const bool compressed = s.kind == StateKind::MainKv || s.kind == StateKind::IndexKeys;
+    const bool ring = s.kind == StateKind::WindowRing || s.kind == StateKind::DSparkRing;
+    const int64_t most = compressed ? facts.maxSeqLen / s.ratio
+                         : ring     ? std::max(facts.windowSize, facts.maxSeqLen)
+                                    : facts.maxSeqLen;
+    if (s.capacity > most)
+      return invalidArgument(fmt::format(
+          "{}capacity {} exceeds the {} the model allows ({})", where, s.capacity, most,
+          compressed ? fmt::format("maxSeqLen {} / ratio {}", facts.maxSeqLen, s.ratio)
+          : ring     ? fmt::format("the larger of windowSize {} and maxSeqLen {}",
+                                   facts.windowSize, facts.maxSeqLen)
+                     : fmt::format("maxSeqLen {}", facts.maxSeqLen)));
     if (s.layer < -1)
       return invalidArgument(fmt::format("{}layer {} is invalid (-1: none)", where, s.layer));
     if (isRecordState(s.kind))
@@ -1083,7 +1105,7 @@ Status verifyPlan(const Plan &plan) {
     return s;
   if (Status s = checkTensors(plan.tensors); !s)
     return s;
-  if (Status s = checkStates(plan.states); !s)
+  if (Status s = checkStates(plan.states, plan.model); !s)
     return s;
   if (Status s = checkKernels(plan.kernels, plan.modules); !s)
     return s;

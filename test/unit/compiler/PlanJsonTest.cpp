@@ -139,6 +139,8 @@ Plan smallPlan() {
   plan.model.nLayers = 1;
   plan.model.cedMode = "exact";
   plan.model.cedReplayTokens = 32;
+  plan.model.windowSize = 16; // the ring's capacity (verifyPlan bounds it by the facts)
+  plan.model.maxSeqLen = 64;
   plan.tensors = {{"embed.weight", DType::BF16, {16, 8}, TensorKind::Weight, 0, std::nullopt}};
   StateBuffer ring;
   ring.name = "layers.0.window";

@@ -853,6 +853,29 @@ TEST(VerifyPlan, RecordLayoutTypes) {
   EXPECT_THAT(verifyError(plan), HasSubstr("tokensPerPage -64 must be positive"));
 }
 
+// Issue 15: an inflated state capacity made Session::reset try to allocate
+// 68-132 GiB; each kind is bounded by the model facts (makePlan: maxSeqLen
+// 256, windowSize 16), and maxSeqLen by the config's limit.
+TEST(VerifyPlan, StateCapacitiesAreBoundedByTheModel) {
+  Plan plan = makePlan();
+  plan.states[1].capacity = 129; // main KV at ratio 2: 256 / 2 entries
+  EXPECT_EQ(verifyError(plan), "state 1 'layers.1.main_kv' (MainKv): capacity 129 exceeds the "
+                               "128 the model allows (maxSeqLen 256 / ratio 2)");
+  plan = makePlan();
+  plan.states[0].capacity = int64_t(1) << 40;
+  EXPECT_EQ(verifyError(plan),
+            "state 0 'layers.0.window_kv' (WindowRing): capacity 1099511627776 exceeds the 256 "
+            "the model allows (the larger of windowSize 16 and maxSeqLen 256)");
+  plan = makePlan();
+  plan.states[3].capacity = 257;
+  EXPECT_EQ(verifyError(plan), "state 3 'engram.history' (EngramHistory): capacity 257 exceeds "
+                               "the 256 the model allows (maxSeqLen 256)");
+  plan = makePlan();
+  plan.model.maxSeqLen = (int64_t(1) << 24) + 1;
+  EXPECT_EQ(verifyError(plan), "model: maxSeqLen is 16777217, expected at most 16777216");
+  EXPECT_TRUE(verifyPlan(makePlan()).isOk()); // the limits themselves are allowed
+}
+
 TEST(VerifyPlan, StateFields) {
   Plan plan = makePlan();
   plan.states[2].capacity = 0;
