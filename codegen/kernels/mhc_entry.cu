@@ -34,21 +34,6 @@
 // dsc::abi::kMhcDecodeCopies, h (written) does not alias res. Bound: the
 // stream's bytes (read, and written with hc_post) at one SM's share of the
 // bandwidth: a row is 2 (2 hc + 1) D bytes with hc_post, 2 hc D without.
-//
-// dsc_mhc_entry_cluster_fast: the same group and bytes, a row over a
-// cluster of dsc::abi::kMhcClusterCtas blocks (one SM's share of the
-// bandwidth was the bound: 7.5-9 us a decode row on the H100, session 17).
-// Block r of a row's cluster owns columns [r D / C, (r + 1) D / C), whole
-// 512-column groups of the torch-order sum (TorchSumOrder.h: group m of
-// every chain is columns [512 m, 512 m + 512) when D % 512 == 0): it
-// computes steps 1-2 for its columns into shared memory and its groups'
-// sums; after a cluster barrier warp 0 of every block reads all the group
-// sums through distributed shared memory (mapa / ld.shared::cluster) and
-// merges them as torchSumBlock's warp 0 does, so every block has the same
-// rsqrt; each block normalises its columns (rmsNormRowFast's formula). A
-// second barrier keeps every block's shared memory alive until all have
-// read it. The same bytes as dsc_mhc_entry_decode_fast. Invariants: D %
-// (512 C) == 0, grid = rows x C (whole clusters), the rest as above.
 //===----------------------------------------------------------------------===//
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/reduce.cuh"
@@ -175,15 +160,12 @@ __device__ __forceinline__ uint4 entryChannels(const unsigned short *x, const un
 }
 } // namespace dsc_mhc_entry
 
-/// The decode entries' parameters (one definition: both take the same ABI).
-#define DSC_MHC_ENTRY_DECODE_PARAMS                                                            \
-  const __grid_constant__ dsc::abi::RmsNormParams np, const unsigned short *x,                 \
-      const unsigned short *res, const float *postIn, const float *combIn, unsigned short *h,  \
-      long long S, long long hc, long long D, const float *pre, const unsigned short *w,       \
-      unsigned short *y
-
 DSC_KERNEL void __launch_bounds__(dsc::abi::kMhcDecodeThreads)
-    dsc_mhc_entry_decode_fast(DSC_MHC_ENTRY_DECODE_PARAMS) {
+    dsc_mhc_entry_decode_fast(const __grid_constant__ dsc::abi::RmsNormParams np,
+                              const unsigned short *x, const unsigned short *res,
+                              const float *postIn, const float *combIn, unsigned short *h,
+                              long long S, long long hc, long long D, const float *pre,
+                              const unsigned short *w, unsigned short *y) {
   DSC_KERNEL_PROLOGUE();
   constexpr int kCopies = dsc::abi::kMhcDecodeCopies;
   if (hc != kCopies)
@@ -200,77 +182,4 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kMhcDecodeThreads)
         D, (float)np.eps, [&](long long i) { return bf16ToFloat(mhcDecodeRow[i]); }, w,
         y + s * D);
   }
-}
-
-namespace dsc_mhc_entry {
-__device__ __forceinline__ unsigned clusterRank() {
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-/// Every thread of every block of the cluster: release this block's shared
-/// stores, acquire the others'.
-__device__ __forceinline__ void clusterBarrier() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
-                   : "memory");
-}
-/// The float at `local` (this block's shared memory) in block `rank` of the cluster.
-__device__ __forceinline__ float loadCluster(const float *local, unsigned rank) {
-  unsigned remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
-               : "=r"(remote)
-               : "r"((unsigned)__cvta_generic_to_shared(local)), "r"(rank));
-  float v;
-  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-  return v;
-}
-} // namespace dsc_mhc_entry
-
-DSC_KERNEL void __cluster_dims__(dsc::abi::kMhcClusterCtas, 1, 1)
-    __launch_bounds__(dsc::abi::kMhcClusterThreads)
-        dsc_mhc_entry_cluster_fast(DSC_MHC_ENTRY_DECODE_PARAMS) {
-  DSC_KERNEL_PROLOGUE();
-  constexpr int kCopies = dsc::abi::kMhcDecodeCopies, kCtas = dsc::abi::kMhcClusterCtas;
-  if (hc != kCopies || D % (512 * kCtas) != 0 || D / 512 > dsc::abi::kTorchBlockGroups)
-    __trap(); // the host launches it for these shapes only
-  extern __shared__ __align__(16) unsigned short mhcClusterCols[]; // this block's D / C columns
-  __shared__ float groupSums[dsc::abi::kTorchBlockGroups * 32 / kCtas + 32];
-  __shared__ float rowRsqrt;
-  const unsigned rank = dsc_mhc_entry::clusterRank();
-  const long long s = blockIdx.x / kCtas, cols = D / kCtas, c0 = rank * cols, G = cols / 512;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  if (s < S) { // whole clusters: every block of a row's cluster has the same s
-    const float *mix = pre + s * kCopies;
-    unsigned short *hs = h + s * kCopies * D;
-    for (long long q = threadIdx.x; q < cols / 8; q += blockDim.x)
-      *reinterpret_cast<uint4 *>(mhcClusterCols + 8 * q) = dsc_mhc_entry::entryChannels<kCopies>(
-          x, res, postIn, combIn, hs, s, D, c0 + 8 * q, mix);
-  }
-  __syncthreads();
-  const dsc::numerics::TorchChains t(D);
-  auto item = [&](long long i) { // column i of the row: this block's columns only
-    const float v = bf16ToFloat(mhcClusterCols[i - c0]);
-    return __fmul_rn(v, v);
-  };
-  for (long long g = warp; g < G; g += warps)
-    groupSums[g * 32 + lane] = dsc::numerics::torchGroupSum(t, lane, rank * G + g, item);
-  dsc_mhc_entry::clusterBarrier();
-  if (warp == 0) {
-    const float sum = dsc_dense_ts::torchSumMerge(
-        t,
-        [&](long long m) { // m == t.groups: the empty tail group (D % 512 == 0), +0
-          return m < t.groups
-                     ? dsc_mhc_entry::loadCluster(&groupSums[(m % G) * 32 + lane], unsigned(m / G))
-                     : 0.0f;
-        },
-        item); // D % 512 == 0: no item outside the chains' groups is read
-    if (lane == 0)
-      rowRsqrt = __fdiv_rn(1.0f, __fsqrt_rn(__fadd_rn(__fdiv_rn(sum, (float)D), (float)np.eps)));
-  }
-  dsc_mhc_entry::clusterBarrier(); // every block's group sums read: they may go
-  const float rv = rowRsqrt;
-  if (s < S)
-    for (long long i = threadIdx.x; i < cols; i += blockDim.x)
-      y[s * D + c0 + i] = bf16FromFloat(
-          __fmul_rn(bf16ToFloat(w[c0 + i]), __fmul_rn(bf16ToFloat(mhcClusterCols[i]), rv)));
 }

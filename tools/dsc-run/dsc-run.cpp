@@ -125,6 +125,57 @@ Expected<std::vector<int32_t>> readIds(const std::string &path) {
 
 } // namespace
 
+/// The steps a GPU backend issues for program p: a native fusion is one
+/// step, as the backend that has it runs it; every other launch its own.
+static std::vector<CallStep> backendSteps(const Program &p) {
+  std::vector<CallStep> steps;
+  for (size_t k = 0; k < p.launches.size(); ++k) {
+    const int64_t f = p.launches[k].fusion;
+    const bool native = f >= 0 && size_t(f) < p.fusions.size() &&
+                        !p.fusions[size_t(f)].executable.empty();
+    if (native && !steps.empty() && steps.back().kind == CallStep::Kind::NativeFusion &&
+        p.launches[steps.back().first].fusion == f) {
+      steps.back().end = k + 1;
+      continue;
+    }
+    CallStep step;
+    step.kind = native ? CallStep::Kind::NativeFusion : CallStep::Kind::Launch;
+    step.first = k;
+    step.end = k + 1;
+    steps.push_back(step);
+  }
+  return steps;
+}
+
+/// dsc-run PLAN --describe-schedule: the decode program's steps as the CUDA
+/// graph capture spreads them over 4 streams (StreamSchedule.h), one line
+/// per step: its index, stream, the steps it waits for on other streams and
+/// its kernels. For reading why a step waits on a fork (docs/runtime.md).
+static int describeSchedule(const std::string &planPath) {
+  Expected<Plan> plan = readPlanFile(planPath);
+  if (!plan)
+    return fail(plan.status().message());
+  const Program *p = plan->program("decode");
+  if (!p)
+    return fail(planPath + ": no decode program");
+  Expected<MemoryPlan> memory = planMemory(*plan, *p, 1, 1, true);
+  if (!memory)
+    return fail(memory.status().message());
+  const std::vector<CallStep> steps = backendSteps(*p);
+  const StepStreams streams = scheduleSteps(launchGraph(*p, *memory), steps, 4);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::string kernels, waits;
+    for (size_t k = steps[i].first; k < steps[i].end; ++k)
+      kernels += (k > steps[i].first ? " " : "") +
+                 plan->kernels[size_t(p->launches[k].kernel)].name;
+    for (int64_t w : streams.schedule.waits[i])
+      waits += (waits.empty() ? "" : ",") + std::to_string(w);
+    std::printf("%4zu  stream %d  waits [%s]  %s\n", i, streams.schedule.stream[i],
+                waits.c_str(), kernels.c_str());
+  }
+  return 0;
+}
+
 /// dsc-run PLAN --describe: what the plan holds, for deployers (no weights).
 static int describe(const std::string &planPath) {
   Expected<Plan> plan = readPlanFile(planPath);
@@ -161,23 +212,7 @@ static int describe(const std::string &planPath) {
       std::printf(", no dependency depth (%s)", memory.status().message().c_str());
     } else {
       const LaunchGraph graph = launchGraph(p, *memory);
-      // A native fusion is one step, as a GPU backend that has it runs it.
-      std::vector<CallStep> steps;
-      for (size_t k = 0; k < p.launches.size(); ++k) {
-        const int64_t f = p.launches[k].fusion;
-        const bool native = f >= 0 && size_t(f) < p.fusions.size() &&
-                            !p.fusions[size_t(f)].executable.empty();
-        if (native && !steps.empty() && steps.back().kind == CallStep::Kind::NativeFusion &&
-            p.launches[steps.back().first].fusion == f) {
-          steps.back().end = k + 1;
-          continue;
-        }
-        CallStep step;
-        step.kind = native ? CallStep::Kind::NativeFusion : CallStep::Kind::Launch;
-        step.first = k;
-        step.end = k + 1;
-        steps.push_back(step);
-      }
+      const std::vector<CallStep> steps = backendSteps(p);
       const StepStreams streams = scheduleSteps(graph, steps, 4);
       size_t waits = 0;
       for (const std::vector<int64_t> &w : streams.schedule.waits)
@@ -196,6 +231,8 @@ static int describe(const std::string &planPath) {
 static int runMain(int argc, char **argv) {
   if (argc == 3 && std::string(argv[2]) == "--describe")
     return describe(argv[1]);
+  if (argc == 3 && std::string(argv[2]) == "--describe-schedule")
+    return describeSchedule(argv[1]);
   dsc::tools::CommandLine cl = dsc::tools::parseCommandLine(
       argc, argv,
       dsc::tools::withOptions({"--weights", "--input-ids", "--prefill-len", "--backend",

@@ -7,9 +7,7 @@
 // Calls of at most kMhcDecodeMaxRows rows (decode, M-row steps) on the fast
 // kernels run [hc_post] hc_pre rms_norm as ONE kernel,
 // dsc_mhc_entry_decode_fast (codegen/kernels/mhc_entry.cu: one block per
-// row), or dsc_mhc_entry_cluster_fast (a cluster of abi::kMhcClusterCtas
-// blocks per row, where the row splits into whole 512-column groups: the
-// released width), two dependent launches fewer per sublayer entry; copy_mean runs as
+// row), two dependent launches fewer per sublayer entry; copy_mean runs as
 // its own step. Calls of kMinFusedRows rows or more run hc_post and
 // copy_mean through their own kernels and hc_pre + rms_norm as
 // dsc_mhc_pre_norm(_fast): one block per row collapses the copies into
@@ -71,17 +69,9 @@ Status mhcEntryDecode(NativeLaunch &launch, size_t post, size_t pre, size_t norm
   CUdeviceptr hp = h.ptr, mix = p.inputs[1]->ptr, w = n.inputs[1]->ptr, y = n.outputs[0]->ptr;
   if (!aligned16({hp}))
     return Status::ok();
-  // Rows of whole 512-column groups per cluster block (the released width)
-  // run over a cluster of blocks; others in one block per row. The same bytes.
-  constexpr long long kCtas = abi::kMhcClusterCtas;
-  const bool cluster = D % (512 * kCtas) == 0 && D / 512 <= abi::kTorchBlockGroups;
-  if (Status s = p.launchEntryIn(
-          launch.fusion.module,
-          cluster ? "dsc_mhc_entry_cluster_fast" : "dsc_mhc_entry_decode_fast",
-          cluster ? Dim3{unsigned(S * kCtas), 1, 1} : gridRows(S),
-          block1(cluster ? abi::kMhcClusterThreads : abi::kMhcDecodeThreads),
-          size_t(cluster ? 2 * D / kCtas : 2 * D),
-          args(nparams, x, res, postIn, combIn, hp, S, hc, D, mix, w, y));
+  if (Status s = p.launchEntryIn(launch.fusion.module, "dsc_mhc_entry_decode_fast", gridRows(S),
+                                 block1(abi::kMhcDecodeThreads), size_t(2 * D),
+                                 args(nparams, x, res, postIn, combIn, hp, S, hc, D, mix, w, y));
       !s)
     return s;
   taken = true;

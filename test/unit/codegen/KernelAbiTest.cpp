@@ -236,7 +236,6 @@ TEST_F(KernelAbi, TemplateEntriesTakeTheirStructFirst) {
       {"dsc_rms_norm_fast", {layoutOf<dsc::abi::RmsNormParams>()}},
       {"dsc_mhc_pre_norm_fast", {layoutOf<dsc::abi::RmsNormParams>()}},
       {"dsc_mhc_entry_decode_fast", {layoutOf<dsc::abi::RmsNormParams>()}},
-      {"dsc_mhc_entry_cluster_fast", {layoutOf<dsc::abi::RmsNormParams>()}},
       {"dsc_moe_gate", {layoutOf<dsc::abi::MoeGateParams>()}},
       {"dsc_moe_experts_up_fp4", {layoutOf<dsc::abi::MoeExpertsParams>()}},
       {"dsc_moe_experts_up_fp8", {layoutOf<dsc::abi::MoeExpertsParams>()}},

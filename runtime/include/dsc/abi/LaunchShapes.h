@@ -121,14 +121,6 @@ inline constexpr int kHcTokenChunk = 256;
 inline constexpr int kMhcDecodeThreads = 512;
 inline constexpr int kMhcDecodeMaxRows = 64;
 inline constexpr int kMhcDecodeCopies = 4;
-/// dsc_mhc_entry_cluster_fast: the same group over a cluster of
-/// kMhcClusterCtas blocks per row, kMhcClusterThreads threads each, every
-/// block a contiguous 1 / kMhcClusterCtas of the row (whole 512-column
-/// groups of the torch-order sum of squares, exchanged through distributed
-/// shared memory). Rows of D % (512 * kMhcClusterCtas) == 0 (the released
-/// 5120) take it; others the one-block kernel.
-inline constexpr int kMhcClusterCtas = 5;
-inline constexpr int kMhcClusterThreads = 128;
 /// Group sums per chain (x 32 chains, fp32) that torchSumBlock keeps in
 /// static shared memory (codegen/kernels/reduce.cuh): kernels using it have
 /// kTorchBlockSharedBytes less for their dynamic shared memory.

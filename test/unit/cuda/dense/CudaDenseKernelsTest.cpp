@@ -54,8 +54,7 @@ std::vector<KernelCase> denseKernels() {
         "dsc_moe_experts_up_wg", "dsc_moe_experts_down_wg", "dsc_moe_experts_combine_fast"}},
       {"engram_lookup", {"dsc_engram_lookup"}},
       {"engram_gate", {"dsc_engram_gate"}},
-      {"mhc_entry", {"dsc_mhc_pre_norm", "dsc_mhc_pre_norm_fast", "dsc_mhc_entry_decode_fast",
-                     "dsc_mhc_entry_cluster_fast"}}, // native executable mhc_entry_pre_norm
+      {"mhc_entry", {"dsc_mhc_pre_norm", "dsc_mhc_pre_norm_fast", "dsc_mhc_entry_decode_fast"}}, // native executable mhc_entry_pre_norm
   };
 }
 

@@ -8,9 +8,7 @@
 // released width, 1 to 5 rows and a grid smaller than the rows (the block
 // loop), and every output (the stream h, the normed row y) must be
 // byte-identical. The collapse weights are an input (the previous
-// sublayer's pre), as in the model. dsc_mhc_entry_cluster_fast (a row over
-// a cluster of blocks, the released width) is held to the same bytes.
-// Needs a GPU (skips without one).
+// sublayer's pre), as in the model. Needs a GPU (skips without one).
 //===----------------------------------------------------------------------===//
 #include "test/unit/cuda/kernels/GpuKernelTest.h"
 
@@ -84,35 +82,20 @@ TEST_F(MhcEntryGpu, OneLaunchEqualsTheStepsBytes) {
                               unsigned(dsc::abi::kNormThreads), 0,
                               kernelArgs(np, collapsed, rows, n, wp, ya));
         ASSERT_TRUE(st) << st.message();
-        // The one launch, with one block per row and with fewer blocks; the
-        // cluster kernel (a row over kMhcClusterCtas blocks) where D allows.
-        struct Variant {
-          const char *entry;
-          unsigned grid, threads;
-          size_t smem;
-        };
-        std::vector<Variant> variants;
-        for (const unsigned grid : {unsigned(S), 2u})
-          variants.push_back({"dsc_mhc_entry_decode_fast", grid,
-                              unsigned(dsc::abi::kMhcDecodeThreads), size_t(2 * D)});
-        constexpr long long kCtas = dsc::abi::kMhcClusterCtas;
-        if (D % (512 * kCtas) == 0)
-          variants.push_back({"dsc_mhc_entry_cluster_fast", unsigned(S * kCtas),
-                              unsigned(dsc::abi::kMhcClusterThreads), size_t(2 * D / kCtas)});
-        for (const Variant &v : variants) {
-          const unsigned grid = v.grid;
+        // The one launch, with one block per row and with fewer blocks.
+        for (const unsigned grid : {unsigned(S), 2u}) {
           CUdeviceptr xb = withPost ? xp : 0, resb = withPost ? rp : 0;
           // Zeroed first: each launch must write every byte itself.
           ASSERT_EQ(harness_->driver().cuMemsetD8(yb, 0, size_t(S * D) * 2), CUDA_SUCCESS);
           if (withPost) {
             ASSERT_EQ(harness_->driver().cuMemsetD8(hb, 0, size_t(S * width) * 2), CUDA_SUCCESS);
           }
-          st = harness_->launch("mhc_entry", v.entry, grid, v.threads, v.smem,
+          st = harness_->launch("mhc_entry", "dsc_mhc_entry_decode_fast", grid,
+                                unsigned(dsc::abi::kMhcDecodeThreads), size_t(2 * D),
                                 kernelArgs(np, xb, resb, pip, cip, streamB, Sv, hcv, Dv, mp, wp,
                                            yb));
           ASSERT_TRUE(st) << st.message();
-          const std::string at = std::string(" (") + v.entry + ", D " + std::to_string(D) +
-                                 ", S " + std::to_string(S) +
+          const std::string at = " (D " + std::to_string(D) + ", S " + std::to_string(S) +
                                  (withPost ? ", hc_post" : "") + ", grid " +
                                  std::to_string(grid) + ")";
           if (withPost) {
