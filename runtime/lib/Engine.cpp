@@ -80,8 +80,8 @@ Expected<std::unique_ptr<Engine>> Engine::load(const std::string &planPath,
   Expected<Plan> plan = readPlanFile(planPath);
   if (!plan)
     return notBackend(plan.status());
-  Expected<std::unique_ptr<Engine>> engine =
-      bind(std::move(backend.value()), std::move(plan.value()), checkpointPath);
+  Expected<std::unique_ptr<Engine>> engine = bind(std::move(backend.value()), std::move(plan.value()),
+                                                  checkpointPath, options.sessionMemoryLimit);
   if (engine)
     (*engine)->options_ = std::move(options);
   return engine;
@@ -93,15 +93,18 @@ Expected<std::unique_ptr<Engine>> Engine::create(Plan plan, const std::string &c
   if (!backend)
     return backend.status();
   Expected<std::unique_ptr<Engine>> engine =
-      bind(std::move(backend.value()), std::move(plan), checkpointPath);
+      bind(std::move(backend.value()), std::move(plan), checkpointPath, options.sessionMemoryLimit);
   if (engine)
     (*engine)->options_ = std::move(options);
   return engine;
 }
 
 Expected<std::unique_ptr<Engine>> Engine::bind(std::unique_ptr<Backend> backend, Plan plan,
-                                               const std::string &checkpointPath) {
+                                               const std::string &checkpointPath,
+                                               uint64_t sessionMemoryLimit) {
   if (Status status = verifyPlan(plan); !status)
+    return status;
+  if (Status status = checkSessionMemory(plan, sessionMemoryLimit); !status)
     return status;
   std::unique_ptr<Engine> engine(new Engine());
   engine->backend_ = std::move(backend);

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include <unistd.h>
+
 namespace dsc::runtime {
 
 int64_t resolveDim(int64_t dim, int64_t ratio, int64_t startPos, int64_t tokens,
@@ -441,6 +443,27 @@ Expected<PlanMemorySummary> summarizePlanMemory(const Plan &plan, int64_t prefil
     summary.phases.push_back({"decode", "decode", 1, pos, m->peakBytes, m->sumBytes, 1, 1});
   }
   return summary;
+}
+
+Status checkSessionMemory(const Plan &plan, uint64_t limit) {
+  Expected<uint64_t> states = planStateBytes(plan);
+  if (!states)
+    return states.status();
+  uint64_t peak = 0;
+  for (const Program &p : plan.programs)
+    peak = std::max({peak, p.peakBytes, p.peakBytesUntiled});
+  if (limit == 0) {
+    const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+    limit = pages > 0 && pageSize > 0 ? uint64_t(pages) * uint64_t(pageSize) : UINT64_MAX;
+  }
+  if (*states > limit || peak > limit - *states)
+    return invalidArgument(
+        "plan: one session needs " + std::to_string(*states) + " bytes of states (every state at "
+        "its capacity, max_seq_len " + std::to_string(plan.model.maxSeqLen) + ") and " +
+        std::to_string(peak) + " bytes of activations, more than the " + std::to_string(limit) +
+        " bytes allowed (EngineOptions::sessionMemoryLimit; default: this machine's memory); "
+        "compile with a smaller --max-seq-len");
+  return Status::ok();
 }
 
 } // namespace dsc::runtime

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/Backend.h"
 #include "dsc/runtime/Engine.h"
+#include "dsc/runtime/MemoryPlan.h"
 #include "dsc/runtime/PlanFile.h"
 
 #include <algorithm>
@@ -167,6 +168,8 @@ Expected<std::unique_ptr<Engine>> Engine::createSynthetic(Plan plan,
   if (!given)
     return invalidArgument("createSynthetic: no backend");
   if (Status status = verifyPlan(plan); !status)
+    return status;
+  if (Status status = checkSessionMemory(plan, options.sessionMemoryLimit); !status)
     return status;
   std::unique_ptr<Engine> engine(new Engine());
   engine->backend_ = std::move(given);

@@ -11,6 +11,7 @@
 #include "dsc/dsc.h"
 #include "dsc/runtime/Conformance.h"
 #include "dsc/runtime/Engine.h"
+#include "dsc/runtime/MemoryPlan.h"
 #include "dsc/runtime/Npy.h"
 #include "dsc/runtime/PlanFile.h"
 #include "dsc/runtime/StateLayout.h"
@@ -310,6 +311,38 @@ TEST(Engine, MissingFilesAreNotUnavailable) {
   Expected<std::unique_ptr<Engine>> dir = Engine::load(tempDir(), tiny6Weights());
   ASSERT_FALSE(dir);
   EXPECT_NE(dir.status().code(), StatusCode::Unavailable) << dir.status().message();
+}
+
+// Issue 15: what one session of a plan will allocate (states at capacity
+// plus the largest activation peak, computed here independently) is checked
+// against EngineOptions::sessionMemoryLimit when the engine is made, before
+// any weight is read; exactly that many bytes are allowed.
+TEST(Engine, APlanOverTheSessionMemoryLimitIsRefusedBeforeLoading) {
+  DSC_SKIP_WITHOUT_TINY6_PLAN();
+  Expected<Plan> plan = readPlanFile(fixturePlan());
+  ASSERT_TRUE(plan) << plan.status().message();
+  Expected<uint64_t> states = planStateBytes(*plan);
+  ASSERT_TRUE(states) << states.status().message();
+  uint64_t peak = 0;
+  for (const Program &p : plan->programs)
+    peak = std::max({peak, p.peakBytes, p.peakBytesUntiled});
+  ASSERT_GT(*states, 0u);
+  EngineOptions options;
+  options.sessionMemoryLimit = *states + peak - 1;
+  Expected<std::unique_ptr<Engine>> refused =
+      Engine::load(fixturePlan(), "/nonexistent/weights", options); // never read
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.status().code(), StatusCode::InvalidArgument);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("plan: one session needs " + std::to_string(*states) + " bytes of states"));
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr(std::to_string(peak) + " bytes of activations, more than the " +
+                        std::to_string(*states + peak - 1) + " bytes allowed"));
+  options.sessionMemoryLimit = *states + peak;
+  Expected<std::unique_ptr<Engine>> fits = Engine::load(fixturePlan(), tiny6Weights(), options);
+  EXPECT_TRUE(fits) << fits.status().message();
+  // The default (0) is this machine's memory: the tiny plan fits.
+  EXPECT_TRUE(Engine::load(fixturePlan(), tiny6Weights())) << "default limit";
 }
 
 TEST(Engine, UnknownBackendIsReportedBeforeThePlanIsRead) {

@@ -204,6 +204,11 @@ struct EngineOptions {
   /// out by planMemory (MemoryPlan.h); false: one allocation per value slot
   /// (every slot then keeps its value after the call, see Session::value).
   bool arena = true;
+  /// The host bytes one session may need: its states at the plan's capacity
+  /// (planStateBytes) plus the largest activation peak the plan records.
+  /// A plan over it is refused when the engine is made, before anything is
+  /// allocated (issue 15). 0: this machine's physical memory.
+  uint64_t sessionMemoryLimit = 0;
 };
 
 /// Activation memory of a Session's last call of one program (host side).
@@ -280,7 +285,8 @@ private:
   Engine() = default;
   static Expected<std::unique_ptr<Backend>> makeBackend(const EngineOptions &options);
   static Expected<std::unique_ptr<Engine>> bind(std::unique_ptr<Backend> backend, Plan plan,
-                                                const std::string &checkpointPath);
+                                                const std::string &checkpointPath,
+                                                uint64_t sessionMemoryLimit);
   Plan plan_;
   EngineOptions options_;
   std::vector<HostTensor> weights_; ///< one per plan tensor binding

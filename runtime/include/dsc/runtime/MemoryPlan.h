@@ -163,6 +163,11 @@ Expected<uint64_t> planStateBytes(const Plan &plan);
 /// compressor states and the DSpark rings are fixed. contextTokens beyond
 /// model.maxSeqLen or negative is InvalidArgument.
 Expected<uint64_t> pagedStateBytes(const Plan &plan, int64_t contextTokens);
+/// Whether one session of `plan` fits `limit` host bytes (0: this machine's
+/// physical memory): its states at capacity (planStateBytes) plus the
+/// largest activation peak the plan records. The engines check it before
+/// anything is allocated (EngineOptions::sessionMemoryLimit; issue 15).
+Status checkSessionMemory(const Plan &plan, uint64_t limit);
 
 /// The report's `memory` block: the activation peak of each phase.
 struct PhaseMemory {
