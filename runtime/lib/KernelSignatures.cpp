@@ -55,6 +55,10 @@ struct Dim {
   }
 };
 
+/// The largest count parameter a plan may carry (2^24: maxSeqLen's and the
+/// vocabulary's limit, docs/model-spec.md 3.1): a product of two fits int64.
+constexpr int64_t kMaxCount = int64_t(1) << 24;
+
 /// The relation checker of one launch: the first failure is kept.
 struct Rel {
   const KernelSpec &k;
@@ -115,25 +119,29 @@ struct Rel {
     return p;
   }
 
-  /// A parameter in [lo, hi]; returns it (lo when out of range).
+  /// A parameter in [lo, hi]; returns it (lo when out of range). hi =
+  /// kMaxCount: a count with no tighter bound here, capped so that no product
+  /// of two parameters overflows (issue 15: INT64_MAX overflowed SparseSelect).
   int64_t range(const char *key, int64_t v, int64_t lo, int64_t hi) {
     if (ok() && (v < lo || v > hi)) {
-      fail(hi == INT64_MAX
-               ? fmt::format("parameter '{}' is {}, expected >= {}", key, v, lo)
-               : fmt::format("parameter '{}' is {}, expected in [{}, {}]", key, v, lo, hi));
+      fail(hi != kMaxCount ? fmt::format("parameter '{}' is {}, expected in [{}, {}]", key, v, lo, hi)
+           : v < lo        ? fmt::format("parameter '{}' is {}, expected >= {}", key, v, lo)
+                           : fmt::format("parameter '{}' is {}, expected at most {} (the limit of "
+                                         "a count parameter)",
+                                         key, v, hi));
       return lo;
     }
     return v;
   }
   /// rope.*: dim even, > 0, <= `width` (the rotated operand's last dim).
   void rope(const abi::Rope &rope, const Dim &width) {
-    const int64_t d = range("rope.dim", rope.dim, 1, INT64_MAX);
+    const int64_t d = range("rope.dim", rope.dim, 1, kMaxCount);
     if (ok() && d % 2 != 0)
       fail(fmt::format("parameter 'rope.dim' is {}, expected even", d));
     if (ok() && width.value > 0 && d > width.value)
       fail(fmt::format("parameter 'rope.dim' is {}, expected at most {} ({})", d, width.value,
                        width.label));
-    range("rope.original_seq_len", rope.original_seq_len, 0, INT64_MAX);
+    range("rope.original_seq_len", rope.original_seq_len, 0, kMaxCount);
   }
   const StateBuffer *stateIn(size_t pos) const { return in[pos].state; }
   const StateBuffer *stateOut(size_t pos) const { return out[pos].state; }
@@ -176,7 +184,7 @@ END
 REL(hcExpandRel, HcExpandParams)
   r.eq(r.O(0, 0), r.I(0, 0));
   r.eq(r.O(0, 2), r.I(0, 1));
-  r.is(r.O(0, 1), r.range("copies", p.copies, 1, INT64_MAX), "parameter 'copies'");
+  r.is(r.O(0, 1), r.range("copies", p.copies, 1, kMaxCount), "parameter 'copies'");
 END
 
 REL(hcIdentityMixRel, HcIdentityMixParams)
@@ -279,7 +287,7 @@ END
 
 REL(ropeRel, RopeParams)
   r.rope(p.rope, r.I(0, -1));
-  r.range("position_stride", p.position_stride, 1, INT64_MAX);
+  r.range("position_stride", p.position_stride, 1, kMaxCount);
   const auto &x = in[0].slot->shape, &y = out[0].slot->shape;
   if (r.ok() && x.size() != y.size())
     r.fail(fmt::format("output 0 has rank {}, expected {} (input 0's)", y.size(), x.size()));
@@ -288,7 +296,7 @@ REL(ropeRel, RopeParams)
 END
 
 REL(windowKvRel, WindowKvParams)
-  const int64_t window = r.range("window", p.window, 1, INT64_MAX);
+  const int64_t window = r.range("window", p.window, 1, kMaxCount);
   const StateBuffer *ring = r.stateOut(0);
   if (r.ok() && ring && window > ring->capacity)
     r.fail(fmt::format("parameter 'window' is {}, expected at most {} (the capacity of ring '{}')",
@@ -305,7 +313,7 @@ REL(windowKvRel, WindowKvParams)
 END
 
 REL(compressorRel, CompressorParams)
-  const int64_t ratio = r.range("ratio", p.ratio, 1, INT64_MAX);
+  const int64_t ratio = r.range("ratio", p.ratio, 1, kMaxCount);
   const bool gated = in.size() == 5;
   if (r.ok() && ratio > 1 && !gated)
     r.fail(fmt::format("ratio {} needs the gate weight (5 inputs), the launch has 4", ratio));
@@ -376,20 +384,20 @@ REL(indexerScoreRel, IndexerScoreParams)
 END
 
 REL(candidateBlocksRel, CandidateBlocksParams)
-  const int64_t blocks = r.range("blocks", p.blocks, 1, INT64_MAX);
-  r.range("block_size", p.block_size, 1, INT64_MAX);
-  r.range("ratio", p.ratio, 1, INT64_MAX);
+  const int64_t blocks = r.range("blocks", p.blocks, 1, kMaxCount);
+  r.range("block_size", p.block_size, 1, kMaxCount);
+  r.range("ratio", p.ratio, 1, kMaxCount);
   r.eq(r.O(0, 0), r.I(0, 0));
   r.is(r.O(0, 1), blocks, "parameter 'blocks': the candidate block ids of a row");
 END
 
 REL(indexerTopkRel, IndexerTopKParams)
-  const int64_t kk = r.range("topk", p.topk, 1, INT64_MAX);
-  r.range("ratio", p.ratio, 1, INT64_MAX);
+  const int64_t kk = r.range("topk", p.topk, 1, kMaxCount);
+  r.range("ratio", p.ratio, 1, kMaxCount);
   r.is(r.O(0, 1), kk, "parameter 'topk'");
   r.eq(r.O(0, 0), r.I(0, 0));
   if (in.size() == 2) { // the candidate block ids of each row
-    r.range("block_size", p.block_size, 1, INT64_MAX);
+    r.range("block_size", p.block_size, 1, kMaxCount);
     r.eq(r.I(1, 0), r.I(0, 0));
   }
 END
@@ -420,7 +428,7 @@ END
 
 REL(groupedOutputRel, GroupedOutputParams)
   Dim H = r.I(0, 1), Dh = r.I(0, 2);
-  const int64_t groups = r.range("groups", p.groups, 1, INT64_MAX);
+  const int64_t groups = r.range("groups", p.groups, 1, kMaxCount);
   if (!r.ok())
     return r.err;
   if (H.value > 0 && H.value % groups != 0)
@@ -446,7 +454,7 @@ END
 
 REL(moeGateRel, MoeGateParams)
   Dim E = r.I(1, 0);
-  const int64_t topk = r.range("topk", p.topk, 1, E.value > 0 ? E.value : INT64_MAX);
+  const int64_t topk = r.range("topk", p.topk, 1, E.value > 0 ? E.value : kMaxCount);
   r.eq(r.I(1, 1), r.I(0, 1));
   r.eq(r.I(2, 0), E);
   for (size_t o = 0; o < 2; ++o) {
@@ -491,8 +499,8 @@ REL(engramHashRel, EngramHashParams)
   const std::span<const int64_t> layers = k.array(p.layers), mult = k.array(p.multipliers),
                                  primes = k.array(p.primes), offsets = k.array(p.offsets);
   const int64_t maxNgram = r.range("max_ngram", p.max_ngram, 2, 64),
-                heads = r.range("heads", p.heads, 1, INT64_MAX);
-  const int64_t pad = r.range("pad_id", p.pad_id, 0, INT64_MAX);
+                heads = r.range("heads", p.heads, 1, kMaxCount);
+  const int64_t pad = r.range("pad_id", p.pad_id, 0, kMaxCount);
   if (!r.ok())
     return r.err;
   const int64_t L = static_cast<int64_t>(layers.size()), C = (maxNgram - 1) * heads;
@@ -527,7 +535,7 @@ END
 
 REL(engramLookupRel, EngramLookupParams)
   Dim L = r.I(0, 1), C = r.I(0, 2), hd = r.I(1, 1);
-  r.range("slot", p.slot, 0, L.value > 0 ? L.value - 1 : INT64_MAX);
+  r.range("slot", p.slot, 0, L.value > 0 ? L.value - 1 : kMaxCount);
   if (r.ok() && hd.value > 0 && hd.value % 32 != 0)
     r.fail(fmt::format("{} is {}, expected a multiple of 32", hd.label, hd.value));
   r.eq(r.I(2, 0), r.I(1, 0));

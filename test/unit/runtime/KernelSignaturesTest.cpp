@@ -133,6 +133,25 @@ TEST(KernelSignatures, GroupsZero) {
   EXPECT_THAT(m, HasSubstr("launch 20 (grouped_output): parameter 'groups' is 0, expected >= 1"));
 }
 
+// Issue 15: a count parameter set to INT64_MAX overflowed SparseSelect's
+// arithmetic; every count without a tighter bound is capped at 2^24, so any
+// product of two fits int64.
+TEST(KernelSignatures, CountParametersAreCapped) {
+  std::string m = rejects([](Plan &plan) {
+    Program &p = plan.programs[0];
+    edit<dsc::abi::IndexerTopKParams>(ownKernel(plan, p, launchOf(plan, p, "indexer_topk")),
+                                      [](auto &t) { t.ratio = INT64_MAX; });
+  });
+  EXPECT_THAT(m, HasSubstr("(indexer_topk): parameter 'ratio' is 9223372036854775807, expected "
+                           "at most 16777216 (the limit of a count parameter)"));
+  m = rejects([](Plan &plan) {
+    Program &p = plan.programs[0];
+    edit<dsc::abi::GroupedOutputParams>(ownKernel(plan, p, launchOf(plan, p, "grouped_output")),
+                                        [](auto &g) { g.groups = (int64_t(1) << 24) + 1; });
+  });
+  EXPECT_THAT(m, HasSubstr("parameter 'groups' is 16777217, expected at most 16777216"));
+}
+
 TEST(KernelSignatures, GroupsNotDividingHeads) {
   std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
