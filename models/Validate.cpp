@@ -97,7 +97,9 @@ private:
   /// 3000-gram Engram compiled to nonsense or never finished): each far above
   /// the released model and small enough that every product the compiler
   /// forms of them (parameter counts, activation and KV bytes) stays below
-  /// 2^63. docs/model-spec.md §3.1 lists them.
+  /// 2^63. docs/model-spec.md §3.1 lists them. max_seq_len's and
+  /// vocab_size's 2^24 is the runtime's kMaxCount (dsc/runtime/Plan.h), which
+  /// verifyPlan holds a plan to (this library does not see the runtime).
   void atMost(StringRef ref, int64_t v, int64_t max) {
     if (ok() && v > max)
       fail(ref, "",

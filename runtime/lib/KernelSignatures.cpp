@@ -55,10 +55,6 @@ struct Dim {
   }
 };
 
-/// The largest count parameter a plan may carry (2^24: maxSeqLen's and the
-/// vocabulary's limit, docs/model-spec.md 3.1): a product of two fits int64.
-constexpr int64_t kMaxCount = int64_t(1) << 24;
-
 /// The relation checker of one launch: the first failure is kept.
 struct Rel {
   const KernelSpec &k;

@@ -539,12 +539,11 @@ Status checkFacts(const PlanFacts &m) {
   for (const auto &[name, value] : counts)
     if (value < 0)
       return invalidArgument(fmt::format("model: {} is {}, must not be negative", name, value));
-  // The config's own limit (docs/model-spec.md 3.1): every state capacity is
+  // The config's own limit (Plan.h kMaxCount): every state capacity is
   // bounded by it, so it bounds what a session allocates.
-  constexpr int64_t kMaxSeqLenLimit = int64_t(1) << 24;
-  if (m.maxSeqLen > kMaxSeqLenLimit)
+  if (m.maxSeqLen > kMaxCount)
     return invalidArgument(fmt::format("model: maxSeqLen is {}, expected at most {}", m.maxSeqLen,
-                                       kMaxSeqLenLimit));
+                                       kMaxCount));
   // Chunked prefill (docs/runtime.md): chunks of more than C/2 tokens must
   // cover a window (continuation chunks read W-1 ring rows plus >= W rows of
   // their own) and, in a CED plan, the replayed rows (only the last chunk

@@ -39,12 +39,12 @@ std::string quoteName(std::string_view name) { return fmt::format("'{}'", name);
 /// kMaxHeaderDepth deep, and no top-level key twice (a parsed object keeps
 /// one silently; the parser's own callback for this made n keys O(n^2)).
 /// Strings are skipped with their escapes; what is not JSON is left for the
-/// parser to report. Returns the problem, or ""; `topKeys` gets the number
-/// of top-level keys as written.
-std::string checkHeaderText(const char *text, uint64_t size, size_t &topKeys) {
+/// parser to report. Returns the problem, or ""; `keys` gets the top-level
+/// keys as written (escapes undecoded).
+std::string checkHeaderText(const char *text, uint64_t size,
+                            std::unordered_set<std::string_view> &keys) {
   int depth = 0;
   bool expectKey = false; // the next string at depth 1 is a key
-  std::unordered_set<std::string_view> keys;
   for (uint64_t i = 0; i < size; ++i) {
     const char c = text[i];
     if (c == '"') {
@@ -69,7 +69,6 @@ std::string checkHeaderText(const char *text, uint64_t size, size_t &topKeys) {
       expectKey = depth == 1;
     }
   }
-  topKeys = keys.size();
   return "";
 }
 
@@ -153,8 +152,8 @@ Expected<SafetensorsFile> SafetensorsFile::open(const std::string &path) {
   // insertion-ordered tree and the parser's callback each made a header of
   // n tensors O(n^2): 100,000 tensors took 30 s; issue 15).
   const char *text = reinterpret_cast<const char *>(base + 8);
-  size_t topKeys = 0;
-  if (std::string problem = checkHeaderText(text, headerLen, topKeys); !problem.empty())
+  std::unordered_set<std::string_view> written;
+  if (std::string problem = checkHeaderText(text, headerLen, written); !problem.empty())
     return dataLoss(where + problem);
   nlohmann::json header;
   try {
@@ -164,10 +163,17 @@ Expected<SafetensorsFile> SafetensorsFile::open(const std::string &path) {
   }
   if (!header.is_object())
     return dataLoss(where + "header is not a JSON object");
-  if (header.size() != topKeys) // two spellings of one name ("a", "\u0061") became one key
-    return dataLoss(fmt::format("{}{} top-level keys are written but {} are distinct: a tensor "
-                                "name appears twice, spelled with escapes",
-                                where, topKeys, header.size()));
+  if (header.size() != written.size()) { // two spellings of one name ("a", "\u0061") became one
+    std::unordered_set<std::string> names; // decoded: the full parse accepted each spelling
+    std::string twice;
+    for (std::string_view raw : written)
+      if (std::string name = nlohmann::json::parse("\"" + std::string(raw) + "\"").get<std::string>();
+          !names.insert(name).second && (twice.empty() || name < twice))
+        twice = name;
+    return dataLoss(fmt::format("{}{} top-level keys are written but {} are distinct: tensor {} "
+                                "appears twice, spelled with escapes",
+                                where, written.size(), header.size(), quoteName(twice)));
+  }
 
   struct Range {
     uint64_t begin, end;

@@ -297,7 +297,8 @@ TEST(Safetensors, DuplicateNameSpelledWithEscapes) {
              R"("\u0077":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})",
              2);
   EXPECT_THAT(openError(f.path(), StatusCode::DataLoss),
-              HasSubstr("2 top-level keys are written but 1 are distinct"));
+              HasSubstr("2 top-level keys are written but 1 are distinct: tensor 'w' appears "
+                        "twice"));
 }
 
 // Issue 15: a 100,000-deep value under the header size cap overflowed the

@@ -48,6 +48,11 @@ namespace dsc::runtime {
 inline constexpr uint32_t kPlanSchemaVersion = 3;
 /// A dimension equal to the call's token count.
 inline constexpr int64_t kTokens = -1;
+/// The largest sequence length and the largest count parameter a plan may
+/// carry (2^24: the configs' limit on max_seq_len and the vocabulary,
+/// docs/model-spec.md 3.1): verifyPlan holds maxSeqLen and every count
+/// without a tighter bound to it, so a product of two fits int64.
+inline constexpr int64_t kMaxCount = int64_t(1) << 24;
 /// A dimension equal to the compressed entries a call emits at the value's
 /// ratio: floor((start + S) / ratio) - floor(start / ratio).
 inline constexpr int64_t kCompressedTokens = -2;
