@@ -39,7 +39,12 @@
 //     large for shared memory.
 // With CudaOptions::laneGemv (the default) the up and down steps are
 // dsc_moe_experts_up_lanes / _down_lanes: the same operands and outputs, one
-// warp per (t, slot, 8 rows) on lane_gemv.cuh's lane-block tiles; with
+// warp per item on lane_gemv.cuh's lane-block tiles: a routed slot's 16 FP4
+// rows (two tiles) or the shared expert's 8 FP8 rows, the same bytes either
+// way, on blocks sized so that a decode token's items are one wave
+// (LaunchShapes.h kMoeLane*: with 8-row items everywhere the shared expert's
+// warps streamed twice the others' bytes and the MoE up ran its last ~45% at
+// the speed of those 288 warps); with
 // CudaOptions::gemv == Slots dsc_moe_experts_up_slots / _down_slots, one warp
 // per (t, slot, 16 rows) on slot_gemv.cuh's block-slot tiles, each item split
 // over kSlotMoeItemWarps warps of a block (K ranges combined in warp order).
@@ -403,110 +408,161 @@ __device__ __forceinline__ SlotItem slotItem(long long n, long long k, long long
 } // namespace dsc_moe_fast
 
 namespace dsc_moe_lanes {
-/// One warp item: token t, slot (k = the shared expert), first of 8 output
-/// rows r0, the slot's expert x (routed slots: ids[t, slot], else 0) and
-/// the rows the lane reads (clamped to the last: computed, not written):
-/// rg = r0 + g (its weight row), ra / rb = r0 + 2t, + 1 (its output rows).
+/// One warp item: token t, slot (k = the shared expert), the first output
+/// row r0 of its kMoeLaneRoutedRows (routed: two lane tiles, r0 and r0 + 8)
+/// or kMoeLaneSharedRows (shared: one tile), the slot's expert x (routed
+/// slots: ids[t, slot], else 0). Items of a token: its k routed slots' tiles
+/// in slot order, then the shared expert's; every item streams the same
+/// weight bytes (16 FP4 rows or 8 FP8 rows), so one wave of warps ends
+/// together (moeLaneItems, GemvLaunch.h, counts them).
 struct Item {
-  long long t, slot, r0, x, rg, ra, rb;
+  long long t, slot, r0, x;
   bool routed, valid;
 };
 __device__ __forceinline__ Item item(long long n, long long k, long long rowsOut, const int *ids,
                                      long long E) {
-  const long long tiles = (rowsOut + dsc_lanes::kTileRows - 1) / dsc_lanes::kTileRows,
-                  perToken = (k + 1) * tiles;
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  constexpr long long kR = dsc::abi::kMoeLaneRoutedRows, kS = dsc::abi::kMoeLaneSharedRows;
+  const long long tilesR = (rowsOut + kR - 1) / kR, tilesS = (rowsOut + kS - 1) / kS,
+                  perToken = k * tilesR + tilesS;
   Item it;
   it.t = n / perToken;
   const long long rem = n - it.t * perToken;
-  it.slot = rem / tiles;
-  it.r0 = (rem - it.slot * tiles) * dsc_lanes::kTileRows;
-  auto clamp = [&](long long row) { return row < rowsOut ? row : rowsOut - 1; };
-  it.rg = clamp(it.r0 + g);
-  it.ra = clamp(it.r0 + 2 * t);
-  it.rb = clamp(it.r0 + 2 * t + 1);
-  it.routed = it.slot < k;
+  it.routed = rem < k * tilesR;
+  it.slot = it.routed ? rem / tilesR : k;
+  it.r0 = it.routed ? (rem - it.slot * tilesR) * kR : (rem - k * tilesR) * kS;
   it.x = it.routed ? ids[it.t * k + it.slot] : 0;
   it.valid = !it.routed || (it.x >= 0 && it.x < E);
   return it;
 }
+/// Output row r (clamped to the last: computed, not written).
+__device__ __forceinline__ long long clampRow(long long r, long long rowsOut) {
+  return r < rowsOut ? r : rowsOut - 1;
+}
+/// The lane's rows of lane tile r0: rg = r0 + g (its weight row), ra / rb =
+/// r0 + 2t, + 1 (its output rows), clamped.
+struct TileRows {
+  long long rg, ra, rb;
+};
+__device__ __forceinline__ TileRows tileRows(long long r0, long long rowsOut) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  return {clampRow(r0 + g, rowsOut), clampRow(r0 + 2 * t, rowsOut),
+          clampRow(r0 + 2 * t + 1, rowsOut)};
+}
 } // namespace dsc_moe_lanes
 
-DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)
+DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneUpWarps, dsc::abi::kMoeLaneUpBlocksPerSm)
     dsc_moe_experts_up_lanes(DSC_MOE_UP_PARAMS) {
   DSC_KERNEL_PROLOGUE();
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_moe_fast::Smem m = dsc_moe_fast::setup(xq, gCodes, gScales, T, D, smem);
   const float lim = (float)p.swiglu_limit;
+  constexpr long long kTile = dsc::abi::kLaneTileRows;
   const int lane = threadIdx.x & 31, t = lane & 3;
-  const long long kb = D / 32, items = T * (k + 1) * ((I + 7) / 8);
+  const long long kb = D / 32,
+                  items = T * (k * ((I + dsc::abi::kMoeLaneRoutedRows - 1) /
+                                    dsc::abi::kMoeLaneRoutedRows) +
+                               (I + dsc::abi::kMoeLaneSharedRows - 1) /
+                                   dsc::abi::kMoeLaneSharedRows);
   for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
     const dsc_moe_lanes::Item it = dsc_moe_lanes::item(n, k, I, ids, E);
     unsigned short *hs = h + (it.t * (k + 1) + it.slot) * I;
+    const int tiles = it.routed ? 2 : 1; // lane tiles of the item (warp-uniform)
     if (!it.valid) { // an invalid slot contributes nothing (warp-uniform)
-      if (lane < dsc_lanes::kTileRows && it.r0 + lane < I)
-        hs[it.r0 + lane] = 0;
+      for (int q = 0; q < tiles; ++q)
+        if (lane < kTile && it.r0 + q * kTile + lane < I)
+          hs[it.r0 + q * kTile + lane] = 0;
       continue;
     }
-    float acc[2][4] = {{0.0f, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}};
+    // acc[2q] / acc[2q + 1]: w1 / w3 of lane tile q.
+    float acc[4][4] = {};
     if (it.routed) {
       const long long e = it.x * I;
-      const unsigned char *wr[2] = {w1 + (e + it.rg) * (D / 2), w3 + (e + it.rg) * (D / 2)},
-                          *sa[2] = {w1s + (e + it.ra) * kb, w3s + (e + it.ra) * kb},
-                          *sb[2] = {w1s + (e + it.rb) * kb, w3s + (e + it.rb) * kb};
-      dsc_lanes::laneDots<true, 2, 1>(wr, sa, sb, m.codes, m.scales, D, it.t, 1, 0, kb, acc);
+      const dsc_moe_lanes::TileRows a = dsc_moe_lanes::tileRows(it.r0, I),
+                                    b = dsc_moe_lanes::tileRows(it.r0 + kTile, I);
+      const unsigned char *wr[4] = {w1 + (e + a.rg) * (D / 2), w3 + (e + a.rg) * (D / 2),
+                                    w1 + (e + b.rg) * (D / 2), w3 + (e + b.rg) * (D / 2)},
+                          *sa[4] = {w1s + (e + a.ra) * kb, w3s + (e + a.ra) * kb,
+                                    w1s + (e + b.ra) * kb, w3s + (e + b.ra) * kb},
+                          *sb[4] = {w1s + (e + a.rb) * kb, w3s + (e + a.rb) * kb,
+                                    w1s + (e + b.rb) * kb, w3s + (e + b.rb) * kb};
+      dsc_lanes::laneDots<true, 4, 1>(wr, sa, sb, m.codes, m.scales, D, it.t, 1, 0, kb, acc);
     } else {
-      const unsigned char *wr[2] = {s1 + it.rg * D, s3 + it.rg * D},
-                          *sa[2] = {s1s + (it.ra / 32) * kb, s3s + (it.ra / 32) * kb},
-                          *sb[2] = {s1s + (it.rb / 32) * kb, s3s + (it.rb / 32) * kb};
+      const dsc_moe_lanes::TileRows a = dsc_moe_lanes::tileRows(it.r0, I);
+      const unsigned char *wr[2] = {s1 + a.rg * D, s3 + a.rg * D},
+                          *sa[2] = {s1s + (a.ra / 32) * kb, s3s + (a.ra / 32) * kb},
+                          *sb[2] = {s1s + (a.rb / 32) * kb, s3s + (a.rb / 32) * kb};
       dsc_lanes::laneDots<false, 2, 1>(wr, sa, sb, m.codes, m.scales, D, it.t, 1, 0, kb, acc);
     }
-    dsc_lanes::reduceResidues<2>(acc[0]);
-    dsc_lanes::reduceResidues<2>(acc[1]);
-    if (lane < 4) { // activation row 0 (token t), output rows r0 + 2t, r0 + 2t + 1
-      const float rw = it.routed ? weights[it.t * k + it.slot] : 0.0f;
-      for (int i = 0; i < 2; ++i) {
-        const long long row = it.r0 + 2 * t + i;
-        if (row < I)
-          hs[row] = dsc_dense_moe::swiglu(roundToBf16(acc[0][i]), roundToBf16(acc[1][i]), lim,
-                                          it.routed, rw);
+#pragma unroll
+    for (int q = 0; q < 2; ++q)
+      if (q < tiles) {
+        dsc_lanes::reduceResidues<2>(acc[2 * q]);
+        dsc_lanes::reduceResidues<2>(acc[2 * q + 1]);
       }
+    if (lane < 4) { // activation row 0 (token t), output rows r0 + 8q + 2t, + 1
+      const float rw = it.routed ? weights[it.t * k + it.slot] : 0.0f;
+#pragma unroll
+      for (int q = 0; q < 2; ++q)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const long long row = it.r0 + q * kTile + 2 * t + i;
+          if (q < tiles && row < I)
+            hs[row] = dsc_dense_moe::swiglu(roundToBf16(acc[2 * q][i]),
+                                            roundToBf16(acc[2 * q + 1][i]), lim, it.routed, rw);
+        }
     }
   }
 }
 
-DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 4)
+DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneDownWarps,
+                                  dsc::abi::kMoeLaneDownBlocksPerSm)
     dsc_moe_experts_down_lanes(DSC_MOE_DOWN_PARAMS) {
   DSC_KERNEL_PROLOGUE();
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_moe_fast::Smem m = dsc_moe_fast::setup(hq, gCodes, gScales, T * (k + 1), I, smem);
+  constexpr long long kTile = dsc::abi::kLaneTileRows;
   const int lane = threadIdx.x & 31, t = lane & 3;
-  const long long kb = I / 32, items = T * (k + 1) * ((D + 7) / 8);
+  const long long kb = I / 32,
+                  items = T * (k * ((D + dsc::abi::kMoeLaneRoutedRows - 1) /
+                                    dsc::abi::kMoeLaneRoutedRows) +
+                               (D + dsc::abi::kMoeLaneSharedRows - 1) /
+                                   dsc::abi::kMoeLaneSharedRows);
   for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
     const dsc_moe_lanes::Item it = dsc_moe_lanes::item(n, k, D, ids, E);
     if (!it.valid)
       continue; // warp-uniform; the combine step skips the slot
     const long long hrow = it.t * (k + 1) + it.slot;
-    float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+    const int tiles = it.routed ? 2 : 1;
+    float acc[2][4] = {};
     if (it.routed) {
       const long long e = it.x * D;
-      const unsigned char *wr = w2 + (e + it.rg) * (I / 2), *sa = w2s + (e + it.ra) * kb,
-                          *sb = w2s + (e + it.rb) * kb;
-      dsc_lanes::laneDots<true, 1, 1>(&wr, &sa, &sb, m.codes, m.scales, I, hrow, 1, 0, kb, acc);
+      const dsc_moe_lanes::TileRows a = dsc_moe_lanes::tileRows(it.r0, D),
+                                    b = dsc_moe_lanes::tileRows(it.r0 + kTile, D);
+      const unsigned char *wr[2] = {w2 + (e + a.rg) * (I / 2), w2 + (e + b.rg) * (I / 2)},
+                          *sa[2] = {w2s + (e + a.ra) * kb, w2s + (e + b.ra) * kb},
+                          *sb[2] = {w2s + (e + a.rb) * kb, w2s + (e + b.rb) * kb};
+      dsc_lanes::laneDots<true, 2, 1>(wr, sa, sb, m.codes, m.scales, I, hrow, 1, 0, kb, acc);
     } else {
-      const unsigned char *wr = s2 + it.rg * I, *sa = s2s + (it.ra / 32) * kb,
-                          *sb = s2s + (it.rb / 32) * kb;
+      const dsc_moe_lanes::TileRows a = dsc_moe_lanes::tileRows(it.r0, D);
+      const unsigned char *wr = s2 + a.rg * I, *sa = s2s + (a.ra / 32) * kb,
+                          *sb = s2s + (a.rb / 32) * kb;
       dsc_lanes::laneDots<false, 1, 1>(&wr, &sa, &sb, m.codes, m.scales, I, hrow, 1, 0, kb,
                                        acc);
     }
-    dsc_lanes::reduceResidues<2>(acc[0]);
+#pragma unroll
+    for (int q = 0; q < 2; ++q)
+      if (q < tiles)
+        dsc_lanes::reduceResidues<2>(acc[q]);
     if (lane < 4) {
       float *o = outs + hrow * D;
-      for (int i = 0; i < 2; ++i) {
-        const long long row = it.r0 + 2 * t + i;
-        if (row < D)
-          o[row] = roundToBf16(acc[0][i]);
-      }
+#pragma unroll
+      for (int q = 0; q < 2; ++q)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const long long row = it.r0 + q * kTile + 2 * t + i;
+          if (q < tiles && row < D)
+            o[row] = roundToBf16(acc[q][i]);
+        }
     }
   }
 }

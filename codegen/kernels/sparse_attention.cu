@@ -502,8 +502,9 @@ constexpr int kMqaPvRounds = dsc::abi::kMqaPvRounds; ///< channel pairs per PV t
 constexpr int kMqaMaxHeads = dsc::abi::kMqaMaxHeads; ///< heads per block
 
 /// Stages the block's n entries (ids jl) as bf16 bits into vals [n, ld] (D %
-/// 16 == 0, row stride ld >= D elements, a multiple of 8): item (e, c) is
-/// entry e's 16 channels [16c, 16c + 16) (vector loads of the window row or
+/// 16 == 0, row stride ld >= D elements, a multiple of 8), channels [16 c0,
+/// 16 c1) of each (c1 < 0: all; the others are left as they are): item (e,
+/// c) is entry e's 16 channels [16c, 16c + 16) (vector loads of the window row or
 /// of the record's codes), stored as two 16-byte words; -1 entries are zeros
 /// (never read). The items are spread flat over the block's threads,
 /// kStageAhead per thread at a time: their loads are all issued before any
@@ -516,7 +517,8 @@ constexpr int kMqaMaxHeads = dsc::abi::kMqaMaxHeads; ///< heads per block
 /// the block must call it (it fills the table, then synchronises).
 __device__ __forceinline__ void stageBlock(unsigned short *vals, const long long *jl, int n,
                                            int D, int ld, const float *rows, long long R,
-                                           const KvPageLayout &l, const unsigned char *kvPool) {
+                                           const KvPageLayout &l, const unsigned char *kvPool,
+                                           int c0 = 0, int c1 = -1) {
   constexpr int kStageAhead = 4;
   __shared__ float codeValue[256];
   // Each entry's record offsets in the pool, computed once (not per item).
@@ -531,7 +533,7 @@ __device__ __forceinline__ void stageBlock(unsigned short *vals, const long long
       scaleAt[e] = l.tokenScaleOffset(jl[e] - R);
     }
   __syncthreads();
-  const int chunks = D / 16, items = n * chunks;
+  const int span = (c1 < 0 ? D / 16 : c1) - c0, items = n * span;
   const int tile = f.valuesPerTile;
   const bool wholeTile = tile % 16 == 0;
   // decodeValue's scale for a scale byte: E4M3 values and UE8M0 scales take
@@ -551,7 +553,7 @@ __device__ __forceinline__ void stageBlock(unsigned short *vals, const long long
     Raw raw[kStageAhead];
 #pragma unroll
     for (int u = 0; u < kStageAhead; ++u) { // the loads
-      const int i = i0 + u * blockDim.x, e = i / chunks, c = i - e * chunks;
+      const int i = i0 + u * blockDim.x, e = i / span, c = c0 + i - e * span;
       raw[u].kind = 0;
       const long long j = i < items ? jl[e] : -1;
       if (j >= 0 && j < R) {
@@ -582,7 +584,7 @@ __device__ __forceinline__ void stageBlock(unsigned short *vals, const long long
     }
 #pragma unroll
     for (int u = 0; u < kStageAhead; ++u) { // the decode, the stores
-      const int i = i0 + u * blockDim.x, e = i / chunks, c = i - e * chunks;
+      const int i = i0 + u * blockDim.x, e = i / span, c = c0 + i - e * span;
       if (i >= items)
         break;
       unsigned w[8]; // bf16 pairs

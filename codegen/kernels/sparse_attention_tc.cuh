@@ -17,7 +17,10 @@
 //     maximum per head (the order does not matter for a max) and the row's
 //     ids (head 0's slots). A block of invisible entries writes -inf logits
 //     and maximum and stops;
-//   dsc_sparse_attention_pv_tc: the same grid: m_b = the fold of the maxima
+//   dsc_sparse_attention_pv_tc: the same grid x gridDim.z channel ranges
+//     (the adapter splits D where (row, block) pairs alone leave SMs idle, as
+//     in decode: each block stages and multiplies only its channels, so the
+//     bytes are the same for any split): m_b = the fold of the maxima
 //     of blocks 0..b (the walk's), prob = exp(logit - m_b), psum in entry
 //     order (one thread per head), pv_b = bf16(prob) V on the tensor cores
 //     (P through ldmatrix from shared memory, V through ldmatrix.trans);
@@ -218,11 +221,19 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_pv_
   const long long localRow = blockIdx.x, b = blockIdx.y, b0 = b * kEntries;
   const long long local0 = localRow * H;
   const int n = int(K - b0 < kEntries ? K - b0 : kEntries);
+  // This block's channels [dBegin, dEnd): whole 16-channel tiles.
+  const int tiles16 = int(D / 16), per = (tiles16 + int(gridDim.z) - 1) / int(gridDim.z);
+  const int cBegin = int(blockIdx.z) * per < tiles16 ? int(blockIdx.z) * per : tiles16;
+  const int cEnd = cBegin + per < tiles16 ? cBegin + per : tiles16;
+  const int dBegin = 16 * cBegin, dEnd = 16 * cEnd;
+  const bool first = blockIdx.z == 0; // writes the block's psum
   if (!blockEntries(jl, n, sc.ids + local0 * K + b0)) {
-    for (long long h = threadIdx.x; h < H; h += blockDim.x)
+    for (long long h = threadIdx.x; first && h < H; h += blockDim.x)
       sc.psum[(local0 + h) * nb + b] = 0.0f;
     return;
   }
+  if (cBegin == cEnd)
+    return; // more ranges than tiles (block-uniform)
   for (long long h = threadIdx.x; h < H; h += blockDim.x) {
     float m = -1e30f; // the walk's running max after block b
     for (long long i = 0; i <= b; ++i)
@@ -238,9 +249,10 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_pv_
     prob[i] = pe;
     ps[h * kPld + e] = bf16FromFloat(pe);
   }
-  dsc_sparse::stageBlock(vs, jl, kEntries, d, ld, rows, R, l, kvPool); // synchronises first
+  dsc_sparse::stageBlock(vs, jl, kEntries, d, ld, rows, R, l, kvPool, cBegin,
+                         cEnd); // synchronises first
   __syncthreads();
-  for (long long h = threadIdx.x; h < H; h += blockDim.x) { // psum in entry order
+  for (long long h = threadIdx.x; first && h < H; h += blockDim.x) { // psum in entry order
     float psum = 0.0f;
     for (int e = 0; e < n; ++e)
       psum = __fadd_rn(psum, prob[h * kEntries + e]);
@@ -257,7 +269,7 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_pv_
     ldmatrix4(pa[kt], ps + (h0 + r8 + (mi & 1) * 8) * kPld + 16 * kt + (mi >> 1) * 8);
   // pv_b = bf16(P) V, 128 channels (16 n-tiles) at a time.
   constexpr int kChunk = 128;
-  for (int d0 = 0; d0 < d; d0 += kChunk) {
+  for (int d0 = dBegin; d0 < dEnd; d0 += kChunk) {
     float o[16][4];
 #pragma unroll
     for (int j = 0; j < 16; ++j)
@@ -267,7 +279,7 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_pv_
       const unsigned short *vRow = vs + (16 * kt + r8 + (mi & 1) * 8) * ld + d0 + (mi >> 1) * 8;
 #pragma unroll
       for (int jj = 0; jj < 8; ++jj) {
-        if (d0 + 16 * jj >= d)
+        if (d0 + 16 * jj >= dEnd)
           break;
         unsigned bv[4];
         ldmatrix4Trans(bv, vRow + 16 * jj);
@@ -283,7 +295,7 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_pv_
       float *pv = sc.pv + ((local0 + h) * nb + b) * D + d0 + 2 * t;
 #pragma unroll
       for (int j = 0; j < 16; ++j)
-        if (d0 + 8 * j < d)
+        if (d0 + 8 * j < dEnd)
           *reinterpret_cast<float2 *>(pv + 8 * j) = make_float2(o[j][2 * u], o[j][2 * u + 1]);
     }
   }

@@ -591,7 +591,12 @@ Status splitKvAttention(CudaLaunchContext &c, abi::SparseAttentionParams &params
       DSC_TRY(c.launchEntry("dsc_sparse_attention_logits_tc", grid, threads,
                             size_t(abi::tcLogitsBytes(H, D)), std::move(a)));
       b.insert(b.end(), {&H, &sp});
-      DSC_TRY(c.launchEntry("dsc_sparse_attention_pv_tc", grid, threads,
+      // Where the (row, block) pairs leave most SMs idle (decode: one row of
+      // ~10 blocks), the PV step also splits D in 128-channel ranges (each
+      // block stages and multiplies its own channels: the same bytes).
+      const Dim3 pvGrid{grid.x, grid.y,
+                        unsigned(rows * nb < 132 ? ceilDiv(D, 128) : 1)};
+      DSC_TRY(c.launchEntry("dsc_sparse_attention_pv_tc", pvGrid, threads,
                             size_t(abi::tcPvBytes(H, D)), std::move(b)));
     } else if (mqa) {
       const Dim3 grid{unsigned(rows), unsigned(nb), unsigned(ceilDiv(H, headsPer))},

@@ -321,8 +321,8 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
                           : wg                           ? "dsc_moe_experts_up_wg"
                           : c.moeE4m3Mma                 ? "dsc_moe_experts_up_fast_e4m3"
                                                          : "dsc_moe_experts_up_fast";
-    const Dim3 upGrid = moeItemGrid(family, slots * ceilDiv(I, gemvItemRows(family)));
-    if (Status s = c.launchEntry(upEntry, upGrid, gemvFamilyBlock(family), up->smem,
+    const MoeStepShape upShape = moeStepShape(family, true, Tt, k, I);
+    if (Status s = c.launchEntry(upEntry, upShape.grid, upShape.block, up->smem,
                                  args(p, up->x, up->codes, up->scales, Tt, D, I, r1, r1s, r3, r3s,
                                       s1, s1s, s3, s3s, ip, wp, k, E, hp));
         !s)
@@ -335,9 +335,8 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
                             : wg                           ? "dsc_moe_experts_down_wg"
                             : c.moeE4m3Mma                 ? "dsc_moe_experts_down_fast_e4m3"
                                                            : "dsc_moe_experts_down_fast";
-    const Dim3 downGrid = moeItemGrid(family, slots * ceilDiv(D, gemvItemRows(family)));
-    if (Status s = c.launchEntry(downEntry, downGrid, gemvFamilyBlock(family),
-                                 down->smem,
+    const MoeStepShape downShape = moeStepShape(family, false, Tt, k, D);
+    if (Status s = c.launchEntry(downEntry, downShape.grid, downShape.block, down->smem,
                                  args(down->x, down->codes, down->scales, Tt, I, D, r2, r2s, s2,
                                       s2s, ip, k, E, op));
         !s)

@@ -89,12 +89,33 @@ inline long long kSplitsFor(long long tiles, long long K, long long units) {
 inline long long gemvSplits(long long N, long long K) {
   return kSplitsFor(ceilDiv(N, 16), K, 2 * 132); // blocks of 16 rows: two per SM
 }
+/// Warps the lane-block GEMV keeps resident: 132 SMs x 2 blocks of
+/// kGemvWarps (DSC_GEMV_WARP_ENTRY's launch bounds).
+constexpr long long kLaneSlots = 132 * 2 * kGemvWarps;
+/// A lane-block warp item's fixed cost (the round trip of its first loads,
+/// the lane reduction, the stores), counted as K elements of its rows.
+constexpr long long kLaneItemOverheadK = 2048;
 /// K splits of the lane-block GEMV (lane_gemv.cuh laneGemv: one warp per 8
-/// weight rows): enough warps to fill the SMs (132 x 16) when N has few
-/// tiles, each split keeping >= 8 K blocks (two steps of four). A function of
-/// N and K only, never of M.
+/// weight rows and one of `splits` K ranges). A warp streams its items at a
+/// rate set by the loads it keeps in flight, so a call lasts as long as its
+/// busiest warp: ceil(tiles * s / kLaneSlots) items of K / s elements plus
+/// kLaneItemOverheadK each. The rule takes the s in 1..16 (each split
+/// keeping >= 8 K blocks, two steps of four) of least such cost, the
+/// smallest on ties. At released widths: wo_b (640 tiles, K 8192) 3 splits,
+/// one wave of 1,920 items, where doubling until the warps were full gave 4
+/// (2,560 items: a second wave 21% full); wq_a (160 tiles, K 5120) 13, one
+/// wave, where doubling gave 16 (2,560). A function of N and K only, never
+/// of M.
 inline long long laneSplits(long long N, long long K) {
-  return kSplitsFor(ceilDiv(N, kLaneTileRows), K, 132 * 16); // warps of 8 rows: 16 per SM
+  const long long tiles = ceilDiv(N, kLaneTileRows), kb = K / 32;
+  auto cost = [&](long long s) {
+    return ceilDiv(tiles * s, kLaneSlots) * (ceilDiv(kb, s) * 32 + kLaneItemOverheadK);
+  };
+  long long best = 1;
+  for (long long s = 2; s <= 16 && kb / s >= 8; ++s)
+    if (cost(s) < cost(best))
+      best = s;
+  return best;
 }
 /// K splits of the block-slot GEMV (slot_gemv.cuh slotGemv: one warp per 16
 /// weight rows): enough warps to fill the SMs (132 x 16) when N has few
@@ -161,6 +182,31 @@ inline Dim3 gemvFamilyBlock(runtime::GemvKernels k) {
 inline Dim3 moeItemGrid(runtime::GemvKernels k, long long items) {
   return k == runtime::GemvKernels::Slots ? gemvGrid(items * abi::kSlotMoeItemWarps)
                                           : gemvItemGrid(k, items);
+}
+/// Work items of a lane-block MoE up or down step over T tokens with k
+/// routed slots each and rowsOut output rows (moe_experts.cu
+/// dsc_moe_lanes::item): per token, each routed slot's items of
+/// kMoeLaneRoutedRows rows, then the shared expert's of kMoeLaneSharedRows.
+inline long long moeLaneItems(long long T, long long k, long long rowsOut) {
+  return T * (k * ceilDiv(rowsOut, abi::kMoeLaneRoutedRows) +
+              ceilDiv(rowsOut, abi::kMoeLaneSharedRows));
+}
+/// The grid and block of a MoE up (`up`) or down step of the family over T
+/// tokens: the lanes' items on their own block sizes (kMoeLaneUpWarps,
+/// kMoeLaneDownWarps), the other families' (token, slot, item rows) items.
+struct MoeStepShape {
+  Dim3 grid, block;
+};
+inline MoeStepShape moeStepShape(runtime::GemvKernels k, bool up, long long T, long long topk,
+                                 long long rowsOut) {
+  if (k == runtime::GemvKernels::Lanes) {
+    const long long warps = up ? abi::kMoeLaneUpWarps : abi::kMoeLaneDownWarps;
+    const long long b = ceilDiv(moeLaneItems(T, topk, rowsOut), warps);
+    return {Dim3{unsigned(b < 1 ? 1 : b > kMaxGemvBlocks ? kMaxGemvBlocks : b), 1, 1},
+            block1(unsigned(32 * warps))};
+  }
+  return {moeItemGrid(k, T * (topk + 1) * ceilDiv(rowsOut, gemvItemRows(k))),
+          gemvFamilyBlock(k)};
 }
 /// The family's K splits for W [N, K].
 inline long long gemvFamilySplits(runtime::GemvKernels k, long long N, long long K) {

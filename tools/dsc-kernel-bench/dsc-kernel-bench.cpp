@@ -278,7 +278,7 @@ int run(int argc, char **argv) {
   moeParams.swiglu_limit = 10.0;
   std::string entry;
   long long bytesPerCall = 0, copies = 1;
-  unsigned grid = 0;
+  unsigned grid = 0, moeBlock = 0;
   std::vector<Launch> steps;
   if (!moe) {
     const bool fp4 = kernel == "linear-fp4";
@@ -329,7 +329,9 @@ int run(int argc, char **argv) {
     const long long mats = up ? 2 : 1, chosen = std::min(E, T * k);
     bytesPerCall = mats * (chosen * (routed + routedScales) / E + sharedW + sharedScales);
     copies = std::max(1LL, std::min(64LL, kRotateBytes / bytesPerCall + 1));
-    grid = cu::moeItemGrid(family, slots * cu::ceilDiv(rowsOut, cu::gemvItemRows(family))).x;
+    const cu::MoeStepShape shape = cu::moeStepShape(family, up, T, k, rowsOut);
+    grid = shape.grid.x;
+    moeBlock = shape.block.x;
     // The runtime's activation path (its test uses the tiles' grid for both).
     const bool shared = cu::moeQuantInBlocks(family, slots, rowsOut, rows, width);
     CUdeviceptr ip = h->upload(ids),
@@ -355,12 +357,12 @@ int run(int argc, char **argv) {
       CUdeviceptr &xq = P(shared ? x : 0), &cq = P(shared ? 0 : codes),
                   &sq = P(shared ? 0 : scales);
       if (up)
-        steps.push_back(Launch{"moe_experts", entry, grid, 1, cu::gemvFamilyBlock(family).x, smem,
+        steps.push_back(Launch{"moe_experts", entry, grid, 1, moeBlock, smem,
                                kernelArgs(moeParams, xq, cq, sq, I64(T), I64(D), I64(I), P(w[0]),
                                           P(ws[0]), P(w[1]), P(ws[1]), P(s[0]), P(ss[0]), P(s[1]),
                                           P(ss[1]), P(ip), P(wp), I64(k), I64(E), P(out))});
       else
-        steps.push_back(Launch{"moe_experts", entry, grid, 1, cu::gemvFamilyBlock(family).x, smem,
+        steps.push_back(Launch{"moe_experts", entry, grid, 1, moeBlock, smem,
                                kernelArgs(xq, cq, sq, I64(T), I64(I), I64(D), P(w[0]), P(ws[0]),
                                           P(s[0]), P(ss[0]), P(ip), I64(k), I64(E), P(out))});
     }

@@ -27,6 +27,22 @@ inline constexpr int kGemvCombineBytes = kGemvWarps * 32 * 4 * 4;
 /// Weight rows of one warp of the lane-block GEMV tiles
 /// (codegen/kernels/lane_gemv.cuh: the mma's 8 B columns).
 inline constexpr int kLaneTileRows = 8;
+/// Weight rows of one warp item of the lane-block MoE steps (codegen/kernels/
+/// moe_experts.cu `_lanes`): a routed FP4 slot's item is two lane tiles, the
+/// shared FP8 expert's one, so every item streams the same bytes (an FP8 row
+/// is twice an FP4 row) and no warp carries twice the others' work.
+inline constexpr int kMoeLaneRoutedRows = 2 * kLaneTileRows;
+inline constexpr int kMoeLaneSharedRows = kLaneTileRows;
+/// Warps per block and blocks per SM of the lane-block MoE steps: enough
+/// warps on 132 SMs for one wave of a decode token's items (up: 6 x 144 +
+/// 288 = 1,152 at released widths; down: 6 x 320 + 640 = 2,560) within the
+/// registers of their weight streams (up: four per item, 168 registers at
+/// 12 warps per SM, the register file being four quarters of 16K; down:
+/// two, 96 registers at 20 warps).
+inline constexpr int kMoeLaneUpWarps = 4;
+inline constexpr int kMoeLaneUpBlocksPerSm = 3;
+inline constexpr int kMoeLaneDownWarps = 4;
+inline constexpr int kMoeLaneDownBlocksPerSm = 5;
 /// Weight rows and activation rows of one warp of the block-slot GEMV tiles
 /// (codegen/kernels/slot_gemv.cuh: the mma's 16 A rows; four passes of two
 /// activation rows over its 8 B columns).

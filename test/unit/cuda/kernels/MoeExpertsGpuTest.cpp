@@ -136,14 +136,14 @@ std::vector<uint16_t> gpuMoe(KernelHarness &h, dsc::runtime::GemvKernels family,
   p.swiglu_limit = kSwigluLimit;
   const bool wg = family == dsc::runtime::GemvKernels::Warpgroups;
   const std::string suffix = wg ? "_wg" : "_lanes";
-  const unsigned block = cu::gemvFamilyBlock(family).x;
+  const cu::MoeStepShape upShape = cu::moeStepShape(family, true, T, kTopk, kI),
+                         downShape = cu::moeStepShape(family, false, T, kTopk, kD);
   dsc::runtime::Status st =
       h.launch("moe_experts", "dsc_moe_experts_act_quant_fast", cu::gemvGrid(T * (kD / 32)).x,
                cu::gemvBlock().x, 0, kernelArgs(x, Tv, D, xc, xs));
   EXPECT_TRUE(st) << st.message();
   st = h.launch("moe_experts", "dsc_moe_experts_up" + suffix,
-                cu::moeItemGrid(family, slots * cu::ceilDiv(kI, cu::gemvItemRows(family))).x,
-                block, cu::moeLaunchSmem(family, false, T, kD, 2),
+                upShape.grid.x, upShape.block.x, cu::moeLaunchSmem(family, false, T, kD, 2),
                 kernelArgs(p, none, xc, xs, Tv, D, I, w1, w1s, w3, w3s, s1, s1s, s3, s3s, ids,
                            weights, k, E, hbuf));
   EXPECT_TRUE(st) << st.message();
@@ -152,8 +152,7 @@ std::vector<uint16_t> gpuMoe(KernelHarness &h, dsc::runtime::GemvKernels family,
                 kernelArgs(hbuf, slotsv, I, hc, hs));
   EXPECT_TRUE(st) << st.message();
   st = h.launch("moe_experts", "dsc_moe_experts_down" + suffix,
-                cu::moeItemGrid(family, slots * cu::ceilDiv(kD, cu::gemvItemRows(family))).x,
-                block, cu::moeLaunchSmem(family, false, slots, kI, 1),
+                downShape.grid.x, downShape.block.x, cu::moeLaunchSmem(family, false, slots, kI, 1),
                 kernelArgs(none, hc, hs, Tv, I, D, w2, w2s, s2, s2s, ids, k, E, outs));
   EXPECT_TRUE(st) << st.message();
   const unsigned combineX = unsigned(cu::ceilDiv(kD, 256 * dsc::abi::kMoeCombinePerThread));
