@@ -3,7 +3,7 @@
 // For tiny40 and tiny6, both runs: compile the conformance plan, run prefill
 // and every teacher-forced decode step with forced boundaries, and check every
 // gate of ../shared/golden/README.md for the CPU reference backend: block
-// errors (≤ 5e-3, rows ≤ 1e-2, tie rows excused), top-k sets and candidate
+// errors (≤ 5e-3, rows ≤ 5e-2, tie rows excused), top-k sets and candidate
 // masks, Engram hash ids, caches after prefill decoded from the packed bytes
 // (exact), logits (≤ 1e-4, same argmax). A free-running run (no forcing)
 // reports its errors without gating. Set DSC_FIDELITY_OUT=<dir> to write the
@@ -89,28 +89,6 @@ void writeFidelity(const GoldenRun &run, const char *mode, const std::vector<Blo
         << b.worstRowError << " | " << b.excusedRows << " |\n";
 }
 
-/// Rows where dsc's CPU backend and the reference part on a single rounding
-/// that sits on (or within a few fp32 steps of) a bf16 halfway point upstream
-/// of the MoE: the reference's fp32 GEMMs run in MKL's summation order, which
-/// dsc does not reproduce (docs/fidelity.md). The row's attention output
-/// matches (layer 0) or differs by ~2e-3 (layer 1); the expert outputs then
-/// differ by 2-3e-2. Such rows are left out like the goldens' own tie rows;
-/// any other row over the gate fails.
-struct NearTieRow {
-  const char *run, *phase;
-  int64_t layer, row;
-};
-constexpr NearTieRow kNearTieRows[] = {
-    {"tiny6/expected", "prefill", 0, 20},
-    {"tiny6/expected", "prefill", 1, 147},
-};
-
-void excuseNearTies(const GoldenRun &run, GoldenComparator &comparator) {
-  for (const NearTieRow &t : kNearTieRows)
-    if (run.name + "/" + run.file == t.run)
-      comparator.excuseNearTie(t.phase, t.layer, t.row);
-}
-
 class GoldenConformance : public testing::TestWithParam<GoldenRun> {};
 
 TEST_P(GoldenConformance, ForcedBoundariesMeetEveryGate) {
@@ -119,7 +97,6 @@ TEST_P(GoldenConformance, ForcedBoundariesMeetEveryGate) {
   const runtime::SafetensorsFile &golden = *run.golden;
   auto session = run.engine->newSession();
   GoldenComparator comparator(golden, run.compiled.spec);
-  excuseNearTies(GetParam(), comparator);
   auto forcing = runtime::GoldenForcing::open(golden.path());
   ASSERT_TRUE(forcing.hasValue());
   runtime::ObserverChain chain;
@@ -184,7 +161,10 @@ TEST_P(GoldenConformance, ForcedBoundariesMeetEveryGate) {
   for (const BlockResult &b : comparator.blocks()) {
     worstBlock = std::max(worstBlock, b.blockError);
     EXPECT_LE(b.blockError, 5e-3) << b.phase << " layer " << b.layer;
-    EXPECT_LE(b.worstRowError, 1e-2) << b.phase << " layer " << b.layer << " row " << b.worstRow;
+    // The README's row bound (5e-2 since 2026-12-01: one last-bit change of
+    // the reference's own fp32 sums moves a row by up to 1.9e-2), no excuses
+    // beyond the goldens' tie rows.
+    EXPECT_LE(b.worstRowError, 5e-2) << b.phase << " layer " << b.layer << " row " << b.worstRow;
   }
   EXPECT_GT(comparator.blocks().size(), 0u);
   for (const std::string &f : comparator.failures())
@@ -199,7 +179,6 @@ TEST_P(GoldenConformance, FreeRunningErrorsAreReported) {
   ASSERT_NO_FATAL_FAILURE(load(GetParam(), run));
   auto session = run.engine->newSession();
   GoldenComparator comparator(*run.golden, run.compiled.spec);
-  excuseNearTies(GetParam(), comparator);
   session->setObserver(&comparator);
   auto logits = session->prefill(std::span<const int32_t>(run.ids.data(), run.promptLen));
   ASSERT_TRUE(logits.hasValue()) << logits.status().message();

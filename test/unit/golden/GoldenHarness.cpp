@@ -160,9 +160,6 @@ std::set<int64_t> GoldenComparator::ties(const std::string &key) const {
 
 std::set<int64_t> GoldenComparator::excusedBlockRows(const std::string &phase, int64_t layer) const {
   std::set<int64_t> rows = ties(layerKey(phase, layer, "expert_ties"));
-  for (const auto &[p, l, r] : nearTies_)
-    if (p == phase && l == layer)
-      rows.insert(r);
   const models::LayerSpec &l = spec_.layers.at(layer);
   if (l.indexSource)
     for (int64_t r : excusedTopKRows(phase, *l.indexSource))

@@ -54,12 +54,6 @@ public:
   GoldenComparator(const runtime::SafetensorsFile &golden, const models::ModelSpec &spec)
       : golden_(golden), spec_(spec) {}
 
-  /// Rows of (phase, layer) known to differ by a single near-tie rounding
-  /// (see GoldenConformanceTest.cpp); left out like the goldens' tie rows.
-  void excuseNearTie(const std::string &phase, int64_t layer, int64_t row) {
-    nearTies_.insert({phase, layer, row});
-  }
-
   void afterLaunch(const runtime::CallInfo &, const runtime::Program &, const runtime::Launch &,
                    const runtime::KernelSpec &,
                    std::span<const runtime::HostTensor *const> outputs) override;
@@ -84,7 +78,6 @@ private:
   const models::ModelSpec &spec_;
   std::vector<BlockResult> blocks_;
   std::vector<std::string> failures_;
-  std::set<std::tuple<std::string, int64_t, int64_t>> nearTies_;
 };
 
 /// Reads a golden tensor as float32 values (bf16 widened), or as int64.
