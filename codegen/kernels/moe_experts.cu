@@ -448,6 +448,20 @@ __device__ __forceinline__ TileRows tileRows(long long r0, long long rowsOut) {
   return {clampRow(r0 + g, rowsOut), clampRow(r0 + 2 * t, rowsOut),
           clampRow(r0 + 2 * t + 1, rowsOut)};
 }
+/// Calls f(q, i, row) for each output row r0 + 8q + 2t + i (lane tile q <
+/// tiles, row < rowsOut) lane t of lanes 0..3 holds after reduceResidues.
+template <class F>
+__device__ __forceinline__ void eachOutputRow(const Item &it, int tiles, long long rowsOut, F f) {
+  const int t = threadIdx.x & 3;
+#pragma unroll
+  for (int q = 0; q < 2; ++q)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const long long row = it.r0 + q * dsc::abi::kLaneTileRows + 2 * t + i;
+      if (q < tiles && row < rowsOut)
+        f(q, i, row);
+    }
+}
 } // namespace dsc_moe_lanes
 
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneUpWarps, dsc::abi::kMoeLaneUpBlocksPerSm)
@@ -457,7 +471,7 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneUpWarps, dsc::abi::kMoe
   const dsc_moe_fast::Smem m = dsc_moe_fast::setup(xq, gCodes, gScales, T, D, smem);
   const float lim = (float)p.swiglu_limit;
   constexpr long long kTile = dsc::abi::kLaneTileRows;
-  const int lane = threadIdx.x & 31, t = lane & 3;
+  const int lane = threadIdx.x & 31;
   const long long kb = D / 32,
                   items = T * (k * ((I + dsc::abi::kMoeLaneRoutedRows - 1) /
                                     dsc::abi::kMoeLaneRoutedRows) +
@@ -501,15 +515,10 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneUpWarps, dsc::abi::kMoe
       }
     if (lane < 4) { // activation row 0 (token t), output rows r0 + 8q + 2t, + 1
       const float rw = it.routed ? weights[it.t * k + it.slot] : 0.0f;
-#pragma unroll
-      for (int q = 0; q < 2; ++q)
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const long long row = it.r0 + q * kTile + 2 * t + i;
-          if (q < tiles && row < I)
-            hs[row] = dsc_dense_moe::swiglu(roundToBf16(acc[2 * q][i]),
-                                            roundToBf16(acc[2 * q + 1][i]), lim, it.routed, rw);
-        }
+      dsc_moe_lanes::eachOutputRow(it, tiles, I, [&](int q, int i, long long row) {
+        hs[row] = dsc_dense_moe::swiglu(roundToBf16(acc[2 * q][i]),
+                                        roundToBf16(acc[2 * q + 1][i]), lim, it.routed, rw);
+      });
     }
   }
 }
@@ -521,7 +530,7 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneDownWarps,
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_moe_fast::Smem m = dsc_moe_fast::setup(hq, gCodes, gScales, T * (k + 1), I, smem);
   constexpr long long kTile = dsc::abi::kLaneTileRows;
-  const int lane = threadIdx.x & 31, t = lane & 3;
+  const int lane = threadIdx.x & 31;
   const long long kb = I / 32,
                   items = T * (k * ((D + dsc::abi::kMoeLaneRoutedRows - 1) /
                                     dsc::abi::kMoeLaneRoutedRows) +
@@ -555,14 +564,8 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneDownWarps,
         dsc_lanes::reduceResidues<2>(acc[q]);
     if (lane < 4) {
       float *o = outs + hrow * D;
-#pragma unroll
-      for (int q = 0; q < 2; ++q)
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const long long row = it.r0 + q * kTile + 2 * t + i;
-          if (q < tiles && row < D)
-            o[row] = roundToBf16(acc[q][i]);
-        }
+      dsc_moe_lanes::eachOutputRow(it, tiles, D,
+                                   [&](int q, int i, long long row) { o[row] = roundToBf16(acc[q][i]); });
     }
   }
 }
