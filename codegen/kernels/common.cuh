@@ -80,27 +80,6 @@
   do {                                                                                         \
   } while (0)
 #endif
-/// DSC_KERNEL_PROLOGUE after `hints`: statements that may only issue
-/// prefetchL2 of constant operands (weights: no kernel of a step writes them)
-/// and compute their addresses from the kernel's arguments, nothing else.
-/// An L2 prefetch moves no data into the kernel's view, so it cannot race
-/// with the predecessor; issued before the wait it overlaps the
-/// predecessor's tail (KernelPrologueTest allows exactly this instruction).
-#define DSC_KERNEL_PROLOGUE_AFTER_HINTS(hints)                                                  \
-  do {                                                                                          \
-    hints;                                                                                      \
-    DSC_KERNEL_PROLOGUE();                                                                      \
-  } while (0)
-/// Asks the bulk-copy unit to bring [p, p + bytes) into L2 (sm_90
-/// cp.async.bulk.prefetch.L2; p 16-byte aligned, bytes a multiple of 16 and
-/// > 0): one instruction puts a whole weight range in flight, where a warp's
-/// own loads keep only what its registers hold. A hint: results never depend
-/// on it.
-__device__ __forceinline__ void prefetchL2(const void *p, unsigned bytes) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-#endif
-}
 /// The module's mark that its entries begin with DSC_KERNEL_PROLOGUE: the
 /// runtime launches a module's entries as dependent launches only when it
 /// finds this symbol (hal::Executable::waitsForPredecessor), so a plan

@@ -536,18 +536,15 @@ __device__ void bf16Gemv(const unsigned short *x, long long ldx, long long M, lo
 // <prefix>_splitk_reduce_fast next to the GEMV entry):
 /// A warp-item GEMV entry (lane_gemv.cuh, slot_gemv.cuh) with the signature
 /// of DSC_GEMV_QUANTIZED_ENTRY: `fn` (x, codes, scales, M, K, w, wScale, N,
-/// y, splits, partial), two blocks of kGemvWarps warps per SM; `hints`
-/// (DSC_KERNEL_PROLOGUE_AFTER_HINTS: weight prefetches only) run before the
-/// prologue.
-#define DSC_GEMV_WARP_ENTRY_HINTED(name, fn, hints)                                           \
+/// y, splits, partial), two blocks of kGemvWarps warps per SM.
+#define DSC_GEMV_WARP_ENTRY(name, fn)                                                         \
   DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kGemvWarps, 2)                             \
       name(const unsigned short *x, const unsigned char *codes, const float *scales,          \
            long long M, long long K, const unsigned char *w, const unsigned char *wScale,     \
            long long N, unsigned short *y, long long splits, float *partial) {                \
-    DSC_KERNEL_PROLOGUE_AFTER_HINTS(hints);                                                   \
+    DSC_KERNEL_PROLOGUE();                                                                    \
     fn(x, codes, scales, M, K, w, wScale, N, y, splits, partial);                             \
   }
-#define DSC_GEMV_WARP_ENTRY(name, fn) DSC_GEMV_WARP_ENTRY_HINTED(name, fn, (void)0)
 #define DSC_GEMV_ACT_QUANT_ENTRY(name)                                                         \
   DSC_KERNEL void name(const unsigned short *x, long long M, long long K, unsigned char *codes, \
                        float *scales) {                                                        \

@@ -50,11 +50,6 @@ namespace dsc_lanes {
 
 /// Weight rows of one warp tile.
 constexpr int kTileRows = dsc::abi::kLaneTileRows;
-/// The L2 prefetch window of a warp's weight rows (laneDots): the first
-/// kPrefetchAheadBlocks K blocks of its range at once, then
-/// kPrefetchChunkBlocks more every kPrefetchChunkBlocks / 4 steps, that far
-/// ahead of the loads (FP8: 1 KiB of each row ahead, FP4: 512 bytes).
-constexpr long long kPrefetchAheadBlocks = 32, kPrefetchChunkBlocks = 16;
 /// The FP4 decode's 2^-6 (numerics e2m1x8ToE4m3Scaled), carried back by
 /// the activation scale.
 constexpr float kFp4Unscale = kE2m1ToE4m3ScaledUnscale;
@@ -148,28 +143,10 @@ __device__ __forceinline__ void laneDots(const unsigned char *const *wRow,
   // Up to 4 activation rows the next step's operands load while this one
   // computes; 8 rows would spill at two blocks per SM (prefill's shapes).
   constexpr bool kAhead = kMaxRows <= 4;
-  // The weight rows stream into L2 kPrefetchAheadBlocks ahead of the loads
-  // (prefetchL2 by the lanes t == 0, one per row: the first window now, then
-  // kPrefetchChunkBlocks more every fourth step), so a step's loads find
-  // their bytes in L2 instead of waiting a DRAM round trip each.
-  // Block offsets relative to j0 in 32 bits (a row has < 2^31 blocks).
-  const int span = int(j1 - j0);
-  auto prefetch = [&](int from, int blocks) {
-    if (t != 0 || from >= span)
-      return;
-    const unsigned n = unsigned(from + blocks < span ? blocks : span - from);
-#pragma unroll
-    for (int x = 0; x < kMats; ++x)
-      prefetchL2(wRow[x] + (j0 + from) * kBlockBytes, n * unsigned(kBlockBytes));
-  };
-  prefetch(0, int(kPrefetchAheadBlocks));
   Step cur, nxt;
   if (kAhead)
     load(j0, cur);
   for (long long jq = j0; jq < j1; jq += 4) {
-    const int done = int(jq - j0);
-    if (done % int(kPrefetchChunkBlocks) == 0) // every kPrefetchChunkBlocks / 4 steps
-      prefetch(done + int(kPrefetchAheadBlocks), int(kPrefetchChunkBlocks));
     if (kAhead)
       load(jq + 4, nxt);
     else
@@ -297,30 +274,6 @@ __device__ __forceinline__ void laneDotsRows(const unsigned char *const *wRow,
     laneDots<kFp4, kMats, 8>(wRow, sRow0, sRow1, codes, scales, K, m0, rows, j0, j1, acc);
 }
 
-/// Issues the L2 prefetch of the first window (kPrefetchAheadBlocks) of item
-/// `item` of laneGemv's decomposition (8 weight rows x one of `splits` K
-/// ranges; lanes 4g, one per row), which laneDots then repeats: only
-/// integer arithmetic on the arguments and prefetchL2 of W, so an entry may
-/// call it before its prologue (DSC_KERNEL_PROLOGUE_AFTER_HINTS).
-template <bool kFp4>
-__device__ __forceinline__ void prefetchItem(const unsigned char *w, long long M, long long K,
-                                             long long N, long long splits, long long item) {
-  const int lane = threadIdx.x & 31, g = lane >> 2;
-  const long long kb = K / 32, rowBytes = kFp4 ? K / 2 : K, blockBytes = kFp4 ? 16 : 32;
-  const long long nTiles = (N + kTileRows - 1) / kTileRows, mTiles = (M + 7) / 8;
-  if ((lane & 3) != 0 || splits < 1 || item >= nTiles * mTiles * splits)
-    return;
-  const long long perSplit = (kb + splits - 1) / splits, tile = item / splits,
-                  split = item - tile * splits;
-  const long long k0 = split * perSplit < kb ? split * perSplit : kb;
-  const long long k1 = k0 + perSplit < kb ? k0 + perSplit : kb;
-  const long long row = (tile / mTiles) * kTileRows + g;
-  if (row >= N || k1 <= k0)
-    return;
-  const long long blocks = k1 - k0 < kPrefetchAheadBlocks ? k1 - k0 : kPrefetchAheadBlocks;
-  prefetchL2(w + row * rowBytes + k0 * blockBytes, (unsigned)(blocks * blockBytes));
-}
-
 /// The lane-block GEMV/GEMM: y[m, n] = bf16(sum) for x [M, K] and W [N, K]
 /// (FP8, scales [ceil(N/32), K/32]) or [N, K/2] (kFp4, scales [N, K/32]);
 /// one warp per item (8 weight rows x 8 activation rows x one of `splits`
@@ -377,11 +330,6 @@ __device__ void laneGemv(const unsigned short *x, const unsigned char *gCodes,
 /// A lane-block GEMV entry with the signature of DSC_GEMV_QUANTIZED_ENTRY
 /// (the adapters' quantizedGemv launches `<name>` for `<prefix>_fast`'s
 /// `_lanes` twin); kFp4: the weight format.
-/// Its first item's weights are prefetched into L2 before the prologue
-/// (prefetchItem: constant operands only).
-#define DSC_LANE_GEMV_ENTRY(name, kFp4)                                                       \
-  DSC_GEMV_WARP_ENTRY_HINTED(                                                                 \
-      name, dsc_lanes::laneGemv<kFp4>,                                                        \
-      dsc_lanes::prefetchItem<kFp4>(w, M, K, N, splits, dsc_gemv::firstRow()))
+#define DSC_LANE_GEMV_ENTRY(name, kFp4) DSC_GEMV_WARP_ENTRY(name, dsc_lanes::laneGemv<kFp4>)
 
 #endif // DSC_CODEGEN_KERNELS_LANE_GEMV_CUH

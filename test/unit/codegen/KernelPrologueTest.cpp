@@ -46,18 +46,12 @@ std::vector<Entry> entries(const std::string &ptx) {
 }
 
 /// Offset of the first instruction that reads or writes global memory, copies
-/// into shared memory or is an atomic (npos if none). The one exception is
-/// the bulk L2 prefetch (`cp.async.bulk.prefetch.L2`, common.cuh prefetchL2):
-/// it moves nothing into the kernel's view, so DSC_KERNEL_PROLOGUE_AFTER_HINTS
-/// may issue it for weights before the wait.
+/// into shared memory or is an atomic (npos if none).
 size_t firstMemoryAccess(const std::string &body) {
   static const std::regex access(
       R"(\b(ld|st|atom|red|prefetch|cp\.async)(\.[a-z0-9]+)*\.global\b|\bcp\.async\b|\b(atom|red)\.)");
-  for (auto it = std::sregex_iterator(body.begin(), body.end(), access); it != std::sregex_iterator();
-       ++it)
-    if (body.compare(size_t(it->position(0)), 26, "cp.async.bulk.prefetch.L2.") != 0)
-      return size_t(it->position(0));
-  return std::string::npos;
+  std::smatch m;
+  return std::regex_search(body, m, access) ? size_t(m.position(0)) : std::string::npos;
 }
 
 TEST(KernelPrologue, PtxScanFindsTheFirstAccess) {
@@ -67,12 +61,6 @@ TEST(KernelPrologue, PtxScanFindsTheFirstAccess) {
   EXPECT_EQ(firstMemoryAccess("x;atom.global.add.u32 %r1, [%rd1], 1;"), 2u);
   EXPECT_EQ(firstMemoryAccess("x;red.shared.add.u32 [%r1], 1;"), 2u);
   EXPECT_EQ(firstMemoryAccess("cp.async.cg.shared.global [%r1], [%rd1], 16;"), 0u);
-  // A bulk L2 prefetch of weights is not an access; what follows it is.
-  EXPECT_EQ(firstMemoryAccess("cp.async.bulk.prefetch.L2.global [%rd1], 1024;"),
-            std::string::npos);
-  EXPECT_EQ(firstMemoryAccess("cp.async.bulk.prefetch.L2.global [%rd1], 64;\nld.global.u32 %r1, "
-                              "[%rd2];"),
-            45u);
 }
 
 TEST(KernelPrologue, EveryEntryWaitsForItsPredecessor) {
