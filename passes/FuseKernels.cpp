@@ -10,22 +10,13 @@
 //                          reads, i.e. the FFN entry; copy_mean: a DSpark
 //                          target's capture of the same stream). The
 //                          stream's hc_mixes stays outside, moved just
-//                          before its first user in the layer (the
-//                          sublayer's hc_post, in the next entry; the end
-//                          of the layer when that is in the next one):
-//                          single-pass mHC collapses with the PREVIOUS
-//                          sublayer's pre (reference-spec 8.3), so nothing
-//                          in the group waits for the mixes, and outside it
-//                          they run beside the sublayer (a graph branch)
-//                          instead of in front of it (session 16: five
-//                          dependent kernels per decode entry, two of them
-//                          the mixes' ~20 us). Placed last, they are the
-//                          entry's last captured child, so the sublayer's
-//                          first kernel is its first: an instantiated graph
-//                          keeps that one on the entry's stream, where a
-//                          programmatic edge overlaps their launches
-//                          (session 17: captured first, the mixes kept the
-//                          stream and the MoE gate waited ~7.5 us);
+//                          after the group: single-pass mHC collapses with
+//                          the PREVIOUS sublayer's pre (reference-spec
+//                          8.3), so nothing in the group waits for the
+//                          mixes, and outside it they run beside the
+//                          sublayer (a graph branch) instead of in front of
+//                          it (session 16: five dependent kernels per
+//                          decode entry, two of them the mixes' ~20 us);
 //   attention_projections  the Q chain (wq_a, q_norm, wq_b, RoPE) and the
 //                          window KV chain (wkv, kv_norm, RoPE, window_kv
 //                          with its FP8 ring write) of one normed input; a
@@ -90,9 +81,9 @@ public:
   void run() {
     // Collected first, wrapped after: matching sees the unfused block.
     SmallVector<std::pair<std::string, SmallVector<Operation *>>> groups;
-    // The mhc_entry groups' mixes: outside their group, moved to just
-    // before their first user (deferToFirstUser).
-    SmallVector<Operation *> deferred;
+    // Ops outside a group that sit between its members and read them, to
+    // be moved just after the group's last member (the mhc_entry's mixes).
+    SmallVector<std::pair<size_t, Operation *>> after;
     auto add = [&](StringRef kernel, SmallVector<Operation *> ops) {
       if (!enabled_.contains(kernel) && !enabled_.contains("all"))
         return false;
@@ -108,7 +99,7 @@ public:
       if (auto norm = llvm::dyn_cast<RmsNormOp>(op)) {
         HcMixesOp mixes;
         if (add("mhc_entry", mhcEntry(norm, mixes)) && mixes)
-          deferred.push_back(mixes);
+          after.push_back({groups.size() - 1, mixes});
       }
       else if (auto window = llvm::dyn_cast<WindowKvOp>(op))
         projections(window, add);
@@ -123,8 +114,8 @@ public:
       else if (auto gate = llvm::dyn_cast<EngramGateOp>(op))
         add("engram", engramGroup(gate));
     }
-    for (Operation *op : deferred)
-      deferToFirstUser(op);
+    for (auto [group, op] : after)
+      moveAfter(op, groups[group].second);
     for (auto &[kernel, ops] : groups)
       wrap(kernel, ops);
   }
@@ -218,17 +209,23 @@ private:
     return {lookup, projection, gate};
   }
 
-  /// Moves `op` to just before its first user in this block, or before the
-  /// block's terminator when no user is in it: later, so its operands still
-  /// dominate it, and never past a user. Nothing else moves.
-  void deferToFirstUser(Operation *op) {
-    Operation *first = block_.getTerminator();
-    for (Operation *user : op->getUsers())
-      if (Operation *inBlock = block_.findAncestorOpInBlock(*user);
-          inBlock && inBlock->isBeforeInBlock(first))
-        first = inBlock;
-    if (op->isBeforeInBlock(first))
-      op->moveBefore(first);
+  /// Moves `op` (outside the group `ops`) just after the group's last
+  /// member when it sits between them, so the group can be wrapped: legal
+  /// when nothing before that point uses its results (its operands already
+  /// dominate it). Otherwise it stays, and wrap() declines the group.
+  void moveAfter(Operation *op, ArrayRef<Operation *> ops) {
+    Operation *last = ops.front();
+    for (Operation *member : ops)
+      if (last->isBeforeInBlock(member))
+        last = member;
+    if (!op->isBeforeInBlock(last))
+      return;
+    for (Operation *user : op->getUsers()) {
+      Operation *inBlock = block_.findAncestorOpInBlock(*user);
+      if (!inBlock || inBlock == last || inBlock->isBeforeInBlock(last))
+        return;
+    }
+    op->moveAfter(last);
   }
 
   /// Moves `ops` (any order) into one ds.fused at the place of the last one.

@@ -73,8 +73,7 @@ def FuseKernels : Pass<"ds-fuse-kernels", "::mlir::ModuleOp"> {
     Wraps dataflow groups of each `ds.layer` into `ds.fused` ops, each one
     kernel launch after lowering: `mhc_entry` ([hc_post] + hc_pre + rms_norm
     [+ the DSpark capture's copy_mean]; the stream's hc_mixes is moved just
-    before its first user, off the sublayer's critical path and captured
-    after the sublayer's first kernel), `attention_projections` (Q chain and window KV chain with
+    after the group, off the sublayer's critical path), `attention_projections` (Q chain and window KV chain with
     the ring write), `compressor` (compressor + compress_kv + index_keys),
     `indexer` (queries, head weights, scores, candidates, top-k; row-tiled,
     `tile_rows` = `indexer-tile-rows`, so its [S, T] scores exist one tile

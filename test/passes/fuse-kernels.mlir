@@ -9,7 +9,7 @@
 // The attention entry: pre-collapse of the incoming stream with the
 // carried mix, attention norm. The stream comes from outside the layer, so
 // no hc_post joins. The stream's mixes stay outside (single-pass mHC: the
-// group does not read them), moved to just before their first user.
+// group does not read them), moved just after the group.
 // CHECK-LABEL: func.func @mhc_entry
 // CHECK: %[[F:.*]] = ds.fused "mhc_entry" -> tensor<?x256xbf16> {
 // CHECK-NEXT: ds.hc_pre %arg0, %arg1
@@ -36,8 +36,8 @@ func.func @mhc_entry(%h: tensor<?x4x256xbf16>, %mix: tensor<?x4xf32>, %fn: tenso
 
 // The FFN entry: the attention output folded in by hc_post, whose stream the
 // pre-collapse reads, joins the group. The new stream escapes (the mixes,
-// moved from between the members to just before their first user, and the
-// layer's final hc_post read it).
+// moved from between the members to just after the group, and the layer's
+// final hc_post read it).
 // CHECK-LABEL: func.func @mhc_entry_with_post
 // CHECK: %[[F:.*]]:2 = ds.fused "mhc_entry" -> tensor<?x4x256xbf16>, tensor<?x256xbf16> {
 // CHECK-NEXT: ds.hc_post
@@ -57,33 +57,6 @@ func.func @mhc_entry_with_post(%attn: tensor<?x256xbf16>, %h: tensor<?x4x256xbf1
     %x = ds.hc_pre %s, %mix : (tensor<?x4x256xbf16>, tensor<?x4xf32>) -> tensor<?x256xbf16>
     %n = ds.rms_norm %x, %w {eps = 1.0e-20 : f64} : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
     %o = ds.hc_post %n, %s, %post, %comb : (tensor<?x256xbf16>, tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x256xbf16>
-    ds.yield %o, %pre : tensor<?x4x256xbf16>, tensor<?x4xf32>
-  }
-  return
-}
-
-// -----
-
-// The mixes go past the sublayer to just before their first user (the
-// sublayer's hc_post): the entry's next captured step is the sublayer's
-// first kernel, not the mixes (their graph branch forks off the entry all
-// the same).
-// CHECK-LABEL: func.func @mhc_entry_mixes_before_first_user
-// CHECK: %[[F:.*]] = ds.fused "mhc_entry" -> tensor<?x256xbf16> {
-// CHECK: ds.fused_yield
-// CHECK-NEXT: }
-// CHECK-NEXT: %[[SUB:.*]] = ds.rms_norm %[[F]]
-// CHECK-NEXT: %[[PRE:.*]], %[[POST:.*]], %[[COMB:.*]] = ds.hc_mixes %arg0,
-// CHECK-NEXT: ds.hc_post %[[SUB]], %arg0, %[[POST]], %[[COMB]]
-func.func @mhc_entry_mixes_before_first_user(%h: tensor<?x4x256xbf16>, %mix: tensor<?x4xf32>,
-                                             %fn: tensor<24x1024xf32>, %scale: tensor<3xf32>,
-                                             %base: tensor<24xf32>, %w: tensor<256xbf16>) {
-  %h0, %mix0 = ds.layer 0 #ds.csa2<mode = swa> -> tensor<?x4x256xbf16>, tensor<?x4xf32> {
-    %pre, %post, %comb = ds.hc_mixes %h, %fn, %scale, %base {eps = 1.0e-06 : f64, norm_eps = 1.0e-20 : f64, sinkhorn_iters = 20 : i64} : (tensor<?x4x256xbf16>, tensor<24x1024xf32>, tensor<3xf32>, tensor<24xf32>) -> (tensor<?x4xf32>, tensor<?x4xf32>, tensor<?x4x4xf32>)
-    %x = ds.hc_pre %h, %mix : (tensor<?x4x256xbf16>, tensor<?x4xf32>) -> tensor<?x256xbf16>
-    %n = ds.rms_norm %x, %w {eps = 1.0e-20 : f64} : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
-    %sub = ds.rms_norm %n, %w {eps = 1.0e-20 : f64} : (tensor<?x256xbf16>, tensor<256xbf16>) -> tensor<?x256xbf16>
-    %o = ds.hc_post %sub, %h, %post, %comb : (tensor<?x256xbf16>, tensor<?x4x256xbf16>, tensor<?x4xf32>, tensor<?x4x4xf32>) -> tensor<?x4x256xbf16>
     ds.yield %o, %pre : tensor<?x4x256xbf16>, tensor<?x4xf32>
   }
   return
