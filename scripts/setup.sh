@@ -12,6 +12,7 @@ PACKAGES=(
   libicu-dev                                                # Engram token normalisation (NFKC/NFD)
   nlohmann-json3-dev                                        # runtime JSON (no LLVM in the runtime)
   python3 python3-numpy                                     # numpy cross-checks in tests (/usr/bin/python3)
+  clang libclang-rt-dev                                     # libFuzzer + ASan/UBSan: scripts/fuzz.sh (ctest label fuzz)
 )
 
 missing=()

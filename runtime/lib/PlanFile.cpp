@@ -540,10 +540,14 @@ Status checkFacts(const PlanFacts &m) {
     if (value < 0)
       return invalidArgument(fmt::format("model: {} is {}, must not be negative", name, value));
   // The config's own limit (Plan.h kMaxCount): every state capacity is
-  // bounded by it, so it bounds what a session allocates.
-  if (m.maxSeqLen > kMaxCount)
-    return invalidArgument(fmt::format("model: maxSeqLen is {}, expected at most {}", m.maxSeqLen,
-                                       kMaxCount));
+  // bounded by maxSeqLen, so it bounds what a session allocates. Every other
+  // count but the chunk is a config size too, at most kMaxCount there
+  // (docs/model-spec.md 3.1), so products of two fit int64 (fuzzing, issue
+  // 15: a windowSize of INT64_MAX overflowed 2 x windowSize below).
+  for (const auto &[name, value] : counts)
+    if (value > kMaxCount && std::string_view(name) != "prefillChunk")
+      return invalidArgument(
+          fmt::format("model: {} is {}, expected at most {}", name, value, kMaxCount));
   // Chunked prefill (docs/runtime.md): chunks of more than C/2 tokens must
   // cover a window (continuation chunks read W-1 ring rows plus >= W rows of
   // their own) and, in a CED plan, the replayed rows (only the last chunk
@@ -750,6 +754,12 @@ Status checkProgram(const Plan &plan, size_t index) {
             "{}shape {} has dimension {}; dimensions are positive or kTokens (-1), "
             "kCompressedTokens (-2), kCompressedLength (-3), kWindowRows (-4), kReplayTokens (-5)",
             at, shapeString(s.shape), d));
+      // Fuzzing (issue 15): INT64_MAX here overflowed the launch checks'
+      // arithmetic (KernelSignatures: ceil(D / 32), heads * head dim).
+      if (d > kMaxDim)
+        return invalidArgument(fmt::format("{}shape {} has dimension {}, above the limit of {} "
+                                           "(2^31, Plan.h kMaxDim)",
+                                           at, shapeString(s.shape), d, kMaxDim));
       parametrised |= needsRatio(d);
       if (d == kReplayTokens && plan.model.cedReplayTokens <= 0)
         return invalidArgument(fmt::format(

@@ -35,14 +35,23 @@ constexpr int kMaxHeaderDepth = 8;
 
 std::string quoteName(std::string_view name) { return fmt::format("'{}'", name); }
 
-/// What the header's text must satisfy before it is parsed: nesting at most
-/// kMaxHeaderDepth deep, and no top-level key twice (a parsed object keeps
-/// one silently; the parser's own callback for this made n keys O(n^2)).
-/// Strings are skipped with their escapes; what is not JSON is left for the
-/// parser to report. Returns the problem, or ""; `keys` gets the top-level
-/// keys as written (escapes undecoded).
+/// What the header's text must satisfy before it is parsed: no NUL byte,
+/// nesting at most kMaxHeaderDepth deep, and no top-level key twice (a parsed
+/// object keeps one silently; the parser's own callback for this made n keys
+/// O(n^2)). Strings are skipped with their escapes; what is not JSON is left
+/// for the parser to report. Returns the problem, or ""; `keys` gets the
+/// top-level keys as written (escapes undecoded).
+///
+/// NUL: JSON text holds none (in a string it must be escaped), but the parser
+/// takes one for the end of its input, so `{...}<NUL><anything>` parsed as
+/// `{...}` and the bytes after it went unchecked (fuzzing, issue 15: such a
+/// tail made the duplicate-key count disagree and the diagnosis threw).
 std::string checkHeaderText(const char *text, uint64_t size,
                             std::unordered_set<std::string_view> &keys) {
+  if (const void *nul = std::memchr(text, '\0', size))
+    return fmt::format("header has a NUL byte at byte {} of the header (JSON text holds none; "
+                       "the safetensors header is padded with spaces)",
+                       static_cast<const char *>(nul) - text);
   int depth = 0;
   bool expectKey = false; // the next string at depth 1 is a key
   for (uint64_t i = 0; i < size; ++i) {
@@ -75,6 +84,12 @@ std::string checkHeaderText(const char *text, uint64_t size,
 } // namespace
 
 int64_t TensorView::numElements() const {
+  // A zero dimension first: the other dimensions of a zero-size tensor may
+  // multiply past INT64_MAX (open accepts [2^63 - 1, 2, 0], as the
+  // safetensors library does), which overflowed here (UB; fuzzing, issue 15).
+  // Without a zero, every partial product is at most the tensor's byte size.
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end())
+    return 0;
   int64_t n = 1;
   for (int64_t d : shape)
     n *= d;
@@ -166,10 +181,16 @@ Expected<SafetensorsFile> SafetensorsFile::open(const std::string &path) {
   if (header.size() != written.size()) { // two spellings of one name ("a", "\u0061") became one
     std::unordered_set<std::string> names; // decoded: the full parse accepted each spelling
     std::string twice;
-    for (std::string_view raw : written)
-      if (std::string name = nlohmann::json::parse("\"" + std::string(raw) + "\"").get<std::string>();
+    for (std::string_view raw : written) {
+      // Never throws: a key that does not decode on its own is left out.
+      const nlohmann::json decoded = nlohmann::json::parse("\"" + std::string(raw) + "\"",
+                                                           nullptr, /*allow_exceptions=*/false);
+      if (!decoded.is_string())
+        continue;
+      if (std::string name = decoded.get<std::string>();
           !names.insert(name).second && (twice.empty() || name < twice))
         twice = name;
+    }
     return dataLoss(fmt::format("{}{} top-level keys are written but {} are distinct: tensor {} "
                                 "appears twice, spelled with escapes",
                                 where, written.size(), header.size(), quoteName(twice)));

@@ -719,6 +719,21 @@ TEST(VerifyPlan, ValueShapes) {
   EXPECT_TRUE(verifyPlan(plan).isOk()) << verifyPlan(plan).message();
 }
 
+// Fuzzing (issue 15, test/fuzz/corpus/plan/regress-value-dim-int64-max.dscp):
+// a value dimension of INT64_MAX passed the verifier and overflowed the
+// launch checks' arithmetic (KernelSignatures: ceil(D / 32)). Every positive
+// dimension is at most kMaxDim (2^31), so a product of two fits int64.
+TEST(VerifyPlan, ValueDimensionsAreCapped) {
+  Plan plan = makePlan();
+  plan.programs[0].values[4].shape = {kTokens, INT64_MAX};
+  EXPECT_THAT(verifyError(plan),
+              HasSubstr("value 4 'layers.0.out': shape [-1, 9223372036854775807] has dimension "
+                        "9223372036854775807, above the limit of 2147483648 (2^31, Plan.h "
+                        "kMaxDim)"));
+  plan.programs[0].values[4].shape = {kTokens, kMaxDim + 1};
+  EXPECT_THAT(verifyError(plan), HasSubstr("has dimension 2147483649, above the limit"));
+}
+
 TEST(VerifyPlan, ReadBeforeWrite) {
   Plan plan = makePlan();
   plan.programs[0].launches[1].inputs.push_back(5); // written by launch 2
@@ -1058,6 +1073,30 @@ TEST(VerifyPlan, PrefillChunk) {
   EXPECT_TRUE(verifyPlan(plan).isOk()) << verifyPlan(plan).message();
   plan.model.prefillChunk = -1;
   EXPECT_EQ(verifyError(plan), "model: prefillChunk is -1, must not be negative");
+}
+
+// Fuzzing (issue 15, test/fuzz/corpus/plan/regress-window-int64-max.dscp): a
+// windowSize of INT64_MAX in a chunked plan overflowed 2 x windowSize. Every
+// model count but the chunk is held to kMaxCount (2^24), as maxSeqLen was.
+TEST(VerifyPlan, ModelCountsAreCapped) {
+  Plan plan = makePlan();
+  plan.model.layerBoundaries = false;
+  plan.programs[0].boundaries.clear();
+  plan.model.prefillChunk = 64;
+  ASSERT_TRUE(verifyPlan(plan).isOk()) << verifyPlan(plan).message();
+  plan.model.windowSize = INT64_MAX;
+  EXPECT_EQ(verifyError(plan), "model: windowSize is 9223372036854775807, expected at most 16777216");
+  plan = makePlan();
+  plan.model.cedReplayTokens = kMaxCount + 1;
+  EXPECT_EQ(verifyError(plan), "model: cedReplayTokens is 16777217, expected at most 16777216");
+  plan = makePlan();
+  plan.model.maxSeqLen = INT64_MAX;
+  EXPECT_EQ(verifyError(plan), "model: maxSeqLen is 9223372036854775807, expected at most 16777216");
+  plan = makePlan(); // the chunk is not a config size: only its own rules bound it
+  plan.model.layerBoundaries = false;
+  plan.programs[0].boundaries.clear();
+  plan.model.prefillChunk = INT64_MAX;
+  EXPECT_TRUE(verifyPlan(plan).isOk()) << verifyPlan(plan).message();
 }
 
 TEST(PlanFile, RoundTripsChunkAndTiles) {

@@ -301,6 +301,42 @@ TEST(Safetensors, DuplicateNameSpelledWithEscapes) {
                         "twice"));
 }
 
+// Fuzzing (issue 15, test/fuzz/corpus/safetensors/regress-nul-tail-*): the
+// JSON parser takes a NUL byte for the end of its input, so a header
+// `{...}<NUL>,{"k":...` parsed as `{...}` while the key scan counted the tail's
+// keys too, and naming the "duplicate" re-parsed a raw tail key that is not
+// JSON: an uncaught exception, std::terminate. A NUL anywhere in the header
+// is refused first.
+TEST(Safetensors, NulByteInHeaderIsRefused) {
+  const std::string w = R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})";
+  TempFile tail("nultail", w + std::string(1, '\0') + ",{\"x\x1a\":1,\"y\":2}", 1);
+  EXPECT_THAT(openError(tail.path(), StatusCode::DataLoss),
+              HasSubstr("header has a NUL byte at byte " + std::to_string(w.size())));
+  TempFile padded("nulpad", w + std::string(6, '\0'), 1);
+  EXPECT_THAT(openError(padded.path(), StatusCode::DataLoss), HasSubstr("NUL byte"));
+  TempFile spaces("spacepad", w + std::string(6, ' '), 1); // the format's padding
+  auto file = SafetensorsFile::open(spaces.path());
+  ASSERT_TRUE(file.hasValue()) << file.status().message();
+  EXPECT_NE(file->find("w"), nullptr);
+}
+
+// Fuzzing (issue 15, test/fuzz/corpus/safetensors/regress-zero-size-huge-dims.*):
+// a zero-size tensor whose other dimensions multiply past INT64_MAX is
+// accepted (the safetensors library does too: the unsigned product does not
+// overflow), and numElements() multiplied them in int64 first: signed overflow.
+TEST(Safetensors, ZeroSizeTensorWithHugeDimensions) {
+  TempFile f("zerohuge",
+             R"({"z":{"dtype":"U8","shape":[9223372036854775807,2,0],"data_offsets":[0,0]},)"
+             R"("w":{"dtype":"BF16","shape":[2,3],"data_offsets":[0,12]}})",
+             12);
+  auto file = SafetensorsFile::open(f.path());
+  ASSERT_TRUE(file.hasValue()) << file.status().message();
+  ASSERT_NE(file->find("z"), nullptr);
+  EXPECT_EQ(file->find("z")->numElements(), 0);
+  EXPECT_TRUE(file->find("z")->bytes.empty());
+  EXPECT_EQ(file->find("w")->numElements(), 6);
+}
+
 // Issue 15: a 100,000-deep value under the header size cap overflowed the
 // stack in the parser; nesting is refused from the text, before parsing
 // ({ at 0, { at 16, the first [ at 21 is level 3, so level 9 opens at 27).

@@ -53,6 +53,11 @@ inline constexpr int64_t kTokens = -1;
 /// docs/model-spec.md 3.1): verifyPlan holds maxSeqLen and every count
 /// without a tighter bound to it, so a product of two fits int64.
 inline constexpr int64_t kMaxCount = int64_t(1) << 24;
+/// The largest static dimension a value slot may have (2^31; the largest a
+/// real plan has is an Engram table's rows, 384M in the released model):
+/// verifyPlan holds every positive dimension to it, so the launch checks'
+/// products of two dimensions (heads * head dim, hc * D) fit int64.
+inline constexpr int64_t kMaxDim = int64_t(1) << 31;
 /// A dimension equal to the compressed entries a call emits at the value's
 /// ratio: floor((start + S) / ratio) - floor(start / ratio).
 inline constexpr int64_t kCompressedTokens = -2;
