@@ -14,6 +14,8 @@
 // starts with the file path and, where one is involved, names the tensor):
 //   - the file holds at least the 8-byte length; the header length is >= 2,
 //     <= 100,000,000 (the safetensors limit) and fits in the file;
+//   - the header holds no NUL byte (the format pads it with spaces; the JSON
+//     parser would stop at a NUL and leave the rest unchecked);
 //   - the header is a JSON object; every entry but `__metadata__` is an object
 //     with exactly `dtype`, `shape`, `data_offsets`; `__metadata__` maps
 //     strings to strings; no name appears twice;
