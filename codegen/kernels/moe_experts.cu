@@ -472,11 +472,7 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneUpWarps, dsc::abi::kMoe
   const float lim = (float)p.swiglu_limit;
   constexpr long long kTile = dsc::abi::kLaneTileRows;
   const int lane = threadIdx.x & 31;
-  const long long kb = D / 32,
-                  items = T * (k * ((I + dsc::abi::kMoeLaneRoutedRows - 1) /
-                                    dsc::abi::kMoeLaneRoutedRows) +
-                               (I + dsc::abi::kMoeLaneSharedRows - 1) /
-                                   dsc::abi::kMoeLaneSharedRows);
+  const long long kb = D / 32, items = dsc::abi::moeLaneItems(T, k, I);
   for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
     const dsc_moe_lanes::Item it = dsc_moe_lanes::item(n, k, I, ids, E);
     unsigned short *hs = h + (it.t * (k + 1) + it.slot) * I;
@@ -531,11 +527,7 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneDownWarps,
   const dsc_moe_fast::Smem m = dsc_moe_fast::setup(hq, gCodes, gScales, T * (k + 1), I, smem);
   constexpr long long kTile = dsc::abi::kLaneTileRows;
   const int lane = threadIdx.x & 31;
-  const long long kb = I / 32,
-                  items = T * (k * ((D + dsc::abi::kMoeLaneRoutedRows - 1) /
-                                    dsc::abi::kMoeLaneRoutedRows) +
-                               (D + dsc::abi::kMoeLaneSharedRows - 1) /
-                                   dsc::abi::kMoeLaneSharedRows);
+  const long long kb = I / 32, items = dsc::abi::moeLaneItems(T, k, D);
   for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
     const dsc_moe_lanes::Item it = dsc_moe_lanes::item(n, k, D, ids, E);
     if (!it.valid)

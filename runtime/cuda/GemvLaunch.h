@@ -188,8 +188,7 @@ inline Dim3 moeItemGrid(runtime::GemvKernels k, long long items) {
 /// dsc_moe_lanes::item): per token, each routed slot's items of
 /// kMoeLaneRoutedRows rows, then the shared expert's of kMoeLaneSharedRows.
 inline long long moeLaneItems(long long T, long long k, long long rowsOut) {
-  return T * (k * ceilDiv(rowsOut, abi::kMoeLaneRoutedRows) +
-              ceilDiv(rowsOut, abi::kMoeLaneSharedRows));
+  return abi::moeLaneItems(T, k, rowsOut);
 }
 /// The grid and block of a MoE up (`up`) or down step of the family over T
 /// tokens: the lanes' items on their own block sizes (kMoeLaneUpWarps,

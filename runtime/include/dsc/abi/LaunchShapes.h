@@ -33,6 +33,13 @@ inline constexpr int kLaneTileRows = 8;
 /// is twice an FP4 row) and no warp carries twice the others' work.
 inline constexpr int kMoeLaneRoutedRows = 2 * kLaneTileRows;
 inline constexpr int kMoeLaneSharedRows = kLaneTileRows;
+/// Work items of a lane MoE up or down step over T tokens with k routed
+/// slots and rowsOut output rows: per token, each routed slot's items, then
+/// the shared expert's (the kernels' item order).
+inline constexpr long long moeLaneItems(long long T, long long k, long long rowsOut) {
+  return T * (k * ((rowsOut + kMoeLaneRoutedRows - 1) / kMoeLaneRoutedRows) +
+              (rowsOut + kMoeLaneSharedRows - 1) / kMoeLaneSharedRows);
+}
 /// Warps per block and blocks per SM of the lane-block MoE steps: enough
 /// warps on 132 SMs for one wave of a decode token's items (up: 6 x 144 +
 /// 288 = 1,152 at released widths; down: 6 x 320 + 640 = 2,560) within the
