@@ -1,8 +1,9 @@
 //===- SafetensorsFuzzer.cpp - libFuzzer harness: the safetensors reader --===//
 //
 // Input: the raw bytes of a safetensors file (8-byte length, JSON header,
-// data), written to one temporary file per process ($TMPDIR or /tmp) because
-// SafetensorsFile::open reads a path (open + mmap).
+// data), written to one temporary path per process ($TMPDIR or /tmp), opened
+// and unlinked again for each input, because SafetensorsFile::open reads a
+// path (open + mmap).
 // API: dsc::runtime::SafetensorsFile::open (runtime/lib/Safetensors.cpp), then
 // what a checkpoint loader does with an accepted file: tensors(), find(),
 // numElements(), metadata(), every tensor byte read.
@@ -25,13 +26,13 @@ namespace {
 
 using dsc::runtime::SafetensorsFile;
 
+/// One path per process, written and removed again by every input (libFuzzer
+/// leaves with _Exit, so an atexit cleanup would not run).
 const std::string &tempPath() {
   static const std::string path = [] {
     const char *dir = std::getenv("TMPDIR");
-    std::string p = std::string(dir && *dir ? dir : "/tmp") + "/dsc-fuzz-safetensors-" +
-                    std::to_string(::getpid()) + ".safetensors";
-    std::atexit([] { ::unlink(tempPath().c_str()); });
-    return p;
+    return std::string(dir && *dir ? dir : "/tmp") + "/dsc-fuzz-safetensors-" +
+           std::to_string(::getpid()) + ".safetensors";
   }();
   return path;
 }
@@ -63,6 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ::close(fd);
 
   auto file = SafetensorsFile::open(path);
+  ::unlink(path.c_str()); // the mapping outlives the name
   if (!file) {
     check(!file.status().message().empty(), "an error without a message");
     return 0;
