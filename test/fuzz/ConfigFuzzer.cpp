@@ -12,6 +12,7 @@
 // that breaks ModelSpec's invariants (layers.size() == nLayers + nMtpLayers,
 // layers[i].id == i, role names round-trip, the spec equals itself).
 //===----------------------------------------------------------------------===//
+#include "FuzzCheck.h"
 #include "models/ConfigImport.h"
 
 #include "llvm/Support/Error.h"
@@ -23,10 +24,7 @@
 namespace {
 
 void check(bool ok, const char *what) {
-  if (!ok) {
-    std::fprintf(stderr, "dsc-fuzz-config: accepted config breaks an invariant: %s\n", what);
-    std::abort();
-  }
+  dsc::fuzz::check(ok, "dsc-fuzz-config: accepted config breaks an invariant", what);
 }
 
 } // namespace

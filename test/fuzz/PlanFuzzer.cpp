@@ -12,6 +12,7 @@
 // allocation on any input, accepted or not; an error without a message; an
 // accepted plan that does not survive serialise + parse.
 //===----------------------------------------------------------------------===//
+#include "FuzzCheck.h"
 #include "dsc/runtime/MemoryPlan.h"
 #include "dsc/runtime/PlanFile.h"
 
@@ -23,12 +24,7 @@
 
 namespace {
 
-void check(bool ok, const char *what) {
-  if (!ok) {
-    std::fprintf(stderr, "dsc-fuzz-plan: %s\n", what);
-    std::abort();
-  }
-}
+void check(bool ok, const char *what) { dsc::fuzz::check(ok, "dsc-fuzz-plan", what); }
 
 } // namespace
 

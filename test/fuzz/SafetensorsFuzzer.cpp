@@ -12,6 +12,7 @@
 // rules (bytes outside the data section, size != numElements * dtype size,
 // overlapping tensors, find() not finding a listed tensor).
 //===----------------------------------------------------------------------===//
+#include "FuzzCheck.h"
 #include "dsc/runtime/Safetensors.h"
 
 #include <cstdint>
@@ -38,10 +39,7 @@ const std::string &tempPath() {
 }
 
 void check(bool ok, const char *what) {
-  if (!ok) {
-    std::fprintf(stderr, "dsc-fuzz-safetensors: accepted file breaks a rule: %s\n", what);
-    std::abort();
-  }
+  dsc::fuzz::check(ok, "dsc-fuzz-safetensors: accepted file breaks a rule", what);
 }
 
 } // namespace
