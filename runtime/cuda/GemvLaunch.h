@@ -200,9 +200,7 @@ inline MoeStepShape moeStepShape(runtime::GemvKernels k, bool up, long long T, l
                                  long long rowsOut) {
   if (k == runtime::GemvKernels::Lanes) {
     const long long warps = up ? abi::kMoeLaneUpWarps : abi::kMoeLaneDownWarps;
-    const long long b = ceilDiv(moeLaneItems(T, topk, rowsOut), warps);
-    return {Dim3{unsigned(b < 1 ? 1 : b > kMaxGemvBlocks ? kMaxGemvBlocks : b), 1, 1},
-            block1(unsigned(32 * warps))};
+    return {tileGrid(ceilDiv(moeLaneItems(T, topk, rowsOut), warps)), block1(unsigned(32 * warps))};
   }
   return {moeItemGrid(k, T * (topk + 1) * ceilDiv(rowsOut, gemvItemRows(k))),
           gemvFamilyBlock(k)};
