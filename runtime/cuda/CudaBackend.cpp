@@ -280,6 +280,10 @@ public:
     return s.endCapture((long long)call.startPos);
   }
 
+  std::span<const int64_t> issueOrder(const runtime::BackendSession &session) const override {
+    return static_cast<const CudaSession &>(session).captureOrder();
+  }
+
   Status launch(runtime::LaunchContext &c) override {
     Entry entry(*this, c.session);
     if (!entry)

@@ -615,14 +615,30 @@ public:
     stats_.observedPeakBytes = livePeak_;
   }
 
-  /// The steps, from the first (or none: the backend replayed the program).
-  Status runSteps(bool replayedByBackend) {
+  /// The steps, from the first (or none: the backend replayed the program),
+  /// in `order` when the backend gives one (Backend::issueOrder).
+  Status runSteps(bool replayedByBackend, std::span<const int64_t> order) {
     if (replayedByBackend) {
       at_ = program_.launches.size();
       return Status::ok();
     }
-    for (const CallStep &step : cp_.steps)
-      if (Status s = runStep(step); !s)
+    if (order.empty()) {
+      for (const CallStep &step : cp_.steps)
+        if (Status s = runStep(step); !s)
+          return s;
+      return Status::ok();
+    }
+    std::vector<uint8_t> seen(cp_.steps.size(), 0);
+    for (int64_t i : order)
+      if (i < 0 || size_t(i) >= seen.size() || seen[size_t(i)]++)
+        return internalError("the backend's issue order is no permutation of the call's " +
+                             std::to_string(cp_.steps.size()) + " steps (step " +
+                             std::to_string(i) + ")");
+    if (order.size() != cp_.steps.size())
+      return internalError("the backend's issue order has " + std::to_string(order.size()) +
+                           " steps, the call " + std::to_string(cp_.steps.size()));
+    for (int64_t i : order)
+      if (Status s = runStep(cp_.steps[size_t(i)]); !s)
         return s;
     return Status::ok();
   }
@@ -933,7 +949,9 @@ Expected<HostTensor> Session::run(const std::string &programName, std::span<cons
       backend.beginLaunches(session, plan, callPlan, call, *program, runner.values(), !observer_);
   if (!replayed)
     return failAt(replayed.status());
-  if (Status s = runner.runSteps(*replayed); !s)
+  if (Status s = runner.runSteps(*replayed, *replayed ? std::span<const int64_t>()
+                                                      : backend.issueOrder(session));
+      !s)
     return failAt(s);
   if (Status s = backend.endLaunches(session, call, *program); !s)
     return failAt(s);

@@ -10,6 +10,43 @@
 
 namespace dsc::runtime {
 
+namespace {
+/// StreamSchedule::order of a schedule: the stream of the launch issued
+/// last continues while its next launch's waits are issued, else the
+/// earliest unissued launch goes (always possible: whatever it waits for
+/// and its stream's earlier launches come before it in program order).
+std::vector<int64_t> issueOrder(const StreamSchedule &s) {
+  const size_t n = s.stream.size();
+  std::vector<std::vector<int64_t>> queue(size_t(std::max(1, s.streams)));
+  for (size_t j = 0; j < n; ++j)
+    queue[size_t(s.stream[j])].push_back(int64_t(j));
+  std::vector<size_t> head(queue.size(), 0);
+  std::vector<uint8_t> issued(n, 0);
+  std::vector<int64_t> order;
+  order.reserve(n);
+  auto ready = [&](int64_t j) {
+    return std::all_of(s.waits[size_t(j)].begin(), s.waits[size_t(j)].end(),
+                       [&](int64_t i) { return issued[size_t(i)] != 0; });
+  };
+  size_t earliest = 0; // every launch before it is issued
+  int current = n ? s.stream[0] : 0;
+  while (order.size() < n) {
+    const std::vector<int64_t> &q = queue[size_t(current)];
+    int64_t next = head[size_t(current)] < q.size() ? q[head[size_t(current)]] : -1;
+    if (next < 0 || !ready(next)) {
+      while (issued[earliest])
+        ++earliest;
+      next = int64_t(earliest);
+      current = s.stream[earliest];
+    }
+    issued[size_t(next)] = 1;
+    ++head[size_t(current)];
+    order.push_back(next);
+  }
+  return order;
+}
+} // namespace
+
 StreamSchedule scheduleStreams(const LaunchGraph &graph, int maxStreams) {
   const size_t n = graph.preds.size();
   const int cap = std::max(1, maxStreams);
@@ -81,6 +118,7 @@ StreamSchedule scheduleStreams(const LaunchGraph &graph, int maxStreams) {
   for (int t = 1; t < out.streams; ++t) // unless stream 0 already waited for it
     if (last[size_t(t)] >= 0 && clock[0][size_t(t)] < last[size_t(t)])
       out.joins.push_back(last[size_t(t)]);
+  out.order = issueOrder(out);
   return out;
 }
 

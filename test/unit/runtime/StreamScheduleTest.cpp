@@ -80,6 +80,42 @@ void expectOrdered(const LaunchGraph &g, const StreamSchedule &s, int maxStreams
     EXPECT_TRUE(joined[size_t(lastOn[size_t(t)])]) << "stream " << t << " not joined";
 }
 
+/// Checks StreamSchedule::order: a permutation in which each stream's
+/// launches keep their order and every wait follows the launch it waits for
+/// (so capturing in it builds the graph program order builds), and in which
+/// a launch's stream successor follows it at once when its waits are issued.
+void expectIssueOrder(const StreamSchedule &s) {
+  const size_t n = s.stream.size();
+  ASSERT_EQ(s.order.size(), n);
+  std::vector<int64_t> at(n, -1), lastOn(size_t(s.streams), -1);
+  for (size_t p = 0; p < n; ++p) {
+    const int64_t j = s.order[p];
+    ASSERT_GE(j, 0);
+    ASSERT_LT(size_t(j), n);
+    ASSERT_EQ(at[size_t(j)], -1) << "launch " << j << " issued twice";
+    at[size_t(j)] = int64_t(p);
+    const int t = s.stream[size_t(j)];
+    EXPECT_LT(lastOn[size_t(t)], j) << "stream " << t << " out of order at " << j;
+    lastOn[size_t(t)] = j;
+  }
+  for (size_t j = 0; j < n; ++j)
+    for (int64_t i : s.waits[j])
+      EXPECT_LT(at[size_t(i)], at[j]) << j << " issued before " << i << ", which it waits for";
+  for (size_t p = 0; p + 1 < n; ++p) { // the stream continues where it can
+    const int64_t j = s.order[p];
+    int64_t next = -1;
+    for (size_t k = size_t(j) + 1; k < n && next < 0; ++k)
+      if (s.stream[k] == s.stream[size_t(j)])
+        next = int64_t(k);
+    if (next < 0)
+      continue;
+    const bool ready = std::all_of(s.waits[size_t(next)].begin(), s.waits[size_t(next)].end(),
+                                   [&](int64_t i) { return at[size_t(i)] <= int64_t(p); });
+    if (ready)
+      EXPECT_EQ(s.order[p + 1], next) << "launch " << j << "'s stream successor waits";
+  }
+}
+
 TEST(StreamSchedule, AChainStaysOnOneStream) {
   const LaunchGraph g = graphOf({{}, {0}, {1}, {2}});
   const StreamSchedule s = scheduleStreams(g, 4);
@@ -99,6 +135,8 @@ TEST(StreamSchedule, ADiamondForksAndJoins) {
   EXPECT_EQ(s.waits, (std::vector<std::vector<int64_t>>{{}, {}, {0}, {1}}));
   EXPECT_EQ(s.joins, (std::vector<int64_t>{3}));
   expectOrdered(g, s, 4);
+  EXPECT_EQ(s.order, (std::vector<int64_t>{0, 1, 2, 3})); // program order already is
+  expectIssueOrder(s);
 }
 
 TEST(StreamSchedule, TheLongestChainKeepsTheStreamWhenABranchIsIssuedFirst) {
@@ -113,6 +151,10 @@ TEST(StreamSchedule, TheLongestChainKeepsTheStreamWhenABranchIsIssuedFirst) {
   EXPECT_EQ(s.waits, (std::vector<std::vector<int64_t>>{{}, {0}, {}, {}, {}, {1}}));
   EXPECT_TRUE(s.joins.empty());
   expectOrdered(g, s, 4);
+  // Captured heir first: 0's chain 2 3 4 follows it, the branch 1 goes
+  // when 5 needs it (the FFN entry's gate before its mixes).
+  EXPECT_EQ(s.order, (std::vector<int64_t>{0, 2, 3, 4, 1, 5}));
+  expectIssueOrder(s);
 }
 
 TEST(StreamSchedule, AForkTakesAStreamNoChainWaitsFor) {
@@ -151,7 +193,9 @@ TEST(StreamSchedule, RandomGraphsAreOrdered) {
     const LaunchGraph g = graphOf(preds);
     for (int streams : {1, 2, 3, 8}) {
       SCOPED_TRACE("trial " + std::to_string(trial) + " streams " + std::to_string(streams));
-      expectOrdered(g, scheduleStreams(g, streams), streams);
+      const StreamSchedule s = scheduleStreams(g, streams);
+      expectOrdered(g, s, streams);
+      expectIssueOrder(s);
     }
   }
 }
@@ -167,6 +211,7 @@ TEST(StreamSchedule, Tiny6DecodeIsOrderedBranchesAndItsStepsKeepEveryDependency)
     const LaunchGraph g = launchGraph(p, *memory);
     const StreamSchedule s = scheduleStreams(g, 4);
     expectOrdered(g, s, 4);
+    expectIssueOrder(s);
     if (g.depth < int64_t(p.launches.size()))
       EXPECT_GT(s.streams, 1) << "independent steps exist (depth " << g.depth << " of "
                               << p.launches.size() << "), so some run on another stream";
@@ -196,6 +241,7 @@ TEST(StreamSchedule, Tiny6DecodeIsOrderedBranchesAndItsStepsKeepEveryDependency)
               << "launch edge " << i << " -> " << j << " lost between steps " << a << ", " << b;
       }
     expectOrdered(ss.graph, ss.schedule, 4);
+    expectIssueOrder(ss.schedule);
     for (size_t t = 0; t < steps.size(); ++t) // a step signals iff someone waits for it
       EXPECT_EQ(ss.signals[t] != 0,
                 std::any_of(ss.schedule.waits.begin(), ss.schedule.waits.end(),

@@ -18,6 +18,7 @@
 
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 
 namespace dsc::runtime {
@@ -183,6 +184,12 @@ public:
   virtual Status endLaunches(BackendSession &, const CallInfo &, const Program &) {
     return Status::ok();
   }
+  /// The order the Session issues the call's steps in after beginLaunches
+  /// returned false: indices into CallPlan::steps, a permutation of them
+  /// (empty: their own order). A backend capturing a CUDA graph on several
+  /// streams returns its schedule's capture order (StreamSchedule::order:
+  /// the same graph, its heirs captured before its forks).
+  virtual std::span<const int64_t> issueOrder(const BackendSession &) const { return {}; }
   /// Waits until everything queued on the device finished (timing); a no-op
   /// on the host.
   virtual Status synchronize() { return Status::ok(); }

@@ -22,6 +22,17 @@
 // the entry's stream first. Each stream keeps a vector clock (per stream, the latest
 // launch known complete before its next one); a dependency that the clock
 // already covers needs no wait, so waits are few (no transitive repeats).
+// The issue order (`order`): a CUDA graph's nodes carry no stream, and the
+// driver picks the hardware queue of each kernel node when the graph is
+// instantiated; measured (docs/perf.md, session 17), a node's first captured
+// child continued its queue, so where program order captured a fork before
+// the heir (the FFN's mixes before its gate), the heir lost the programmatic
+// overlap and started 7-13 us after its parent. `order` captures each
+// launch's stream successor right after it whenever the successor's waits
+// are already issued (the heir first), and otherwise the earliest launch in
+// program order that can go; every stream's launches keep their order and
+// every wait follows the launch it waits for, so the graph's nodes and
+// edges are the same in any such order (only their creation order moves).
 // Invariants: stream[j] < streams <= max(1, maxStreams); graph.preds[j]
 // holds launches < j (LaunchGraph's invariant); waits[j] holds launches
 // < j on other streams, ascending; every edge i -> j of the graph is
@@ -52,6 +63,9 @@ struct StreamSchedule {
   std::vector<int> stream;                 ///< per launch
   std::vector<std::vector<int64_t>> waits; ///< per launch: other streams' launches to wait for
   std::vector<int64_t> joins; ///< last launches of streams > 0 that stream 0 must wait for at the end
+  /// The issue (capture) order: a permutation of the launches, each
+  /// stream's in their order, every waited-for launch before its waiter.
+  std::vector<int64_t> order;
 };
 
 StreamSchedule scheduleStreams(const LaunchGraph &graph, int maxStreams);
