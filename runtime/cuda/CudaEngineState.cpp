@@ -21,6 +21,7 @@ CudaEngineState::CudaEngineState(hal::Device device, const runtime::CudaOptions 
   mhcOneLaunch = options.mhcOneLaunch;
   dependentLaunches = options.dependentLaunch;
   streams = std::clamp(options.streams, 1, kMaxStreams);
+  captureHeirFirst = options.captureHeirFirst;
 }
 
 bool CudaEngineState::dependentLaunch(int64_t module) const {

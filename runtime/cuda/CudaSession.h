@@ -123,11 +123,12 @@ public:
   /// After the step's launches (`launch`: its last): its event is recorded
   /// when needed, and launchStream() is the origin again.
   runtime::Status leaveLaunch(size_t program, size_t launch);
-  /// The open branched capture's step order (StreamSchedule::order), else
-  /// empty (the steps' own order).
+  /// The open branched capture's step order (StreamSchedule::order) with
+  /// CudaOptions::captureHeirFirst, else empty (the steps' own order).
   std::span<const int64_t> captureOrder() const {
-    return branched() ? std::span<const int64_t>(branches_.schedule.order)
-                      : std::span<const int64_t>();
+    return branched() && engine_.captureHeirFirst
+               ? std::span<const int64_t>(branches_.schedule.order)
+               : std::span<const int64_t>();
   }
   /// Where kernels, copies and per-launch zeroing go now.
   CUstream launchStream() const { return current_ ? current_ : engine_.stream(); }

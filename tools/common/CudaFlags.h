@@ -26,6 +26,9 @@
 //                              to (graph branches; CudaOptions::streams)
 //   --cuda-mhc one|steps       a decode row's mhc_entry group as one kernel
 //                              or as its steps (CudaOptions::mhcOneLaunch)
+//   --cuda-capture-order program|heir  the order a branched decode capture
+//                              issues its steps in (CudaOptions::
+//                              captureHeirFirst)
 // and, where a flag is not given, from the environment variables the
 // runtime read before: DSC_CUDA_GRAPHS=0 (off) / =2 (log), DSC_CUDA_SYNC
 // (anything but empty or 0), DSC_CUDA_TOPK_QUADRATIC=1; and
@@ -55,6 +58,7 @@ inline const std::vector<std::string> kCudaValuedOptions = {"--cuda-graphs", "--
                                                             "--cuda-moe-mma", "--cuda-gemv",
                                                             "--cuda-pdl", "--cuda-streams",
                                                             "--cuda-mhc",
+                                                            "--cuda-capture-order",
                                                             "--cpu-threads"};
 inline const std::vector<std::string> kCudaFlags = {"--cuda-sync"};
 /// One line for a usage text.
@@ -63,7 +67,7 @@ inline constexpr const char *kCudaUsage =
     "                 [--cuda-kernels fast|cpu-order[=FAMILY,...]]\n"
     "                 [--cuda-attention single|split|mqa|tc] [--cuda-moe-mma f16|e4m3]\n"
     "                 [--cuda-gemv lanes|slots|tiles|wg] [--cuda-pdl on|off] [--cuda-streams 1..8]\n"
-    "                 [--cuda-mhc one|steps] [--cpu-threads N]";
+    "                 [--cuda-mhc one|steps] [--cuda-capture-order program|heir] [--cpu-threads N]";
 
 /// The DSC_CUDA_* variables, as the runtime used to read them.
 inline void applyCudaEnvironment(runtime::CudaOptions &options) {
@@ -182,6 +186,8 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
                           options.dependentLaunch),
         applyChoice<bool>(cl, "--cuda-mhc", {{"one", true}, {"steps", false}},
                           options.mhcOneLaunch),
+        applyChoice<bool>(cl, "--cuda-capture-order", {{"program", false}, {"heir", true}},
+                          options.captureHeirFirst),
         applyChoice<int>(cl, "--cuda-streams",
                          {{"1", 1}, {"2", 2}, {"3", 3}, {"4", 4}, {"5", 5}, {"6", 6}, {"7", 7}, {"8", 8}},
                          options.streams),

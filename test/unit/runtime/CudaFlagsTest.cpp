@@ -215,6 +215,14 @@ TEST_F(CudaFlags, MhcFlagSelectsTheOneLaunchEntry) {
                   "--cuda-mhc takes one or steps, got 'fused'");
 }
 
+/// --cuda-capture-order picks CudaOptions::captureHeirFirst; program order
+/// is the default (the heir-first order is not measured yet).
+TEST_F(CudaFlags, CaptureOrderFlagSelectsHeirFirst) {
+  expectTwoValued("--cuda-capture-order", "heir", "program", false,
+                  &CudaOptions::captureHeirFirst, "random",
+                  "--cuda-capture-order takes program or heir, got 'random'");
+}
+
 /// --cuda-streams N picks CudaOptions::streams (1 to 8; 4 by default).
 TEST_F(CudaFlags, StreamsFlagSetsTheBranchStreams) {
   CommandLine cl;

@@ -186,6 +186,14 @@ struct CudaOptions {
   /// many small kernels of a decode step. Only modules carrying the
   /// prologue's mark are launched so (older plans run serialised).
   bool dependentLaunch = true;
+  /// A branched decode capture issues its steps in the schedule's capture
+  /// order (StreamSchedule::order: each step's stream successor right after
+  /// it, the heir before the forks) instead of program order. The graph's
+  /// nodes and edges are the same either way (so are the results); what
+  /// moves is which child of a node the driver meets first, which decided
+  /// in session 17's timeline which child kept its parent's hardware queue.
+  /// Off until measured on the device (`--cuda-capture-order program|heir`).
+  bool captureHeirFirst = false;
   /// Streams a captured decode call spreads its steps over (graph branches):
   /// steps that do not depend on each other (LaunchGraph.h) run side by side
   /// (StreamSchedule.h scheduleSteps); 1 keeps every step on the one stream.

@@ -164,11 +164,14 @@ TEST_F(FakeCudaBackend, DecodeIsCapturedOnceAndReplayed) {
 }
 
 TEST_F(FakeCudaBackend, CapturedDecodeBranchesOverStreams) {
-  long long eagerOneStream = 0;
-  for (int streams : {1, 4}) {
+  long long eagerOneStream = 0, branchedProgramOrder = 0, switchesProgramOrder = 0;
+  // (streams, heir-first capture order): the order moves no launch between
+  // streams, so the branch launches are program order's.
+  for (auto [streams, heirFirst] : {std::pair{1, false}, std::pair{4, false}, std::pair{4, true}}) {
     fakeState().reset();
     CudaOptions cuda;
     cuda.streams = streams;
+    cuda.captureHeirFirst = heirFirst;
     {
       Prefilled run = prefilled(cuda);
       ASSERT_TRUE(run.session);
@@ -190,6 +193,15 @@ TEST_F(FakeCudaBackend, CapturedDecodeBranchesOverStreams) {
         EXPECT_GT(fakeState().streamsLive, 1);
         EXPECT_LE(fakeState().streamsLive, 4);
         EXPECT_GT(fakeState().eventsLive, 0);
+        if (!heirFirst) {
+          branchedProgramOrder = fakeState().branchLaunches;
+          switchesProgramOrder = fakeState().captureSwitches;
+        } else {
+          EXPECT_EQ(fakeState().branchLaunches, branchedProgramOrder) << "heir-first capture";
+          // Each stream's successor captured right after it when it can be:
+          // fewer switches between streams than in program order.
+          EXPECT_LT(fakeState().captureSwitches, switchesProgramOrder);
+        }
       }
     }
     EXPECT_EQ(fakeState().streamsLive, 0) << "streams " << streams;

@@ -63,6 +63,8 @@ struct FakeDriverState {
   CUstream captureOrigin = nullptr;
   std::set<CUstream> captureStreams;  ///< the origin and the streams that joined
   long long branchLaunches = 0;       ///< captured kernels on a stream other than the origin
+  long long captureSwitches = 0;      ///< captured kernels on another stream than the one before
+  CUstream lastCaptured = nullptr;    ///< the stream of the last captured kernel
   long long workOutsideCapture = 0;   ///< work on a non-captured stream during a capture
   long long unjoinedEnds = 0;         ///< cuStreamEndCapture with unjoined work
 
@@ -263,6 +265,10 @@ inline const cuda::CudaDriver &fakeCudaDriver() {
       s.queue(config->hStream);
       if (s.capturing && config->hStream != s.captureOrigin)
         ++s.branchLaunches;
+      if (s.capturing) {
+        s.captureSwitches += s.lastCaptured && s.lastCaptured != config->hStream ? 1 : 0;
+        s.lastCaptured = config->hStream;
+      }
       for (unsigned i = 0; i < config->numAttrs; ++i)
         if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION &&
             config->attrs[i].value.programmaticStreamSerializationAllowed)
