@@ -71,6 +71,9 @@ public:
 
   const char *name() const override { return "cuda"; }
   bool deviceResident() const override { return true; }
+  uint64_t privateArenaBytes() const override {
+    return engine_->privateSmallArenas ? runtime::kPrivateArenaBytes : 0;
+  }
   /// Device copies are per slot: row views made per tile have none, so
   /// row-tiled fusions run whole here (untiled memory plan).
   bool runsRowTiles() const override { return false; }

@@ -22,6 +22,7 @@ CudaEngineState::CudaEngineState(hal::Device device, const runtime::CudaOptions 
   dependentLaunches = options.dependentLaunch;
   streams = std::clamp(options.streams, 1, kMaxStreams);
   captureHeirFirst = options.captureHeirFirst;
+  privateSmallArenas = options.privateSmallArenas;
 }
 
 bool CudaEngineState::dependentLaunch(int64_t module) const {

@@ -88,6 +88,7 @@ public:
   static constexpr int kMaxStreams = 16; ///< CudaOptions::streams beyond this count as 16
   int streams = 1;               ///< CudaOptions::streams, clamped to [1, kMaxStreams]
   bool captureHeirFirst = false; ///< CudaOptions::captureHeirFirst (CudaSession::captureOrder)
+  bool privateSmallArenas = true; ///< CudaOptions::privateSmallArenas (Backend::privateArenaBytes)
   std::vector<hal::Stream> branchStreams; ///< streams 1.. of a branched capture (0: stream())
   std::vector<hal::Event> branchEvents;   ///< a branched capture's step events
   /// The session whose capture is open on the stream, or null.

@@ -50,6 +50,7 @@ BackendTraits traitsOf(const Backend &backend) {
   BackendTraits traits;
   traits.rowTiles = backend.runsRowTiles();
   traits.deviceResident = backend.deviceResident();
+  traits.privateArenaBytes = backend.privateArenaBytes();
   traits.runsFusion = [&backend](const Plan &plan, const Program &program, size_t first,
                                  size_t count) {
     return backend.runsFusion(plan, program, first, count);
@@ -296,11 +297,12 @@ Expected<CallPlan> planCall(const Plan &plan, const Program &program, const Call
   // The device layout: kCompressed* dims at capacity, planned at position 0
   // for a first call and at the last position (max_seq_len - S) otherwise,
   // so one layout serves every decode call and a captured graph keeps its
-  // addresses.
+  // addresses; a small call's values (a decode step's) get bytes of their
+  // own, so no launch of its graph waits for another only for the bytes.
   if (traits.deviceResident) {
     const int64_t deviceStart = shape.startPos == 0 ? 0 : model.maxSeqLen - shape.tokens;
     Expected<MemoryPlan> device =
-        planMemory(plan, program, shape.tokens, deviceStart, /*capacity=*/true);
+        planDeviceMemory(plan, program, shape.tokens, deviceStart, traits.privateArenaBytes);
     if (!device)
       return device.status().withContext(program.name + ": device arena: ");
     out.device = std::move(device.value());

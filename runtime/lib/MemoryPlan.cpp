@@ -181,7 +181,7 @@ Expected<std::vector<ValueMemory>> sizeValues(const Plan &plan, const Program &p
 }
 
 Expected<MemoryPlan> planMemory(const Plan &plan, const Program &program, int64_t tokens,
-                                int64_t startPos, bool capacity, bool rowTiles) {
+                                int64_t startPos, bool capacity, bool rowTiles, bool reuse) {
   Expected<std::vector<ValueMemory>> sized =
       sizeValues(plan, program, tokens, startPos, capacity, rowTiles);
   if (!sized)
@@ -289,8 +289,8 @@ Expected<MemoryPlan> planMemory(const Plan &plan, const Program &program, int64_
   for (int64_t i : order) {
     ValueMemory &m = result.values[i];
     busy.clear();
-    for (int64_t j : placed)
-      if (conflicts(m, result.values[j]))
+    for (int64_t j : placed) // without reuse every placed value is in the way
+      if (!reuse || conflicts(m, result.values[j]))
         busy.push_back({result.values[j].offset, result.values[j].offset + result.values[j].alignedBytes});
     std::sort(busy.begin(), busy.end());
     uint64_t best = UINT64_MAX, bestGap = UINT64_MAX, cursor = 0;
@@ -316,6 +316,15 @@ Expected<MemoryPlan> planMemory(const Plan &plan, const Program &program, int64_
   if (Status s = fillResidentBytes(plan, result.weightBytes, result.stateBytes); !s)
     return s;
   return result;
+}
+
+Expected<MemoryPlan> planDeviceMemory(const Plan &plan, const Program &program, int64_t tokens,
+                                      int64_t startPos, uint64_t privateBytes) {
+  Expected<MemoryPlan> shared = planMemory(plan, program, tokens, startPos, /*capacity=*/true);
+  if (!shared || !privateBytes || shared->sumBytes > privateBytes)
+    return shared;
+  return planMemory(plan, program, tokens, startPos, /*capacity=*/true, /*rowTiles=*/false,
+                    /*reuse=*/false);
 }
 
 Expected<uint64_t> planWeightBytes(const Plan &plan) {

@@ -26,6 +26,9 @@
 //                              to (graph branches; CudaOptions::streams)
 //   --cuda-mhc one|steps       a decode row's mhc_entry group as one kernel
 //                              or as its steps (CudaOptions::mhcOneLaunch)
+//   --cuda-arena private|shared  a small call's (decode's) device values on
+//                              bytes of their own or sharing them
+//                              (CudaOptions::privateSmallArenas)
 //   --cuda-capture-order program|heir  the order a branched decode capture
 //                              issues its steps in (CudaOptions::
 //                              captureHeirFirst)
@@ -59,6 +62,7 @@ inline const std::vector<std::string> kCudaValuedOptions = {"--cuda-graphs", "--
                                                             "--cuda-pdl", "--cuda-streams",
                                                             "--cuda-mhc",
                                                             "--cuda-capture-order",
+                                                            "--cuda-arena",
                                                             "--cpu-threads"};
 inline const std::vector<std::string> kCudaFlags = {"--cuda-sync"};
 /// One line for a usage text.
@@ -67,7 +71,8 @@ inline constexpr const char *kCudaUsage =
     "                 [--cuda-kernels fast|cpu-order[=FAMILY,...]]\n"
     "                 [--cuda-attention single|split|mqa|tc] [--cuda-moe-mma f16|e4m3]\n"
     "                 [--cuda-gemv lanes|slots|tiles|wg] [--cuda-pdl on|off] [--cuda-streams 1..8]\n"
-    "                 [--cuda-mhc one|steps] [--cuda-capture-order program|heir] [--cpu-threads N]";
+    "                 [--cuda-mhc one|steps] [--cuda-capture-order program|heir]\n"
+    "                 [--cuda-arena private|shared] [--cpu-threads N]";
 
 /// The DSC_CUDA_* variables, as the runtime used to read them.
 inline void applyCudaEnvironment(runtime::CudaOptions &options) {
@@ -188,6 +193,8 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
                           options.mhcOneLaunch),
         applyChoice<bool>(cl, "--cuda-capture-order", {{"program", false}, {"heir", true}},
                           options.captureHeirFirst),
+        applyChoice<bool>(cl, "--cuda-arena", {{"private", true}, {"shared", false}},
+                          options.privateSmallArenas),
         applyChoice<int>(cl, "--cuda-streams",
                          {{"1", 1}, {"2", 2}, {"3", 3}, {"4", 4}, {"5", 5}, {"6", 6}, {"7", 7}, {"8", 8}},
                          options.streams),

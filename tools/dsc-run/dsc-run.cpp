@@ -148,7 +148,8 @@ static std::vector<CallStep> backendSteps(const Program &p) {
 }
 
 /// dsc-run PLAN --describe-schedule: the decode program's steps as the CUDA
-/// graph capture spreads them over 4 streams (StreamSchedule.h), one line
+/// graph capture spreads them over 4 streams (StreamSchedule.h) on the CUDA
+/// backend's default layout (planDeviceMemory), one line
 /// per step: its index, stream, the steps it waits for on other streams and
 /// its kernels. For reading why a step waits on a fork (docs/runtime.md).
 static int describeSchedule(const std::string &planPath) {
@@ -158,7 +159,7 @@ static int describeSchedule(const std::string &planPath) {
   const Program *p = plan->program("decode");
   if (!p)
     return fail(planPath + ": no decode program");
-  Expected<MemoryPlan> memory = planMemory(*plan, *p, 1, 1, true);
+  Expected<MemoryPlan> memory = planDeviceMemory(*plan, *p, 1, 1, kPrivateArenaBytes);
   if (!memory)
     return fail(memory.status().message());
   const std::vector<CallStep> steps = backendSteps(*p);
@@ -206,22 +207,30 @@ static int describe(const std::string &planPath) {
                 p.name.c_str(), (long long)launches, p.launches.size(), p.fusions.size(), native,
                 (unsigned long long)p.peakBytes, (unsigned long long)p.peakBytesUntiled);
     // The longest chain of steps that wait for each other (LaunchGraph.h) in
-    // a one-token call: what side-by-side launches could shorten.
-    Expected<MemoryPlan> memory = planMemory(*plan, p, 1, p.name == "decode" ? 1 : 0, true);
-    if (!memory) {
-      std::printf(", no dependency depth (%s)", memory.status().message().c_str());
+    // a one-token call on the CUDA backend's layout (planDeviceMemory: a
+    // call this small gives its values bytes of their own) and with the
+    // values sharing bytes (the host arena's placement, --cuda-arena shared):
+    // what side-by-side launches could shorten.
+    const int64_t start = p.name == "decode" ? 1 : 0;
+    Expected<MemoryPlan> memory = planDeviceMemory(*plan, p, 1, start, kPrivateArenaBytes);
+    Expected<MemoryPlan> shared = planMemory(*plan, p, 1, start, true);
+    if (!memory || !shared) {
+      std::printf(", no dependency depth (%s)",
+                  (memory ? shared.status() : memory.status()).message().c_str());
     } else {
-      const LaunchGraph graph = launchGraph(p, *memory);
       const std::vector<CallStep> steps = backendSteps(p);
-      const StepStreams streams = scheduleSteps(graph, steps, 4);
+      const StepStreams streams = scheduleSteps(launchGraph(p, *memory), steps, 4);
+      const StepStreams sharing = scheduleSteps(launchGraph(p, *shared), steps, 4);
       size_t waits = 0;
       for (const std::vector<int64_t> &w : streams.schedule.waits)
         waits += w.size();
-      std::printf(", dependency depth %lld steps at 1 token (%lld without arena reuse); "
-                  "with native fusions %zu steps of depth %lld on %d of 4 streams "
+      std::printf(", dependency depth %lld steps at 1 token (%lld with values sharing bytes); "
+                  "with native fusions %zu steps of depth %lld (%lld sharing) on %d of 4 streams "
                   "(%zu cross-stream waits)",
-                  (long long)graph.depth, (long long)launchGraph(p, *memory, false).depth,
-                  steps.size(), (long long)streams.graph.depth, streams.schedule.streams, waits);
+                  (long long)launchGraph(p, *memory).depth,
+                  (long long)launchGraph(p, *shared).depth, steps.size(),
+                  (long long)streams.graph.depth, (long long)sharing.graph.depth,
+                  streams.schedule.streams, waits);
     }
     std::printf("\n");
   }

@@ -223,6 +223,12 @@ TEST_F(CudaFlags, CaptureOrderFlagSelectsHeirFirst) {
                   "--cuda-capture-order takes program or heir, got 'random'");
 }
 
+/// --cuda-arena picks CudaOptions::privateSmallArenas; private is the default.
+TEST_F(CudaFlags, ArenaFlagSelectsPrivateSmallArenas) {
+  expectTwoValued("--cuda-arena", "private", "shared", true, &CudaOptions::privateSmallArenas,
+                  "pooled", "--cuda-arena takes private or shared, got 'pooled'");
+}
+
 /// --cuda-streams N picks CudaOptions::streams (1 to 8; 4 by default).
 TEST_F(CudaFlags, StreamsFlagSetsTheBranchStreams) {
   CommandLine cl;

@@ -130,6 +130,10 @@ public:
   virtual Status toHost(BackendSession *, TensorRef, HostTensor &) { return Status::ok(); }
   /// Whether tensors live elsewhere than the host (observers then cost copies).
   virtual bool deviceResident() const { return false; }
+  /// A device-resident backend's call layouts (CallPlan::device) give every
+  /// value bytes of its own when the call's activations sum to at most this
+  /// (planDeviceMemory; 0: they share bytes as the host arena does).
+  virtual uint64_t privateArenaBytes() const { return 0; }
   /// Whether the kernels run continuation chunks of a chunked prefill
   /// (CallInfo::ringRows, compressor groups across calls). Without, the
   /// Session runs a long prompt as one prefill call, as an unchunked plan.

@@ -33,7 +33,8 @@
 // Invariants (CallPlanTest): for any start p, resolveStart(planCall(shape at
 // p0), p) equals planCall(shape at p) field by field; `host` equals
 // planMemory(tokens, startPos, capacity = false, traits.rowTiles) and
-// `device` planMemory(tokens, 0 or max_seq_len - tokens, capacity = true);
+// `device` planDeviceMemory(tokens, 0 or max_seq_len - tokens,
+// traits.privateArenaBytes): capacity, with reuse unless the call is small;
 // zeroBefore[l] lists exactly the planned slots whose first writing launch
 // (zeroingLaunch) is l, zeroAtStart those no launch writes; the tiles of a row-tiled step cover
 // its call's rows exactly once, in order; replayRows = min(R, tokens) and
@@ -111,6 +112,7 @@ bool sameCallClass(const CallShape &a, const CallShape &b);
 struct BackendTraits {
   bool rowTiles = true;        ///< Backend::runsRowTiles
   bool deviceResident = false; ///< Backend::deviceResident: a device capacity plan is made
+  uint64_t privateArenaBytes = 0; ///< Backend::privateArenaBytes (planDeviceMemory)
   /// Backend::runsFusion (null: no native fused kernel).
   std::function<bool(const Plan &, const Program &, size_t first, size_t count)> runsFusion;
 };

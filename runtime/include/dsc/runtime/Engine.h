@@ -186,6 +186,14 @@ struct CudaOptions {
   /// many small kernels of a decode step. Only modules carrying the
   /// prologue's mark are launched so (older plans run serialised).
   bool dependentLaunch = true;
+  /// A call whose activations sum to at most runtime::kPrivateArenaBytes
+  /// (a decode step's) gives every value device bytes of its own instead of
+  /// sharing them along live ranges (planDeviceMemory): a few MB more per
+  /// session, and no launch of the captured graph waits for another only
+  /// because their values shared bytes (rw6 decode: dependency depth 75
+  /// steps instead of 81; tiny6 80 instead of 88). The same kernels and
+  /// values, so the same results (`--cuda-arena private|shared`).
+  bool privateSmallArenas = true;
   /// A branched decode capture issues its steps in the schedule's capture
   /// order (StreamSchedule::order: each step's stream successor right after
   /// it, the heir before the forks) instead of program order. The graph's

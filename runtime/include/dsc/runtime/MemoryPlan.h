@@ -115,8 +115,24 @@ inline int64_t compressedTokensCapacity(int64_t tokens, int64_t ratio) {
 /// With `rowTiles` (a backend that runs row-tiled fusions, Backend::
 /// runsRowTiles), the internal values of row-tiled fusions (rowTiledValues)
 /// hold min(tileRows, rows) rows.
+/// With `reuse` false every value gets bytes of its own (peakBytes ==
+/// sumBytes): no two values share bytes, so no launch waits for another
+/// only because they do (LaunchGraph.h's arena edges vanish); what a small
+/// device call's layout takes (privateArenaLimit).
 Expected<MemoryPlan> planMemory(const Plan &plan, const Program &program, int64_t tokens,
-                                int64_t startPos, bool capacity = false, bool rowTiles = false);
+                                int64_t startPos, bool capacity = false, bool rowTiles = false,
+                                bool reuse = true);
+/// The largest activation sum (MemoryPlan::sumBytes) a device-resident
+/// backend's call layout holds without reuse by default (CallPlan.h
+/// `device`; BackendTraits::privateArenaBytes): a decode step's values are
+/// a few MB at released widths (rw6: 5 MB) against a chunked prefill's GBs,
+/// and sharing bytes made the decode graph's dependency depth 81 steps
+/// instead of 75 (rw6) and 88 instead of 80 (tiny6).
+inline constexpr uint64_t kPrivateArenaBytes = uint64_t(64) << 20;
+/// A device call's layout (CallPlan::device): planMemory at capacity, with
+/// reuse unless the values sum to at most `privateBytes` (0: always reuse).
+Expected<MemoryPlan> planDeviceMemory(const Plan &plan, const Program &program, int64_t tokens,
+                                      int64_t startPos, uint64_t privateBytes);
 
 /// The sizes part of planMemory: every planned slot's `planned`, `shape`,
 /// `bytes` and `alignedBytes` for the call (live ranges and offsets left
