@@ -111,8 +111,9 @@ void expectIssueOrder(const StreamSchedule &s) {
       continue;
     const bool ready = std::all_of(s.waits[size_t(next)].begin(), s.waits[size_t(next)].end(),
                                    [&](int64_t i) { return at[size_t(i)] <= int64_t(p); });
-    if (ready)
+    if (ready) {
       EXPECT_EQ(s.order[p + 1], next) << "launch " << j << "'s stream successor waits";
+    }
   }
 }
 
