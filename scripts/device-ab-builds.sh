@@ -9,7 +9,10 @@
 # (scripts/device-ab.sh), then every run's logits digest.
 # usage: scripts/device-ab-builds.sh OUT A B [C ...]
 #   SKIP_KERNELS=1: the whole steps only; ROUNDS=N: N alternations (default 2);
-#   TINY=0: no tiny6 runs; BENCH_ARGS: more dsc-bench arguments for every run
+#   TINY=0: no tiny6 runs; BENCH_ARGS: more dsc-bench arguments for every run;
+#   VARIANTS="name:args|name:args...": each build also runs once per variant
+#   with those dsc-bench arguments (tags BUILD.name), in the same alternation,
+#   e.g. VARIANTS="shared:--cuda-arena shared|heir:--cuda-capture-order heir".
 set -u
 OUT=$1; shift; A=$1
 H=$(cd "$(dirname "$0")" && pwd)
@@ -24,16 +27,23 @@ mkdir -p $OUT
   done
 done | tee $OUT/kernels.txt
 W="--weights $A/golden/tiny6/model.safetensors"
-for round in $(seq 1 ${ROUNDS:-2}); do
+# Every (build, variant) pair: "BUILD" with no extra arguments, then "BUILD.name"
+# per VARIANTS entry.
+runs() {
   for C in "$@"; do
-    tag=$(basename $C)
-    bash $H/device-ab.sh $C $OUT rw6-$tag-$round $C/rw6.dscp --backend cuda --synthetic-weights 1 \
-      --prefill-len 512 --warmup 1 --decode-steps 64 --logits-out $OUT/rw6-$tag-$round.npy ${BENCH_ARGS:-}
+    echo "$C|$(basename $C)|"
+    IFS='|' read -ra vs <<< "${VARIANTS:-}"
+    for v in "${vs[@]}"; do [ -n "$v" ] && echo "$C|$(basename $C).${v%%:*}|${v#*:}"; done
   done
-  [ "${TINY:-1}" = 0 ] || for C in "$@"; do
-    tag=$(basename $C)
+}
+for round in $(seq 1 ${ROUNDS:-2}); do
+  runs "$@" | while IFS='|' read -r C tag extra; do
+    bash $H/device-ab.sh $C $OUT rw6-$tag-$round $C/rw6.dscp --backend cuda --synthetic-weights 1 \
+      --prefill-len 512 --warmup 1 --decode-steps 64 --logits-out $OUT/rw6-$tag-$round.npy ${BENCH_ARGS:-} $extra < /dev/null
+  done
+  [ "${TINY:-1}" = 0 ] || runs "$@" | while IFS='|' read -r C tag extra; do
     bash $H/device-ab.sh $C $OUT tiny6-$tag-$round $C/tiny6-bench.dscp --backend cuda $W \
-      --prefill-len 128 --warmup 2 --decode-steps 64 --logits-out $OUT/tiny6-$tag-$round.npy ${BENCH_ARGS:-}
+      --prefill-len 128 --warmup 2 --decode-steps 64 --logits-out $OUT/tiny6-$tag-$round.npy ${BENCH_ARGS:-} $extra < /dev/null
   done
 done
 a=$(basename $A)
