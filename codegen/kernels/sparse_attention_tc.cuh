@@ -268,7 +268,8 @@ DSC_KERNEL void __launch_bounds__(dsc::abi::kTcThreads) dsc_sparse_attention_pv_
   for (int kt = 0; kt < 4; ++kt)
     ldmatrix4(pa[kt], ps + (h0 + r8 + (mi & 1) * 8) * kPld + 16 * kt + (mi >> 1) * 8);
   // pv_b = bf16(P) V, 128 channels (16 n-tiles) at a time.
-  constexpr int kChunk = 128;
+  constexpr int kChunk = dsc::abi::kTcPvChannels;
+  static_assert(kChunk == 128, "o[16][4]: 16 n-tiles of 8 channels");
   for (int d0 = dBegin; d0 < dEnd; d0 += kChunk) {
     float o[16][4];
 #pragma unroll

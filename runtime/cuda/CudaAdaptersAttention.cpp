@@ -595,7 +595,7 @@ Status splitKvAttention(CudaLaunchContext &c, abi::SparseAttentionParams &params
       // ~10 blocks), the PV step also splits D in 128-channel ranges (each
       // block stages and multiplies its own channels: the same bytes).
       const Dim3 pvGrid{grid.x, grid.y,
-                        unsigned(rows * nb < 132 ? ceilDiv(D, 128) : 1)};
+                        unsigned(rows * nb < kTunedSms ? ceilDiv(D, abi::kTcPvChannels) : 1)};
       DSC_TRY(c.launchEntry("dsc_sparse_attention_pv_tc", pvGrid, threads,
                             size_t(abi::tcPvBytes(H, D)), std::move(b)));
     } else if (mqa) {

@@ -28,7 +28,12 @@ using runtime::Expected;
 /// GEMVs take one output row per warp (gemvGrid), the tensor-core tiles one
 /// block per 16 x 8 tile (tileGrid), grid-strided beyond kMaxGemvBlocks.
 constexpr unsigned kGemvWarps = abi::kGemvWarps;
-constexpr long long kMaxGemvBlocks = 132 * 16;
+/// SMs of the parts the launch shapes below are tuned for (H100 and H200
+/// SXM: 132). Every grid is grid-strided, so another part runs the same
+/// shapes correctly (and gets the same split-K sums, hence the same bytes),
+/// only not tuned for its SM count.
+constexpr long long kTunedSms = 132;
+constexpr long long kMaxGemvBlocks = kTunedSms * 16;
 /// Dynamic shared memory a kernel gets without opting in.
 constexpr size_t kSharedLimit = 48 * 1024;
 inline Dim3 gemvGrid(long long rows) {
@@ -87,11 +92,11 @@ inline long long kSplitsFor(long long tiles, long long K, long long units) {
   return splits;
 }
 inline long long gemvSplits(long long N, long long K) {
-  return kSplitsFor(ceilDiv(N, 16), K, 2 * 132); // blocks of 16 rows: two per SM
+  return kSplitsFor(ceilDiv(N, 16), K, 2 * kTunedSms); // blocks of 16 rows: two per SM
 }
-/// Warps the lane-block GEMV keeps resident: 132 SMs x 2 blocks of
+/// Warps the lane-block GEMV keeps resident: kTunedSms SMs x 2 blocks of
 /// kGemvWarps (DSC_GEMV_WARP_ENTRY's launch bounds).
-constexpr long long kLaneSlots = 132 * 2 * kGemvWarps;
+constexpr long long kLaneSlots = kTunedSms * 2 * kGemvWarps;
 /// A lane-block warp item's fixed cost (the round trip of its first loads,
 /// the lane reduction, the stores), counted as K elements of its rows.
 constexpr long long kLaneItemOverheadK = 2048;
@@ -124,7 +129,7 @@ inline long long laneSplits(long long N, long long K) {
 inline long long slotSplits(long long N, long long K) {
   const long long tiles = ceilDiv(N, abi::kSlotTileRows), kb = K / 32;
   long long splits = 1;
-  while (splits < 32 && tiles * splits < 132 * 16 && kb / (splits * 2) >= 8)
+  while (splits < 32 && tiles * splits < kTunedSms * 16 && kb / (splits * 2) >= 8)
     splits *= 2;
   return splits;
 }
@@ -136,7 +141,7 @@ inline long long slotSplits(long long N, long long K) {
 inline long long wgSplits(long long N, long long K) {
   const long long tiles = ceilDiv(N, abi::kWgTileRows), kb = K / 32;
   long long splits = 1;
-  while (splits < 16 && tiles * splits < 2 * 132 && kb / (splits * 2) >= 8 * abi::kWgGroups)
+  while (splits < 16 && tiles * splits < 2 * kTunedSms && kb / (splits * 2) >= 8 * abi::kWgGroups)
     splits *= 2;
   while (ceilDiv(kb, splits) > abi::kWgMaxStageBlocks)
     splits *= 2;

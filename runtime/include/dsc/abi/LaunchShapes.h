@@ -118,6 +118,10 @@ inline constexpr long long tcPvBytes(long long H, long long D) {
   return kSparseBlock * (D + kTcRowPad) * 2 + tcHeadsPadded(H) * (kSparseBlock + kTcRowPad) * 2 +
          tcHeadsPadded(H) * kSparseBlock * 4;
 }
+/// Channels the tensor-core PV kernel multiplies per pass (its 16 n-tiles
+/// of 8 in registers); a decode call whose (row, block) pairs leave SMs idle
+/// also splits D into ranges of this many channels over gridDim.z.
+inline constexpr int kTcPvChannels = 128;
 /// The fast MoE gate select (codegen/kernels/moe_gate.cu): experts (keys
 /// and scores in shared memory) and top-k rounds per token it takes.
 inline constexpr int kMoeSelectMaxExperts = 2048;
