@@ -320,11 +320,17 @@ Expected<MemoryPlan> planMemory(const Plan &plan, const Program &program, int64_
 
 Expected<MemoryPlan> planDeviceMemory(const Plan &plan, const Program &program, int64_t tokens,
                                       int64_t startPos, uint64_t privateBytes) {
-  Expected<MemoryPlan> shared = planMemory(plan, program, tokens, startPos, /*capacity=*/true);
-  if (!shared || !privateBytes || shared->sumBytes > privateBytes)
-    return shared;
+  // The sizes decide (planMemory's sumBytes), so place only once.
+  Expected<std::vector<ValueMemory>> sized =
+      sizeValues(plan, program, tokens, startPos, /*capacity=*/true, /*rowTiles=*/false);
+  if (!sized)
+    return sized.status();
+  uint64_t sum = 0; // saturates above privateBytes
+  for (const ValueMemory &m : *sized)
+    if (m.planned && sum <= privateBytes)
+      sum = m.alignedBytes > privateBytes - sum ? privateBytes + 1 : sum + m.alignedBytes;
   return planMemory(plan, program, tokens, startPos, /*capacity=*/true, /*rowTiles=*/false,
-                    /*reuse=*/false);
+                    /*reuse=*/privateBytes == 0 || sum > privateBytes);
 }
 
 Expected<uint64_t> planWeightBytes(const Plan &plan) {

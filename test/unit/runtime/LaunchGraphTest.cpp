@@ -177,34 +177,33 @@ TEST(LaunchGraph, Tiny6DecodeOnPrivateBytesHasOnlyTheValuesOrder) {
   // shared layout's, and every pair of planned values is disjoint.
   Expected<Plan> plan = readPlanFile(dsc::test::tiny6CpuPlan());
   ASSERT_TRUE(plan) << plan.status().message();
-  for (const Program &p : plan->programs) {
-    if (p.name != "decode")
-      continue;
-    Expected<MemoryPlan> shared = planMemory(*plan, p, 1, 1, /*capacity=*/true);
-    Expected<MemoryPlan> own = planDeviceMemory(*plan, p, 1, 1, kPrivateArenaBytes);
-    ASSERT_TRUE(shared && own);
-    EXPECT_LE(shared->sumBytes, kPrivateArenaBytes) << "a tiny6 decode step is small";
-    EXPECT_EQ(own->peakBytes, own->sumBytes);
-    EXPECT_EQ(own->sumBytes, shared->sumBytes);
-    std::vector<std::pair<uint64_t, uint64_t>> ranges;
-    for (const ValueMemory &m : own->values)
-      if (m.planned && m.alignedBytes)
-        ranges.push_back({m.offset, m.offset + m.alignedBytes});
-    std::sort(ranges.begin(), ranges.end());
-    for (size_t i = 1; i < ranges.size(); ++i)
-      EXPECT_LE(ranges[i - 1].second, ranges[i].first) << "two values share bytes";
-    const LaunchGraph onOwn = launchGraph(p, *own), valuesOnly = launchGraph(p, *shared, false),
-                      onShared = launchGraph(p, *shared);
-    EXPECT_EQ(onOwn.preds, valuesOnly.preds);
-    EXPECT_LT(onOwn.depth, onShared.depth) << "sharing bytes adds order on tiny6";
-    // A limit below the step's values keeps the sharing.
-    Expected<MemoryPlan> capped = planDeviceMemory(*plan, p, 1, 1, shared->sumBytes - 1);
-    ASSERT_TRUE(capped);
-    EXPECT_EQ(capped->peakBytes, shared->peakBytes);
-    Expected<MemoryPlan> never = planDeviceMemory(*plan, p, 1, 1, 0);
-    ASSERT_TRUE(never);
-    EXPECT_EQ(never->peakBytes, shared->peakBytes);
-  }
+  const Program *decode = plan->program("decode");
+  ASSERT_NE(decode, nullptr);
+  const Program &p = *decode;
+  Expected<MemoryPlan> shared = planMemory(*plan, p, 1, 1, /*capacity=*/true);
+  Expected<MemoryPlan> own = planDeviceMemory(*plan, p, 1, 1, kPrivateArenaBytes);
+  ASSERT_TRUE(shared && own);
+  EXPECT_LE(shared->sumBytes, kPrivateArenaBytes) << "a tiny6 decode step is small";
+  EXPECT_EQ(own->peakBytes, own->sumBytes);
+  EXPECT_EQ(own->sumBytes, shared->sumBytes);
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const ValueMemory &m : own->values)
+    if (m.planned && m.alignedBytes)
+      ranges.push_back({m.offset, m.offset + m.alignedBytes});
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i)
+    EXPECT_LE(ranges[i - 1].second, ranges[i].first) << "two values share bytes";
+  const LaunchGraph onOwn = launchGraph(p, *own), valuesOnly = launchGraph(p, *shared, false),
+                    onShared = launchGraph(p, *shared);
+  EXPECT_EQ(onOwn.preds, valuesOnly.preds);
+  EXPECT_LT(onOwn.depth, onShared.depth) << "sharing bytes adds order on tiny6";
+  // A limit below the step's values keeps the sharing.
+  Expected<MemoryPlan> capped = planDeviceMemory(*plan, p, 1, 1, shared->sumBytes - 1);
+  ASSERT_TRUE(capped);
+  EXPECT_EQ(capped->peakBytes, shared->peakBytes);
+  Expected<MemoryPlan> never = planDeviceMemory(*plan, p, 1, 1, 0);
+  ASSERT_TRUE(never);
+  EXPECT_EQ(never->peakBytes, shared->peakBytes);
 }
 
 } // namespace
