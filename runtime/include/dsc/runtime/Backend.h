@@ -192,7 +192,8 @@ public:
   /// returned false: indices into CallPlan::steps, a permutation of them
   /// (empty: their own order). A backend capturing a CUDA graph on several
   /// streams returns its schedule's capture order (StreamSchedule::order:
-  /// the same graph, its heirs captured before its forks).
+  /// the same graph, its heirs captured before its forks). The span is the
+  /// backend's and holds until endLaunches; the Session reads it at once.
   virtual std::span<const int64_t> issueOrder(const BackendSession &) const { return {}; }
   /// Waits until everything queued on the device finished (timing); a no-op
   /// on the host.
