@@ -55,6 +55,7 @@
 #include "codegen/kernels/gemm.cuh"
 #include "codegen/kernels/gemv.cuh"
 #include "codegen/kernels/lane_gemv.cuh"
+#include "codegen/kernels/row_gemv.cuh"
 #include "codegen/kernels/slot_gemv.cuh"
 #include "codegen/kernels/wg_gemv.cuh"
 
@@ -559,6 +560,108 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneDownWarps,
       dsc_moe_lanes::eachOutputRow(it, tiles, D,
                                    [&](int q, int i, long long row) { o[row] = roundToBf16(acc[q][i]); });
     }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Row-lane entries (row_gemv.cuh; CudaOptions::gemv == Rows): the items,
+// operands and outputs of the lanes entries (dsc_moe_lanes::Item: a routed
+// slot's 16 FP4 rows, the shared expert's 8 FP8 rows), each lane streaming
+// its own row; the activations staged as f16 (rowsSmem), or the global codes.
+//===----------------------------------------------------------------------===//
+
+namespace dsc_moe_rows {
+/// The lane's row of lane tile r0 (r0 + g), clamped to the last.
+__device__ __forceinline__ long long laneRow(long long r0, long long rowsOut) {
+  return dsc_moe_lanes::clampRow(r0 + ((threadIdx.x & 31) >> 2), rowsOut);
+}
+/// Calls f(q, row) for lane tile q's row r0 + 8q + g of this lane, in the
+/// lanes that write it (group 0), for rows < rowsOut.
+template <class F>
+__device__ __forceinline__ void eachLaneRow(const dsc_moe_lanes::Item &it, int tiles,
+                                            long long rowsOut, F f) {
+  const int lane = threadIdx.x & 31;
+  if ((lane & 3) != 0)
+    return;
+#pragma unroll
+  for (int q = 0; q < 2; ++q) {
+    const long long row = it.r0 + q * dsc::abi::kLaneTileRows + (lane >> 2);
+    if (q < tiles && row < rowsOut)
+      f(q, row);
+  }
+}
+} // namespace dsc_moe_rows
+
+DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneUpWarps, dsc::abi::kMoeLaneUpBlocksPerSm)
+    dsc_moe_experts_up_rows(DSC_MOE_UP_PARAMS) {
+  DSC_KERNEL_PROLOGUE();
+  extern __shared__ __align__(16) unsigned char smem[];
+  const dsc_rows::Acts a = dsc_rows::stageHalf(xq, gCodes, gScales, T, D, smem);
+  const float lim = (float)p.swiglu_limit;
+  constexpr long long kTile = dsc::abi::kLaneTileRows;
+  const long long kb = D / 32, items = dsc::abi::moeLaneItems(T, k, I);
+  for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
+    const dsc_moe_lanes::Item it = dsc_moe_lanes::item(n, k, I, ids, E);
+    unsigned short *hs = h + (it.t * (k + 1) + it.slot) * I;
+    const int tiles = it.routed ? 2 : 1; // lane tiles of the item (warp-uniform)
+    if (!it.valid) { // an invalid slot contributes nothing (warp-uniform)
+      dsc_moe_rows::eachLaneRow(it, tiles, I, [&](int, long long row) { hs[row] = 0; });
+      continue;
+    }
+    // acc[2q] / acc[2q + 1]: w1 / w3 of lane tile q.
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (it.routed) {
+      const long long e = it.x * I, ra = e + dsc_moe_rows::laneRow(it.r0, I),
+                      rb = e + dsc_moe_rows::laneRow(it.r0 + kTile, I);
+      const unsigned char *wr[4] = {w1 + ra * (D / 2), w3 + ra * (D / 2), w1 + rb * (D / 2),
+                                    w3 + rb * (D / 2)},
+                          *sr[4] = {w1s + ra * kb, w3s + ra * kb, w1s + rb * kb, w3s + rb * kb};
+      dsc_rows::rowDots<true, 4>(wr, sr, a, D, it.t, 0, kb, acc);
+    } else {
+      const long long r = dsc_moe_rows::laneRow(it.r0, I);
+      const unsigned char *wr[2] = {s1 + r * D, s3 + r * D},
+                          *sr[2] = {s1s + (r / 32) * kb, s3s + (r / 32) * kb};
+      dsc_rows::rowDots<false, 2>(wr, sr, a, D, it.t, 0, kb, acc);
+    }
+    dsc_rows::rowTotals<4>(acc);
+    const float rw = it.routed ? weights[it.t * k + it.slot] : 0.0f;
+    dsc_moe_rows::eachLaneRow(it, tiles, I, [&](int q, long long row) {
+      hs[row] = dsc_dense_moe::swiglu(roundToBf16(acc[2 * q]), roundToBf16(acc[2 * q + 1]), lim,
+                                      it.routed, rw);
+    });
+  }
+}
+
+DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneDownWarps,
+                                  dsc::abi::kMoeLaneDownBlocksPerSm)
+    dsc_moe_experts_down_rows(DSC_MOE_DOWN_PARAMS) {
+  DSC_KERNEL_PROLOGUE();
+  extern __shared__ __align__(16) unsigned char smem[];
+  const dsc_rows::Acts a = dsc_rows::stageHalf(hq, gCodes, gScales, T * (k + 1), I, smem);
+  constexpr long long kTile = dsc::abi::kLaneTileRows;
+  const long long kb = I / 32, items = dsc::abi::moeLaneItems(T, k, D);
+  for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
+    const dsc_moe_lanes::Item it = dsc_moe_lanes::item(n, k, D, ids, E);
+    if (!it.valid)
+      continue; // warp-uniform; the combine step skips the slot
+    const long long hrow = it.t * (k + 1) + it.slot;
+    const int tiles = it.routed ? 2 : 1;
+    float acc[2] = {0.0f, 0.0f};
+    if (it.routed) {
+      const long long e = it.x * D, ra = e + dsc_moe_rows::laneRow(it.r0, D),
+                      rb = e + dsc_moe_rows::laneRow(it.r0 + kTile, D);
+      const unsigned char *wr[2] = {w2 + ra * (I / 2), w2 + rb * (I / 2)},
+                          *sr[2] = {w2s + ra * kb, w2s + rb * kb};
+      dsc_rows::rowDots<true, 2, false>(wr, sr, a, I, hrow, 0, kb, acc);
+    } else {
+      const long long r = dsc_moe_rows::laneRow(it.r0, D);
+      const unsigned char *wr = s2 + r * I, *sr = s2s + (r / 32) * kb;
+      dsc_rows::rowDots<false, 1, false>(&wr, &sr, a, I, hrow, 0, kb, acc);
+    }
+    dsc_rows::rowTotals<2>(acc);
+    float *o = outs + hrow * D;
+    dsc_moe_rows::eachLaneRow(it, tiles, D,
+                              [&](int q, long long row) { o[row] = roundToBf16(acc[q]); });
   }
 }
 

@@ -317,6 +317,7 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
     if (!up)
       return up.status();
     const char *upEntry = family == GemvKernels::Lanes   ? "dsc_moe_experts_up_lanes"
+                          : family == GemvKernels::Rows  ? "dsc_moe_experts_up_rows"
                           : family == GemvKernels::Slots ? "dsc_moe_experts_up_slots"
                           : wg                           ? "dsc_moe_experts_up_wg"
                           : c.moeE4m3Mma                 ? "dsc_moe_experts_up_fast_e4m3"
@@ -331,6 +332,7 @@ Status moeExpertsFast(CudaLaunchContext &c, const abi::MoeExpertsParams &p, long
     if (!down)
       return down.status();
     const char *downEntry = family == GemvKernels::Lanes   ? "dsc_moe_experts_down_lanes"
+                            : family == GemvKernels::Rows  ? "dsc_moe_experts_down_rows"
                             : family == GemvKernels::Slots ? "dsc_moe_experts_down_slots"
                             : wg                           ? "dsc_moe_experts_down_wg"
                             : c.moeE4m3Mma                 ? "dsc_moe_experts_down_fast_e4m3"

@@ -54,6 +54,10 @@ inline long long ceilDiv(long long a, long long b) { return (a + b - 1) / b; }
 constexpr size_t kCombineBytes = abi::kGemvCombineBytes;
 /// dsc_gemv::quantBytes: act_quant codes + scales of [M, K] in shared memory.
 inline size_t quantBytes(long long M, long long K) { return size_t(M * K + M * (K / 32) * 4); }
+/// dsc_rows::halfBytes: the row-lane tiles' staging, f16 values + scales of [M, K].
+inline size_t rowHalfBytes(long long M, long long K) {
+  return size_t(M * K * 2 + M * (K / 32) * 4);
+}
 inline bool aligned16(std::initializer_list<CUdeviceptr> ptrs) {
   for (CUdeviceptr p : ptrs)
     if (p % 16 != 0)
@@ -203,7 +207,7 @@ struct MoeStepShape {
 };
 inline MoeStepShape moeStepShape(runtime::GemvKernels k, bool up, long long T, long long topk,
                                  long long rowsOut) {
-  if (k == runtime::GemvKernels::Lanes) {
+  if (k == runtime::GemvKernels::Lanes || k == runtime::GemvKernels::Rows) {
     const long long warps = up ? abi::kMoeLaneUpWarps : abi::kMoeLaneDownWarps;
     return {tileGrid(ceilDiv(moeLaneItems(T, topk, rowsOut), warps)), block1(unsigned(32 * warps))};
   }
@@ -245,12 +249,17 @@ inline bool moeQuantInBlocks(runtime::GemvKernels k, long long slots, long long 
                              long long rows, long long K) {
   if (k == runtime::GemvKernels::Warpgroups)
     return slots * ceilDiv(rowsOut, abi::kWgTileRows) * (K / 32) <= 16384;
+  if (k == runtime::GemvKernels::Rows) // f16 staging: the rows' own budget
+    return rowHalfBytes(rows, K) <= kSharedLimit &&
+           tileGrid(slots * ceilDiv(rowsOut, 16)).x * rows * (K / 32) <= 16384;
   return quantizeInBlocks(tileGrid(slots * ceilDiv(rowsOut, 16)).x, rows, K);
 }
 inline size_t moeLaunchSmem(runtime::GemvKernels k, bool shared, long long rows, long long K,
                             int mats) {
   if (k == runtime::GemvKernels::Warpgroups)
     return size_t(abi::wgSharedBytes(K / 32, mats));
+  if (k == runtime::GemvKernels::Rows) // staged f16 whenever it fits (row_gemv.cuh stageHalf)
+    return rowHalfBytes(rows, K) <= kSharedLimit ? rowHalfBytes(rows, K) : 0;
   return (shared ? quantBytes(rows, K) : 0) + kCombineBytes;
 }
 
@@ -278,9 +287,12 @@ inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix,
                             CUdeviceptr wp, CUdeviceptr sp, long long N, CUdeviceptr yp) {
   CUdeviceptr none = 0;
   using runtime::GemvKernels;
-  // The warpgroups take whole steps of K; other shapes run the lanes.
+  // The warpgroups take whole steps of K; other shapes run the lanes. The
+  // row-lane tiles have no quantised GEMV entry yet: the lanes run it.
   const GemvKernels family =
-      c.gemv == GemvKernels::Warpgroups && !wgTakes(K, sp) ? GemvKernels::Lanes : c.gemv;
+      (c.gemv == GemvKernels::Warpgroups && !wgTakes(K, sp)) || c.gemv == GemvKernels::Rows
+          ? GemvKernels::Lanes
+          : c.gemv;
   const bool wg = family == GemvKernels::Warpgroups;
   const char *entry = family == GemvKernels::Lanes   ? entries.lanes
                       : family == GemvKernels::Slots ? entries.slots

@@ -16,9 +16,10 @@
 //                              (the default)
 //   --cuda-moe-mma f16|e4m3    the MoE up/down tiles' mma (CudaOptions::
 //                              moeE4m3Mma; with --cuda-gemv tiles)
-//   --cuda-gemv lanes|slots|tiles|wg  the FP8/FP4 GEMV family: lane-block
-//                              tiles, block-slot tiles, gemv.cuh's 16-row
-//                              tiles or the warpgroup (wgmma) tiles
+//   --cuda-gemv lanes|slots|tiles|wg|rows  the FP8/FP4 GEMV family:
+//                              lane-block tiles, block-slot tiles, gemv.cuh's
+//                              16-row tiles, the warpgroup (wgmma) tiles or the
+//                              row-lane tiles (MoE steps; lanes elsewhere)
 //                              (CudaOptions::gemv)
 //   --cuda-pdl on|off          every kernel as a programmatic dependent launch
 //                              (CudaOptions::dependentLaunch)
@@ -70,7 +71,7 @@ inline constexpr const char *kCudaUsage =
     "[--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]\n"
     "                 [--cuda-kernels fast|cpu-order[=FAMILY,...]]\n"
     "                 [--cuda-attention single|split|mqa|tc] [--cuda-moe-mma f16|e4m3]\n"
-    "                 [--cuda-gemv lanes|slots|tiles|wg] [--cuda-pdl on|off] [--cuda-streams 1..8]\n"
+    "                 [--cuda-gemv lanes|slots|tiles|wg|rows] [--cuda-pdl on|off] [--cuda-streams 1..8]\n"
     "                 [--cuda-mhc one|steps] [--cuda-capture-order program|heir]\n"
     "                 [--cuda-arena private|shared] [--cpu-threads N]";
 
@@ -185,7 +186,8 @@ inline std::string applyCudaFlags(const CommandLine &cl, runtime::CudaOptions &o
                                  {{"lanes", GemvKernels::Lanes},
                                   {"slots", GemvKernels::Slots},
                                   {"tiles", GemvKernels::Tiles},
-                                  {"wg", GemvKernels::Warpgroups}},
+                                  {"wg", GemvKernels::Warpgroups},
+                                  {"rows", GemvKernels::Rows}},
                                  options.gemv),
         applyChoice<bool>(cl, "--cuda-pdl", {{"on", true}, {"off", false}},
                           options.dependentLaunch),

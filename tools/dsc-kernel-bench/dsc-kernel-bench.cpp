@@ -8,7 +8,7 @@
 // device-to-device copy bandwidth measured in the same run (the rate
 // dsc-bench's roofline uses).
 //   dsc-kernel-bench linear-fp8|linear-fp4 --m M --n N --k K [--splits S]
-//                    [--gemv lanes|slots|tiles|wg] [--graph-calls C] [--replays R]
+//                    [--gemv lanes|slots|tiles|wg|rows] [--graph-calls C] [--replays R]
 //   dsc-kernel-bench moe-up|moe-down --m T --n I --k D [--topk k] [...]
 //   dsc-kernel-bench stream --n ROWS --k ROW_BYTES --pattern 0..3 --depth 1|2|4|8|16
 //     (codegen/kernels/stream_probe.cu: the GEMVs' weight access patterns,
@@ -59,7 +59,7 @@ using Launch = KernelHarness::Launch;
 constexpr const char *kUsage =
     "usage: dsc-kernel-bench linear-fp8|linear-fp4 --m M --n N --k K [--splits S (0: the "
     "runtime's)]\n"
-    "                        [--gemv lanes|slots|tiles|wg] [--graph-calls C] [--replays R]\n"
+    "                        [--gemv lanes|slots|tiles|wg|rows] [--graph-calls C] [--replays R]\n"
     "       dsc-kernel-bench moe-up|moe-down --m TOKENS --n INTER --k DIM [--topk K] [--gemv "
     "...]\n"
     "       dsc-kernel-bench stream --n ROWS --k ROW_BYTES --pattern 0..3 --depth 1|2|4|8|16\n"
@@ -252,11 +252,14 @@ int run(int argc, char **argv) {
                  std::to_string(N));
   const std::string gemv = cl.has("--gemv") ? cl.options.at("--gemv") : "lanes";
   using dsc::runtime::GemvKernels;
-  if (gemv != "lanes" && gemv != "slots" && gemv != "tiles" && gemv != "wg")
-    return usage("--gemv takes lanes, slots, tiles or wg, got '" + gemv + "'");
+  if (gemv != "lanes" && gemv != "slots" && gemv != "tiles" && gemv != "wg" && gemv != "rows")
+    return usage("--gemv takes lanes, slots, tiles, wg or rows, got '" + gemv + "'");
+  if (gemv == "rows" && !moe)
+    return usage("--gemv rows has MoE entries only (moe-up, moe-down)");
   const GemvKernels family = gemv == "lanes"   ? GemvKernels::Lanes
                              : gemv == "slots" ? GemvKernels::Slots
                              : gemv == "wg"    ? GemvKernels::Warpgroups
+                             : gemv == "rows"  ? GemvKernels::Rows
                                                : GemvKernels::Tiles;
   if (family == GemvKernels::Warpgroups && K % 128 != 0)
     return usage("--gemv wg needs --k a multiple of 128, got " + std::to_string(K));

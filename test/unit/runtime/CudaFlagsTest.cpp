@@ -192,15 +192,15 @@ TEST_F(CudaFlags, GemvFlagSelectsTheFamily) {
   EXPECT_EQ(apply(cl).gemv, GemvKernels::Lanes);
   const std::pair<const char *, GemvKernels> values[] = {
       {"lanes", GemvKernels::Lanes}, {"slots", GemvKernels::Slots}, {"tiles", GemvKernels::Tiles},
-      {"wg", GemvKernels::Warpgroups}};
+      {"wg", GemvKernels::Warpgroups}, {"rows", GemvKernels::Rows}};
   for (const auto &[name, family] : values) {
     cl.options["--cuda-gemv"] = name;
     EXPECT_EQ(apply(cl).gemv, family) << name;
   }
-  cl.options["--cuda-gemv"] = "rows";
+  cl.options["--cuda-gemv"] = "cols";
   std::string got;
   apply(cl, &got);
-  EXPECT_EQ(got, "--cuda-gemv takes lanes, slots, tiles or wg, got 'rows'");
+  EXPECT_EQ(got, "--cuda-gemv takes lanes, slots, tiles, wg or rows, got 'cols'");
 }
 
 /// --cuda-pdl picks CudaOptions::dependentLaunch; dependent launches are the default.

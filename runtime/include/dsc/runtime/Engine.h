@@ -107,7 +107,9 @@ inline constexpr KernelFamilyName kKernelFamilyNames[] = {
     {"moe-experts", KernelFamily::MoeExperts}, {"index-keys", KernelFamily::IndexKeys}};
 
 /// The FP8/FP4 GEMV kernel families of the CUDA fast path (CudaOptions::gemv).
-enum class GemvKernels { Tiles, Lanes, Slots, Warpgroups };
+/// Rows: the row-lane tiles (codegen/kernels/row_gemv.cuh) where a step has
+/// them (the MoE up and down steps), the lanes elsewhere.
+enum class GemvKernels { Tiles, Lanes, Slots, Warpgroups, Rows };
 
 /// The fast sparse attention's kernels (CudaOptions::attention).
 enum class AttentionKernels { Single, Split, Mqa, TensorCore };
@@ -171,7 +173,7 @@ struct CudaOptions {
   /// as its register A operand, the activations staged in shared memory;
   /// the linear and MoE steps, the others run their lanes entries). All stay
   /// inside the GPU gates; kept selectable for comparisons
-  /// (`--cuda-gemv lanes|slots|tiles|wg`).
+  /// (`--cuda-gemv lanes|slots|tiles|wg|rows`).
   GemvKernels gemv = GemvKernels::Lanes;
   /// Rows of at most abi::kMhcDecodeMaxRows (decode, M-row steps) run a fused
   /// `mhc_entry` group ([hc_post] hc_pre rms_norm) as one kernel,

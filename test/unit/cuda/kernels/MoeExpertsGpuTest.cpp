@@ -115,8 +115,11 @@ std::vector<uint16_t> cpuMoe(const Operands &o, long long T) {
 }
 
 /// The GPU's y [T, D] through `family`'s up and down entries.
+/// staged: the up step act_quants x in its blocks (x as xq) and both steps
+/// get the family's staging memory (the runtime's decode path); else both
+/// read a global act_quant.
 std::vector<uint16_t> gpuMoe(KernelHarness &h, dsc::runtime::GemvKernels family,
-                             const Operands &o, long long T) {
+                             const Operands &o, long long T, bool staged = false) {
   const long long slots = T * (kTopk + 1);
   CUdeviceptr x = h.upload(o.x), w1 = h.upload(o.w1), w1s = h.upload(o.w1s),
               w3 = h.upload(o.w3), w3s = h.upload(o.w3s), w2 = h.upload(o.w2),
@@ -134,8 +137,9 @@ std::vector<uint16_t> gpuMoe(KernelHarness &h, dsc::runtime::GemvKernels family,
   long long Tv = T, D = kD, I = kI, k = kTopk, E = kE, slotsv = slots;
   dsc::abi::MoeExpertsParams p{};
   p.swiglu_limit = kSwigluLimit;
-  const bool wg = family == dsc::runtime::GemvKernels::Warpgroups;
-  const std::string suffix = wg ? "_wg" : "_lanes";
+  const bool wg = family == dsc::runtime::GemvKernels::Warpgroups,
+             rows = family == dsc::runtime::GemvKernels::Rows;
+  const std::string suffix = wg ? "_wg" : rows ? "_rows" : "_lanes";
   const cu::MoeStepShape upShape = cu::moeStepShape(family, true, T, kTopk, kI),
                          downShape = cu::moeStepShape(family, false, T, kTopk, kD);
   dsc::runtime::Status st =
@@ -143,16 +147,17 @@ std::vector<uint16_t> gpuMoe(KernelHarness &h, dsc::runtime::GemvKernels family,
                cu::gemvBlock().x, 0, kernelArgs(x, Tv, D, xc, xs));
   EXPECT_TRUE(st) << st.message();
   st = h.launch("moe_experts", "dsc_moe_experts_up" + suffix,
-                upShape.grid.x, upShape.block.x, cu::moeLaunchSmem(family, false, T, kD, 2),
-                kernelArgs(p, none, xc, xs, Tv, D, I, w1, w1s, w3, w3s, s1, s1s, s3, s3s, ids,
-                           weights, k, E, hbuf));
+                upShape.grid.x, upShape.block.x, cu::moeLaunchSmem(family, staged, T, kD, 2),
+                kernelArgs(p, staged ? x : none, staged ? none : xc, staged ? none : xs, Tv, D, I,
+                           w1, w1s, w3, w3s, s1, s1s, s3, s3s, ids, weights, k, E, hbuf));
   EXPECT_TRUE(st) << st.message();
   st = h.launch("moe_experts", "dsc_moe_experts_act_quant_fast",
                 cu::gemvGrid(slots * (kI / 32)).x, cu::gemvBlock().x, 0,
                 kernelArgs(hbuf, slotsv, I, hc, hs));
   EXPECT_TRUE(st) << st.message();
   st = h.launch("moe_experts", "dsc_moe_experts_down" + suffix,
-                downShape.grid.x, downShape.block.x, cu::moeLaunchSmem(family, false, slots, kI, 1),
+                downShape.grid.x, downShape.block.x,
+                cu::moeLaunchSmem(family, staged, slots, kI, 1),
                 kernelArgs(none, hc, hs, Tv, I, D, w2, w2s, s2, s2s, ids, k, E, outs));
   EXPECT_TRUE(st) << st.message();
   const unsigned combineX = unsigned(cu::ceilDiv(kD, 256 * dsc::abi::kMoeCombinePerThread));
@@ -199,13 +204,21 @@ TEST_P(MoeExpertsGpu, MatchesTheCpuReferenceDeterministicallyPerToken) {
                               among = gpuMoe(*harness_, family, three, 3);
   EXPECT_EQ(std::vector<uint16_t>(among.begin(), among.begin() + kD), alone)
       << "token 0's bytes depend on the call's other tokens";
+  // The in-block act_quant (and, for the row lanes, the f16 staging) gives
+  // the bytes of the global act_quant path.
+  if (family != dsc::runtime::GemvKernels::Warpgroups)
+    EXPECT_EQ(gpuMoe(*harness_, family, three, 3, true), among)
+        << "the staged activation path changes the bytes";
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, MoeExpertsGpu,
                          ::testing::Values(dsc::runtime::GemvKernels::Lanes,
-                                           dsc::runtime::GemvKernels::Warpgroups),
+                                           dsc::runtime::GemvKernels::Warpgroups,
+                                           dsc::runtime::GemvKernels::Rows),
                          [](const auto &info) {
-                           return info.param == dsc::runtime::GemvKernels::Lanes ? "lanes" : "wg";
+                           return info.param == dsc::runtime::GemvKernels::Lanes ? "lanes"
+                                  : info.param == dsc::runtime::GemvKernels::Rows ? "rows"
+                                                                                   : "wg";
                          });
 
 } // namespace

@@ -1,0 +1,282 @@
+//===- row_gemv.cuh - Row-lane GEMV tiles: each lane streams its own row ---===//
+//
+// What: the decode GEMV core for block-scaled FP4 and FP8 weights (W [N, K/2]
+// E2M1 with UE8M0 scales [N, K/32]; W [N, K] E4M3 with scales [ceil(N/32),
+// K/32]) times act_quant activations, one activation row at a time (the MoE
+// steps: one token per item), built so that a weight byte costs as few
+// instructions as possible. lane_gemv.cuh spends ~144 warp instructions per
+// 16 FP4 bytes a lane loads, most of them widening its block-diagonal
+// activation operand (E4M3 -> f16) once per mma and per weight tile: it is
+// issue-bound at ~54% of the copy bandwidth. Here the activation is widened
+// once per block (staged as f16 in shared memory) and only the weights are
+// converted, once.
+// Layout: a warp computes 8 weight rows n0 .. n0 + 7 (lane g = lane / 4 holds
+// row n0 + g) over K blocks [j0, j1), eight blocks per step: lane group t =
+// lane % 4 takes blocks jt = j0 + 8s + 2t and jt + 1 of its row whole (FP4:
+// two 16-byte loads, FP8: four; the four groups read 128 contiguous bytes of
+// a row per step). The lane's weights are the A operand of eight f16 mma
+// m16n8k16 (A row g: block jt, A row g + 8: block jt + 1, the lane's four k
+// slots 2t, 2t + 1, 2t + 8, 2t + 9 holding four elements of each); the
+// activations are the B operand, lane-diagonal: column 2t + x holds
+// activation block jt + x in group t's k slots and zeros elsewhere, so
+// D[g][2t] is exactly block jt's partial of lane (g, t)'s row and D[g + 8][2t
+// + 1] block jt + 1's, both in the lane's own accumulator (c0 and c3; c1 and
+// c2 mix a block with the other block's activations and are dropped). Only
+// lanes (g = 2t + x, t) hold B columns (the "providers": lanes 0, 4, 9, 13,
+// 18, 22, 27, 31); they load activation block jt + x, 64 bytes of f16, per
+// step. Every lane thus reads whole rows, no byte moves between lanes, and a
+// block's partial comes out of the tensor core as the reference's rounding
+// point.
+//   FP4: a nibble becomes an E4M3 byte of value * 2^-6 (numerics
+//   e2m1x8ToE4m3Scaled, exact), then f16 (cvt.rn.f16x2.e4m3x2, exact); the
+//   pairs come out as elements (0, 2), (4, 6), (1, 3), (5, 7) of a word, so
+//   the providers permute their f16 pairs the same way; the activation scale
+//   carries the 2^6 back (exact: powers of two).
+//   FP8: E4M3 -> f16 (exact), pairs in element order.
+// Numerics: per block, acc += (partial * a_s) * w_s in fp32 as the CPU
+// reference (the block partial is the tensor core's fp32 sum of exact
+// products over the block's eight chained mma); each lane sums its blocks in
+// K order, then a fixed xor tree over the four groups: deterministic, and a
+// row's result never depends on the other rows of the call or on the call's
+// row count (the MoE steps take one token per item; a token's bytes are the
+// same at T = 1 and T > 1).
+// Invariants: K % 32 == 0; weight rows 16-byte aligned; the staged f16 rows
+// (or the global codes rows) 16-byte aligned.
+// Bound: the weight bytes at memory bandwidth (FP4: ~60 warp instructions per
+// 16 bytes a lane loads, less than half of lane_gemv's).
+// Include after common.cuh and gemv.cuh.
+//===----------------------------------------------------------------------===//
+#ifndef DSC_CODEGEN_KERNELS_ROW_GEMV_CUH
+#define DSC_CODEGEN_KERNELS_ROW_GEMV_CUH
+
+#include "codegen/kernels/common.cuh"
+#include "codegen/kernels/gemv.cuh"
+
+namespace dsc_rows {
+
+/// Weight rows of one warp (the lane tiles' 8: the same items and splits).
+constexpr int kTileRows = dsc::abi::kLaneTileRows;
+/// K blocks of one warp step (four lane groups x two blocks).
+constexpr int kStepBlocks = 8;
+/// The FP4 decode's 2^-6 (numerics e2m1x8ToE4m3Scaled), carried back by
+/// the activation scale.
+constexpr float kFp4Unscale = kE2m1ToE4m3ScaledUnscale;
+
+/// The activation operand: rows of f16 values of the act_quant codes
+/// (staged in shared memory by stageHalf) or, when half is null, the E4M3
+/// codes themselves (global: the providers widen them per step); the fp32
+/// block scales either way. Both give the same f16 values (the widening is
+/// exact), so a row's bytes do not depend on which one a launch used.
+struct Acts {
+  const unsigned short *half;
+  const unsigned char *codes;
+  const float *scales;
+};
+
+/// Bytes stageHalf takes for [M, K]: f16 values (M*K*2), then the scales
+/// (GemvLaunch.h rowHalfBytes).
+__device__ __forceinline__ long long halfBytes(long long M, long long K) {
+  return M * K * 2 + M * (K / 32) * 4;
+}
+
+/// The f16 of one E4M3 code (exact).
+__device__ __forceinline__ unsigned short e4m3ToHalf(unsigned char c) {
+  return (unsigned short)(dsc_gemv::e4m3x2ToHalf2(c) & 0xffffu);
+}
+
+/// The launch's dynamic shared memory in bytes.
+__device__ __forceinline__ unsigned dynamicSmemBytes() {
+  unsigned n;
+  asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(n));
+  return n;
+}
+
+/// The activation operand of a launch, staged in `smem` as f16 values of
+/// the codes and then the scales (at smem + M*K*2) when the launch has
+/// halfBytes(M, K) of dynamic shared memory: x non-null: act_quant of x [M,
+/// K] (bit for bit gemv.cuh quantizeBlocks); else the global codes/scales
+/// widened. Without that memory: the global codes/scales as they are (x must
+/// then be null). Ends with a barrier when it staged; all threads of the
+/// block must call it.
+__device__ Acts stageHalf(const unsigned short *x, const unsigned char *gCodes,
+                          const float *gScales, long long M, long long K, unsigned char *smem) {
+  if ((long long)dynamicSmemBytes() < halfBytes(M, K))
+    return Acts{nullptr, gCodes, gScales};
+  unsigned short *half = reinterpret_cast<unsigned short *>(smem);
+  float *scales = reinterpret_cast<float *>(smem + M * K * 2);
+  if (!x) {
+    for (long long i = threadIdx.x; i < M * K / 4; i += blockDim.x) {
+      const unsigned w = reinterpret_cast<const unsigned *>(gCodes)[i];
+      unsigned lo, hi;
+      dsc_gemv::e4m3x4ToHalf2x2(w, lo, hi);
+      reinterpret_cast<uint2 *>(half)[i] = make_uint2(lo, hi);
+    }
+    for (long long i = threadIdx.x; i < M * (K / 32); i += blockDim.x)
+      scales[i] = gScales[i];
+    __syncthreads();
+    return Acts{half, nullptr, scales};
+  }
+  // quantizeBlocksTo stores a code byte through *code(b, lane): this
+  // reference stores its f16 instead.
+  struct HalfRef {
+    unsigned short *p;
+    __device__ void operator=(unsigned char c) const { *p = e4m3ToHalf(c); }
+  };
+  struct HalfPtr {
+    unsigned short *p;
+    __device__ HalfRef operator*() const { return HalfRef{p}; }
+  };
+  dsc_gemv::quantizeBlocksTo(
+      x, M * (K / 32), threadIdx.x >> 5, blockDim.x >> 5,
+      [&](long long b, int lane) { return HalfPtr{half + b * 32 + lane}; },
+      [&](long long b) { return scales + b; });
+  __syncthreads();
+  return Acts{half, nullptr, scales};
+}
+
+/// Activation block j of row m as 16 f16 pairs in element order (r[2i] =
+/// elements 4i, 4i + 1; r[2i + 1] = 4i + 2, 4i + 3).
+__device__ __forceinline__ void loadActBlock(const Acts &a, long long K, long long m, long long j,
+                                             unsigned (&r)[16]) {
+  if (a.half) {
+    const uint4 *p = reinterpret_cast<const uint4 *>(a.half + m * K + j * 32);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const uint4 v = p[u];
+      r[4 * u] = v.x;
+      r[4 * u + 1] = v.y;
+      r[4 * u + 2] = v.z;
+      r[4 * u + 3] = v.w;
+    }
+  } else {
+    const uint4 *p = reinterpret_cast<const uint4 *>(a.codes + m * K + j * 32);
+    const uint4 c0 = __ldg(p), c1 = __ldg(p + 1);
+    const unsigned w[8] = {c0.x, c0.y, c0.z, c0.w, c1.x, c1.y, c1.z, c1.w};
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      dsc_gemv::e4m3x4ToHalf2x2(w[i], r[2 * i], r[2 * i + 1]);
+  }
+}
+
+__device__ __forceinline__ unsigned word(const uint4 &v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+/// One step's weights of a lane: blocks jt and jt + 1 of its row (FP4: one
+/// 16-byte load each, FP8: two).
+template <bool kFp4> struct StepWeights {
+  static constexpr int kLoads = kFp4 ? 1 : 2;
+  uint4 w[2][kLoads];
+  unsigned char s[2];
+};
+
+/// The A operand of mma i (0..7) of one block's weights: the f16 pairs of
+/// slots (2t, 2t + 1) and (2t + 8, 2t + 9). FP4 (word i / 2, half i % 2):
+/// elements 4i + (0, 2) and 4i + (1, 3); FP8 (word i): 4i + (0, 1), (2, 3).
+template <bool kFp4>
+__device__ __forceinline__ void blockPairs(const uint4 (&w)[kFp4 ? 1 : 2], int i, unsigned &p0,
+                                           unsigned &p1) {
+  if (kFp4) {
+    const E4m3Pair e = e2m1x8ToE4m3Scaled(word(w[0], i >> 1));
+    unsigned e0, e1, o0, o1;
+    dsc_gemv::e4m3x4ToHalf2x2(e.even, e0, e1);
+    dsc_gemv::e4m3x4ToHalf2x2(e.odd, o0, o1);
+    p0 = (i & 1) ? e1 : e0;
+    p1 = (i & 1) ? o1 : o0;
+  } else {
+    dsc_gemv::e4m3x4ToHalf2x2(word(w[i >> 2], i & 3), p0, p1);
+  }
+}
+
+/// One warp's rows: for each of kMats matrices x sharing the activation,
+/// weight row wRow[x] (this lane's row n0 + g; K/2 bytes FP4, K bytes FP8)
+/// and its scale row sRow[x] (FP4: [N, K/32] row n0 + g; FP8: the 32-row
+/// group's row), activation row m of `a`, K blocks [j0, j1). Adds to acc[x]
+/// the lane's blocks (its group's); rowTotals then sums the groups.
+template <bool kFp4, int kMats, bool kAhead = true>
+__device__ __forceinline__ void rowDots(const unsigned char *const *wRow,
+                                        const unsigned char *const *sRow, const Acts &a,
+                                        long long K, long long m, long long j0, long long j1,
+                                        float *acc) {
+  constexpr long long kBlockBytes = kFp4 ? 16 : 32;
+  constexpr int kLoads = StepWeights<kFp4>::kLoads;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, x = g - 2 * t;
+  const bool provider = x == 0 || x == 1;
+  const long long kb = K / 32;
+  auto load = [&](long long jq, StepWeights<kFp4> (&st)[kMats]) {
+#pragma unroll
+    for (int mat = 0; mat < kMats; ++mat)
+#pragma unroll
+      for (int b = 0; b < 2; ++b) {
+        const long long j = jq + 2 * t + b;
+        const bool on = j < j1;
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u)
+          st[mat].w[b][u] = on ? dsc_gemv::loadStream16(wRow[mat] + j * kBlockBytes + 16 * u)
+                               : dsc_gemv::zero16();
+        st[mat].s[b] = on ? __ldg(sRow[mat] + j) : (unsigned char)0;
+      }
+  };
+  StepWeights<kFp4> cur[kMats], nxt[kMats];
+  if (kAhead)
+    load(j0, cur);
+  unsigned act[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i)
+    act[i] = 0u;
+  for (long long jq = j0; jq < j1; jq += kStepBlocks) {
+    if (kAhead)
+      load(jq + kStepBlocks, nxt);
+    else
+      load(jq, cur);
+    const long long jt = jq + 2 * t;
+    if (provider && jt + x < j1)
+      loadActBlock(a, K, m, jt + x, act);
+    else if (provider)
+#pragma unroll
+      for (int i = 0; i < 16; ++i)
+        act[i] = 0u;
+    float as[2];
+#pragma unroll
+    for (int b = 0; b < 2; ++b)
+      as[b] = jt + b < j1 ? a.scales[m * kb + jt + b] * (kFp4 ? kFp4Unscale : 1.0f) : 0.0f;
+#pragma unroll
+    for (int mat = 0; mat < kMats; ++mat) {
+      float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        unsigned a0, a2, a1, a3;
+        blockPairs<kFp4>(cur[mat].w[0], i, a0, a2);
+        blockPairs<kFp4>(cur[mat].w[1], i, a1, a3);
+        const unsigned r0 = act[2 * i], r1 = act[2 * i + 1];
+        const unsigned b0 = kFp4 ? __byte_perm(r0, r1, 0x5410) : r0;
+        const unsigned b1 = kFp4 ? __byte_perm(r0, r1, 0x7632) : r1;
+        dsc_gemv::mmaF16(d, a0, a1, a2, a3, b0, b1, d);
+      }
+      // c0: block jt's partial, c3: block jt + 1's.
+      if (jt < j1)
+        acc[mat] = __fadd_rn(acc[mat], __fmul_rn(__fmul_rn(d[0], as[0]), ue8m0ToFloat(cur[mat].s[0])));
+      if (jt + 1 < j1)
+        acc[mat] = __fadd_rn(acc[mat], __fmul_rn(__fmul_rn(d[3], as[1]), ue8m0ToFloat(cur[mat].s[1])));
+    }
+    if (kAhead)
+#pragma unroll
+      for (int mat = 0; mat < kMats; ++mat)
+        cur[mat] = nxt[mat];
+  }
+}
+
+/// Sums the four lane groups' blocks of rowDots (lanes differing in lane
+/// bits 0 and 1) by a fixed xor tree: afterwards the four lanes of a row
+/// hold the same totals (fp32 addition commutes).
+template <int kN> __device__ __forceinline__ void rowTotals(float *v) {
+#pragma unroll
+  for (int i = 0; i < kN; ++i) {
+    v[i] = __fadd_rn(v[i], __shfl_xor_sync(0xffffffffu, v[i], 1));
+    v[i] = __fadd_rn(v[i], __shfl_xor_sync(0xffffffffu, v[i], 2));
+  }
+}
+
+} // namespace dsc_rows
+
+#endif // DSC_CODEGEN_KERNELS_ROW_GEMV_CUH
