@@ -23,6 +23,7 @@
 #include "codegen/kernels/gemm.cuh"
 #include "codegen/kernels/gemv.cuh"
 #include "codegen/kernels/lane_gemv.cuh"
+#include "codegen/kernels/row_gemv.cuh"
 #include "codegen/kernels/slot_gemv.cuh"
 #include "codegen/kernels/wg_gemv.cuh"
 #include "codegen/kernels/reduce.cuh"
@@ -80,11 +81,13 @@ DSC_GEMV_QUANTIZED_ENTRY(dsc_linear_fp8_fast, fp8Gemv)
 DSC_LANE_GEMV_ENTRY(dsc_linear_fp8_lanes, false)
 DSC_SLOT_GEMV_ENTRY(dsc_linear_fp8_slots, false)
 DSC_WG_GEMV_ENTRY(dsc_linear_fp8_wg, false)
+DSC_ROW_GEMV_ENTRY(dsc_linear_fp8_rows, false)
 
 DSC_GEMV_QUANTIZED_ENTRY(dsc_linear_fp4_fast, fp4Gemv)
 DSC_LANE_GEMV_ENTRY(dsc_linear_fp4_lanes, true)
 DSC_SLOT_GEMV_ENTRY(dsc_linear_fp4_slots, true)
 DSC_WG_GEMV_ENTRY(dsc_linear_fp4_wg, true)
+DSC_ROW_GEMV_ENTRY(dsc_linear_fp4_rows, true)
 
 DSC_KERNEL void dsc_linear_bf16_fast(const unsigned short *x, long long M,
                                      long long K, const unsigned short *w,

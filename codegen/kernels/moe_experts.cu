@@ -616,12 +616,14 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneUpWarps, dsc::abi::kMoe
       const unsigned char *wr[4] = {w1 + ra * (D / 2), w3 + ra * (D / 2), w1 + rb * (D / 2),
                                     w3 + rb * (D / 2)},
                           *sr[4] = {w1s + ra * kb, w3s + ra * kb, w1s + rb * kb, w3s + rb * kb};
-      dsc_rows::rowDots<true, 4>(wr, sr, a, D, it.t, 0, kb, acc);
+      dsc_rows::rowDots<true, 4>(wr, sr, a, D, it.t, 1, 0, kb,
+                                 reinterpret_cast<float(*)[1]>(acc));
     } else {
       const long long r = dsc_moe_rows::laneRow(it.r0, I);
       const unsigned char *wr[2] = {s1 + r * D, s3 + r * D},
                           *sr[2] = {s1s + (r / 32) * kb, s3s + (r / 32) * kb};
-      dsc_rows::rowDots<false, 2>(wr, sr, a, D, it.t, 0, kb, acc);
+      dsc_rows::rowDots<false, 2>(wr, sr, a, D, it.t, 1, 0, kb,
+                                  reinterpret_cast<float(*)[1]>(acc));
     }
     dsc_rows::rowTotals<4>(acc);
     const float rw = it.routed ? weights[it.t * k + it.slot] : 0.0f;
@@ -652,11 +654,13 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneDownWarps,
                       rb = e + dsc_moe_rows::laneRow(it.r0 + kTile, D);
       const unsigned char *wr[2] = {w2 + ra * (I / 2), w2 + rb * (I / 2)},
                           *sr[2] = {w2s + ra * kb, w2s + rb * kb};
-      dsc_rows::rowDots<true, 2, false>(wr, sr, a, I, hrow, 0, kb, acc);
+      dsc_rows::rowDots<true, 2, false>(wr, sr, a, I, hrow, 1, 0, kb,
+                                         reinterpret_cast<float(*)[1]>(acc));
     } else {
       const long long r = dsc_moe_rows::laneRow(it.r0, D);
       const unsigned char *wr = s2 + r * I, *sr = s2s + (r / 32) * kb;
-      dsc_rows::rowDots<false, 1, false>(&wr, &sr, a, I, hrow, 0, kb, acc);
+      dsc_rows::rowDots<false, 1, false>(&wr, &sr, a, I, hrow, 1, 0, kb,
+                                          reinterpret_cast<float(*)[1]>(acc));
     }
     dsc_rows::rowTotals<2>(acc);
     float *o = outs + hrow * D;

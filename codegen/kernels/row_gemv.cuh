@@ -191,13 +191,18 @@ __device__ __forceinline__ void blockPairs(const uint4 (&w)[kFp4 ? 1 : 2], int i
 /// One warp's rows: for each of kMats matrices x sharing the activation,
 /// weight row wRow[x] (this lane's row n0 + g; K/2 bytes FP4, K bytes FP8)
 /// and its scale row sRow[x] (FP4: [N, K/32] row n0 + g; FP8: the 32-row
-/// group's row), activation row m of `a`, K blocks [j0, j1). Adds to acc[x]
-/// the lane's blocks (its group's); rowTotals then sums the groups.
-template <bool kFp4, int kMats, bool kAhead = true>
+/// group's row), activation rows m0 .. m0 + rows - 1 of `a` (rows <=
+/// kMaxRows), K blocks [j0, j1). Adds to acc[x][r] the lane's blocks (its
+/// group's) of activation row m0 + r; rowTotals then sums the groups. One
+/// row (the MoE items, decode) converts each weight word right before its
+/// mma; more rows convert a step's weights once into registers and run the
+/// eight mma per row (the same operands, hence the same bytes per row).
+/// kAhead: the next step's weights load while this one computes (registers).
+template <bool kFp4, int kMats, bool kAhead = true, int kMaxRows = 1>
 __device__ __forceinline__ void rowDots(const unsigned char *const *wRow,
                                         const unsigned char *const *sRow, const Acts &a,
-                                        long long K, long long m, long long j0, long long j1,
-                                        float *acc) {
+                                        long long K, long long m0, int rows, long long j0,
+                                        long long j1, float (*acc)[kMaxRows]) {
   constexpr long long kBlockBytes = kFp4 ? 16 : 32;
   constexpr int kLoads = StepWeights<kFp4>::kLoads;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, x = g - 2 * t;
@@ -230,34 +235,67 @@ __device__ __forceinline__ void rowDots(const unsigned char *const *wRow,
     else
       load(jq, cur);
     const long long jt = jq + 2 * t;
-    if (provider && jt + x < j1)
-      loadActBlock(a, K, m, jt + x, act);
-    else if (provider)
+    // This row's B operand (providers) and block scales (x 2^6 for FP4).
+    auto rowOperand = [&](long long m, float (&as)[2]) {
+      if (provider && jt + x < j1)
+        loadActBlock(a, K, m, jt + x, act);
+      else if (provider)
 #pragma unroll
-      for (int i = 0; i < 16; ++i)
-        act[i] = 0u;
-    float as[2];
+        for (int i = 0; i < 16; ++i)
+          act[i] = 0u;
 #pragma unroll
-    for (int b = 0; b < 2; ++b)
-      as[b] = jt + b < j1 ? a.scales[m * kb + jt + b] * (kFp4 ? kFp4Unscale : 1.0f) : 0.0f;
-#pragma unroll
-    for (int mat = 0; mat < kMats; ++mat) {
-      float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        unsigned a0, a2, a1, a3;
-        blockPairs<kFp4>(cur[mat].w[0], i, a0, a2);
-        blockPairs<kFp4>(cur[mat].w[1], i, a1, a3);
-        const unsigned r0 = act[2 * i], r1 = act[2 * i + 1];
-        const unsigned b0 = kFp4 ? __byte_perm(r0, r1, 0x5410) : r0;
-        const unsigned b1 = kFp4 ? __byte_perm(r0, r1, 0x7632) : r1;
-        dsc_gemv::mmaF16(d, a0, a1, a2, a3, b0, b1, d);
-      }
-      // c0: block jt's partial, c3: block jt + 1's.
+      for (int b = 0; b < 2; ++b)
+        as[b] = jt + b < j1 ? a.scales[m * kb + jt + b] * (kFp4 ? kFp4Unscale : 1.0f) : 0.0f;
+    };
+    // c0: block jt's partial, c3: block jt + 1's.
+    auto fold = [&](float &o, const float (&d)[4], const float (&as)[2], const unsigned char (&ws)[2]) {
       if (jt < j1)
-        acc[mat] = __fadd_rn(acc[mat], __fmul_rn(__fmul_rn(d[0], as[0]), ue8m0ToFloat(cur[mat].s[0])));
+        o = __fadd_rn(o, __fmul_rn(__fmul_rn(d[0], as[0]), ue8m0ToFloat(ws[0])));
       if (jt + 1 < j1)
-        acc[mat] = __fadd_rn(acc[mat], __fmul_rn(__fmul_rn(d[3], as[1]), ue8m0ToFloat(cur[mat].s[1])));
+        o = __fadd_rn(o, __fmul_rn(__fmul_rn(d[3], as[1]), ue8m0ToFloat(ws[1])));
+    };
+    auto mma = [&](float (&d)[4], unsigned a0, unsigned a1, unsigned a2, unsigned a3, int i) {
+      const unsigned r0 = act[2 * i], r1 = act[2 * i + 1];
+      const unsigned b0 = kFp4 ? __byte_perm(r0, r1, 0x5410) : r0;
+      const unsigned b1 = kFp4 ? __byte_perm(r0, r1, 0x7632) : r1;
+      dsc_gemv::mmaF16(d, a0, a1, a2, a3, b0, b1, d);
+    };
+    if (kMaxRows == 1) {
+      float as[2];
+      rowOperand(m0, as);
+#pragma unroll
+      for (int mat = 0; mat < kMats; ++mat) {
+        float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          unsigned a0, a2, a1, a3;
+          blockPairs<kFp4>(cur[mat].w[0], i, a0, a2);
+          blockPairs<kFp4>(cur[mat].w[1], i, a1, a3);
+          mma(d, a0, a1, a2, a3, i);
+        }
+        fold(acc[mat][0], d, as, cur[mat].s);
+      }
+    } else {
+#pragma unroll
+      for (int mat = 0; mat < kMats; ++mat) {
+        unsigned A[8][4];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          blockPairs<kFp4>(cur[mat].w[0], i, A[i][0], A[i][2]);
+          blockPairs<kFp4>(cur[mat].w[1], i, A[i][1], A[i][3]);
+        }
+#pragma unroll
+        for (int r = 0; r < kMaxRows; ++r) {
+          if (r >= rows)
+            break;
+          float as[2], d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+          rowOperand(m0 + r, as);
+#pragma unroll
+          for (int i = 0; i < 8; ++i)
+            mma(d, A[i][0], A[i][1], A[i][2], A[i][3], i);
+          fold(acc[mat][r], d, as, cur[mat].s);
+        }
+      }
     }
     if (kAhead)
 #pragma unroll
@@ -277,6 +315,59 @@ template <int kN> __device__ __forceinline__ void rowTotals(float *v) {
   }
 }
 
+/// The row-lane GEMV: y[m, n] = bf16(sum) for x [M, K] and W [N, K] (FP8,
+/// scales [ceil(N/32), K/32]) or [N, K/2] (kFp4, scales [N, K/32]); one warp
+/// per item (8 weight rows x up to 8 activation rows x one of `splits` K
+/// ranges: lane_gemv.cuh's items and splits), grid-strided; splits > 1: fp32
+/// partials [splits, M, N] for dsc_gemv::splitKReduce. The activations:
+/// stageHalf (x non-null: act_quant in the block; needs the launch's
+/// staging memory). All threads must call it (the staging barrier).
+template <bool kFp4>
+__device__ void rowGemv(const unsigned short *x, const unsigned char *gCodes, const float *gScales,
+                        long long M, long long K, const unsigned char *w,
+                        const unsigned char *wScale, long long N, unsigned short *y,
+                        long long splits, float *partial) {
+  extern __shared__ __align__(16) unsigned char rowSmem[];
+  const Acts a = stageHalf(x, gCodes, gScales, M, K, rowSmem);
+  const int lane = threadIdx.x & 31, g = lane >> 2;
+  const long long kb = K / 32, rowBytes = kFp4 ? K / 2 : K;
+  const long long nTiles = (N + kTileRows - 1) / kTileRows, mTiles = (M + 7) / 8;
+  const long long perSplit = (kb + splits - 1) / splits;
+  for (long long item = dsc_gemv::firstRow(); item < nTiles * mTiles * splits;
+       item += dsc_gemv::rowStride()) {
+    const long long tile = item / splits, split = item - tile * splits;
+    const long long k0 = split * perSplit < kb ? split * perSplit : kb;
+    const long long k1 = k0 + perSplit < kb ? k0 + perSplit : kb;
+    const long long n0 = (tile / mTiles) * kTileRows, m0 = (tile % mTiles) * 8;
+    const int rows = (int)(M - m0 < 8 ? M - m0 : 8);
+    const long long n = n0 + g, r = n < N ? n : N - 1;
+    const unsigned char *wr = w + r * rowBytes, *sr = wScale + (kFp4 ? r : r / 32) * kb;
+    float acc[1][8] = {{0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}};
+    if (rows == 1)
+      rowDots<kFp4, 1, true, 1>(&wr, &sr, a, K, m0, 1, k0, k1,
+                                reinterpret_cast<float(*)[1]>(acc[0]));
+    else
+      rowDots<kFp4, 1, false, 8>(&wr, &sr, a, K, m0, rows, k0, k1, acc);
+    rowTotals<8>(acc[0]);
+    if ((lane & 3) == 0 && n < N)
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        if (i >= rows)
+          break;
+        const long long m = m0 + i;
+        if (splits > 1)
+          partial[(split * M + m) * N + n] = acc[0][i];
+        else
+          y[m * N + n] = bf16FromFloat(acc[0][i]);
+      }
+  }
+}
+
 } // namespace dsc_rows
+
+/// A row-lane GEMV entry with the signature of DSC_GEMV_QUANTIZED_ENTRY
+/// (the adapters' quantizedGemv launches `<name>` for `<prefix>_fast`'s
+/// `_rows` twin); kFp4: the weight format.
+#define DSC_ROW_GEMV_ENTRY(name, kFp4) DSC_GEMV_WARP_ENTRY(name, dsc_rows::rowGemv<kFp4>)
 
 #endif // DSC_CODEGEN_KERNELS_ROW_GEMV_CUH

@@ -64,9 +64,11 @@ Status linear(CudaLaunchContext &c, const abi::LinearParams &p) {
     return quantizedGemv(c, "dsc_linear",
                          p.quant == Q::fp8
                              ? QuantizedGemvEntries{"dsc_linear_fp8_fast", "dsc_linear_fp8_lanes",
-                                                    "dsc_linear_fp8_slots", "dsc_linear_fp8_wg"}
+                                                    "dsc_linear_fp8_slots", "dsc_linear_fp8_wg",
+                                                    "dsc_linear_fp8_rows"}
                              : QuantizedGemvEntries{"dsc_linear_fp4_fast", "dsc_linear_fp4_lanes",
-                                                    "dsc_linear_fp4_slots", "dsc_linear_fp4_wg"},
+                                                    "dsc_linear_fp4_slots", "dsc_linear_fp4_wg",
+                                                    "dsc_linear_fp4_rows"},
                          xp, M, K, wp, sp, N, yp);
   auto q = actQuantScratch(c, M, K);
   if (!q)

@@ -165,7 +165,7 @@ inline bool wgTakes(long long K, CUdeviceptr scales) {
 /// Weight rows and activation rows of one work item of the GEMV family
 /// (a warp for lanes and slots, a block for the tiles and warpgroups).
 inline long long gemvItemRows(runtime::GemvKernels k) {
-  return k == runtime::GemvKernels::Lanes        ? kLaneTileRows
+  return k == runtime::GemvKernels::Lanes || k == runtime::GemvKernels::Rows ? kLaneTileRows
          : k == runtime::GemvKernels::Slots      ? abi::kSlotTileRows
          : k == runtime::GemvKernels::Warpgroups ? abi::kWgTileRows
                                                  : 16;
@@ -216,7 +216,7 @@ inline MoeStepShape moeStepShape(runtime::GemvKernels k, bool up, long long T, l
 }
 /// The family's K splits for W [N, K].
 inline long long gemvFamilySplits(runtime::GemvKernels k, long long N, long long K) {
-  return k == runtime::GemvKernels::Lanes        ? laneSplits(N, K)
+  return k == runtime::GemvKernels::Lanes || k == runtime::GemvKernels::Rows ? laneSplits(N, K)
          : k == runtime::GemvKernels::Slots      ? slotSplits(N, K)
          : k == runtime::GemvKernels::Warpgroups ? wgSplits(N, K)
                                                  : gemvSplits(N, K);
@@ -234,6 +234,8 @@ inline bool gemvQuantInBlocks(runtime::GemvKernels k, long long grid, long long 
                               long long splits) {
   if (k == runtime::GemvKernels::Warpgroups)
     return grid * (M < abi::kWgItemRows ? M : abi::kWgItemRows) * wgItemBlocks(K, splits) <= 16384;
+  if (k == runtime::GemvKernels::Rows)
+    return rowHalfBytes(M, K) <= kSharedLimit && grid * M * (K / 32) <= 16384;
   return quantizeInBlocks(grid, M, K);
 }
 /// The dynamic shared memory of that launch.
@@ -241,6 +243,8 @@ inline size_t gemvLaunchSmem(runtime::GemvKernels k, bool shared, long long M, l
                              long long splits) {
   if (k == runtime::GemvKernels::Warpgroups)
     return size_t(abi::wgSharedBytes(wgItemBlocks(K, splits), 1));
+  if (k == runtime::GemvKernels::Rows) // staged f16 whenever it fits (row_gemv.cuh stageHalf)
+    return rowHalfBytes(M, K) <= kSharedLimit ? rowHalfBytes(M, K) : 0;
   return (shared ? quantBytes(M, K) : 0) + kCombineBytes;
 }
 /// The same for a MoE up (mats 2) or down (mats 1) step of `slots` (token,
@@ -281,20 +285,23 @@ struct QuantizedGemvEntries {
   const char *lanes; ///< DSC_LANE_GEMV_ENTRY (`..._lanes`)
   const char *slots; ///< DSC_SLOT_GEMV_ENTRY (`..._slots`)
   const char *wg;    ///< DSC_WG_GEMV_ENTRY (`..._wg`)
+  const char *rows = nullptr; ///< DSC_ROW_GEMV_ENTRY (`..._rows`); none: the lanes run
 };
 inline Status quantizedGemv(CudaLaunchContext &c, const std::string &prefix,
                             QuantizedGemvEntries entries, CUdeviceptr xp, long long M, long long K,
                             CUdeviceptr wp, CUdeviceptr sp, long long N, CUdeviceptr yp) {
   CUdeviceptr none = 0;
   using runtime::GemvKernels;
-  // The warpgroups take whole steps of K; other shapes run the lanes. The
-  // row-lane tiles have no quantised GEMV entry yet: the lanes run it.
+  // The warpgroups take whole steps of K; other shapes run the lanes, as do
+  // the callers without a row-lane entry.
   const GemvKernels family =
-      (c.gemv == GemvKernels::Warpgroups && !wgTakes(K, sp)) || c.gemv == GemvKernels::Rows
+      (c.gemv == GemvKernels::Warpgroups && !wgTakes(K, sp)) ||
+              (c.gemv == GemvKernels::Rows && !entries.rows)
           ? GemvKernels::Lanes
           : c.gemv;
   const bool wg = family == GemvKernels::Warpgroups;
   const char *entry = family == GemvKernels::Lanes   ? entries.lanes
+                      : family == GemvKernels::Rows  ? entries.rows
                       : family == GemvKernels::Slots ? entries.slots
                       : wg                           ? entries.wg
                                                      : entries.tiles;

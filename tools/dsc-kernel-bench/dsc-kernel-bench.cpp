@@ -254,8 +254,6 @@ int run(int argc, char **argv) {
   using dsc::runtime::GemvKernels;
   if (gemv != "lanes" && gemv != "slots" && gemv != "tiles" && gemv != "wg" && gemv != "rows")
     return usage("--gemv takes lanes, slots, tiles, wg or rows, got '" + gemv + "'");
-  if (gemv == "rows" && !moe)
-    return usage("--gemv rows has MoE entries only (moe-up, moe-down)");
   const GemvKernels family = gemv == "lanes"   ? GemvKernels::Lanes
                              : gemv == "slots" ? GemvKernels::Slots
                              : gemv == "wg"    ? GemvKernels::Warpgroups

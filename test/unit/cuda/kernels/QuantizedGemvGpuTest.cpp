@@ -3,7 +3,10 @@
 // The lane-block entries dsc_linear_fp8_lanes / _fp4_lanes (codegen/kernels/
 // lane_gemv.cuh) and the block-slot entries dsc_linear_fp8_slots / _fp4_slots
 // (slot_gemv.cuh) and the warpgroup entries dsc_linear_fp8_wg / _fp4_wg
-// (wg_gemv.cuh: FP8 wgmma; K % 128 == 0 shapes only), through linear.cu, on the GPU against cpu::linearFp8 / linearFp4 (the reference's
+// (wg_gemv.cuh: FP8 wgmma; K % 128 == 0 shapes only) and the row-lane entries
+// dsc_linear_fp8_rows / _fp4_rows (row_gemv.cuh: f16 staging where it fits,
+// else a global act_quant), through linear.cu, on the GPU against
+// cpu::linearFp8 / linearFp4 (the reference's
 // block-scaled GEMMs) at odd shapes, M = 1 included, with one K range and
 // with K splits reduced by dsc_linear_splitk_reduce_fast. The kernels sum in
 // their own fixed order (the mma's, then the lanes' xor tree), so an output
@@ -72,9 +75,11 @@ struct Family {
   const char *suffix;
   long long tileRows, actRows;
   bool warpgroups;
+  bool halfStaging = false; ///< row_gemv.cuh: f16 staging, global codes beyond 48 KiB
 };
 constexpr Family kLanes{"_lanes", 8, 8, false}, kSlots{"_slots", 16, 8, false},
-    kWg{"_wg", dsc::abi::kWgTileRows, dsc::abi::kWgItemRows, true};
+    kWg{"_wg", dsc::abi::kWgTileRows, dsc::abi::kWgItemRows, true},
+    kRows{"_rows", 8, 8, false, true};
 
 std::vector<uint16_t> runGemv(KernelHarness &h, const Family &f, const Shape &s, bool fp4,
                               const Operands &o) {
@@ -88,13 +93,27 @@ std::vector<uint16_t> runGemv(KernelHarness &h, const Family &f, const Shape &s,
   // The warpgroups stage each item's K range: wgGemv's perSplit blocks.
   const long long unit = dsc::abi::kWgStepBlocks * dsc::abi::kWgGroups;
   const long long itemBlocks = ((K / 32 + splits - 1) / splits + unit - 1) / unit * unit;
-  const size_t smem = f.warpgroups ? size_t(dsc::abi::wgSharedBytes(itemBlocks, 1))
-                                   : size_t(M * K + M * (K / 32) * 4); // dsc_gemv::quantBytes
+  size_t smem = f.warpgroups ? size_t(dsc::abi::wgSharedBytes(itemBlocks, 1))
+                             : size_t(M * K + M * (K / 32) * 4); // dsc_gemv::quantBytes
   const unsigned grid = f.warpgroups ? items : (items + 7) / 8; // 8 warps per block
   const unsigned threads = f.warpgroups ? unsigned(dsc::abi::kWgThreads) : 256u;
   const std::string entry = std::string(fp4 ? "dsc_linear_fp4" : "dsc_linear_fp8") + f.suffix;
-  dsc::runtime::Status st = h.launch("linear", entry.c_str(), grid, threads, smem,
-                                     kernelArgs(x, none, none, M, K, w, ws, N, y, splits, partial));
+  CUdeviceptr xq = x, codes = none, scales = none;
+  dsc::runtime::Status st;
+  if (f.halfStaging) { // rowHalfBytes; beyond 48 KiB the global codes, read as they are
+    smem = size_t(M * K * 2 + M * (K / 32) * 4);
+    if (smem > 48 * 1024) {
+      smem = 0;
+      codes = h.upload(nullptr, size_t(M * K));
+      scales = h.upload(nullptr, size_t(M * (K / 32)) * 4);
+      xq = none;
+      st = h.launch("linear", "dsc_linear_act_quant_fast", unsigned((M * (K / 32) + 7) / 8), 256,
+                    0, kernelArgs(x, M, K, codes, scales));
+      EXPECT_TRUE(st) << st.message();
+    }
+  }
+  st = h.launch("linear", entry.c_str(), grid, threads, smem,
+                kernelArgs(xq, codes, scales, M, K, w, ws, N, y, splits, partial));
   EXPECT_TRUE(st) << st.message();
   if (splits > 1) {
     long long MN = M * N;
@@ -181,11 +200,14 @@ TEST_P(QuantizedGemvGpu, ARowsBytesDoNotDependOnTheOtherRows) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantizedGemvGpu,
                          ::testing::Combine(::testing::Values(false, true),
-                                            ::testing::Values(kLanes, kSlots, kWg)),
+                                            ::testing::Values(kLanes, kSlots, kWg, kRows)),
                          [](const auto &info) {
                            const Family &f = std::get<1>(info.param);
                            return std::string(std::get<0>(info.param) ? "Fp4" : "Fp8") +
-                                  (f.warpgroups ? "Wg" : f.tileRows == 8 ? "Lanes" : "Slots");
+                                  (f.warpgroups    ? "Wg"
+                                   : f.halfStaging ? "Rows"
+                                   : f.tileRows == 8 ? "Lanes"
+                                                     : "Slots");
                          });
 
 } // namespace
