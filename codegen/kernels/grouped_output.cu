@@ -20,6 +20,7 @@
 #include "codegen/kernels/gemm.cuh"
 #include "codegen/kernels/gemv.cuh"
 #include "codegen/kernels/lane_gemv.cuh"
+#include "codegen/kernels/row_gemv.cuh"
 #include "codegen/kernels/slot_gemv.cuh"
 #include "codegen/kernels/wg_gemv.cuh"
 #include "codegen/kernels/reduce.cuh"
@@ -80,6 +81,7 @@ DSC_GEMV_ACT_QUANT_ENTRY(dsc_grouped_output_act_quant_fast)
 
 DSC_GEMV_QUANTIZED_ENTRY(dsc_grouped_output_fp8_fast, fp8Gemv)
 DSC_LANE_GEMV_ENTRY(dsc_grouped_output_fp8_lanes, false)
+DSC_ROW_GEMV_ENTRY(dsc_grouped_output_fp8_rows, false)
 DSC_SLOT_GEMV_ENTRY(dsc_grouped_output_fp8_slots, false)
 DSC_WG_GEMV_ENTRY(dsc_grouped_output_fp8_wg, false)
 

@@ -26,6 +26,7 @@
 #include "codegen/kernels/common.cuh"
 #include "codegen/kernels/gemv.cuh"
 #include "codegen/kernels/lane_gemv.cuh"
+#include "codegen/kernels/row_gemv.cuh"
 #include "codegen/kernels/slot_gemv.cuh"
 #include "codegen/kernels/wg_gemv.cuh"
 
@@ -117,5 +118,6 @@ DSC_GEMV_QUANTIZED_ENTRY(dsc_index_queries_gemm_fast, fp8Gemv)
 DSC_LANE_GEMV_ENTRY(dsc_index_queries_gemm_lanes, false)
 DSC_SLOT_GEMV_ENTRY(dsc_index_queries_gemm_slots, false)
 DSC_WG_GEMV_ENTRY(dsc_index_queries_gemm_wg, false)
+DSC_ROW_GEMV_ENTRY(dsc_index_queries_gemm_rows, false)
 
 DSC_GEMV_SPLITK_REDUCE_ENTRY(dsc_index_queries_splitk_reduce_fast)

@@ -409,7 +409,8 @@ Status indexQueries(CudaLaunchContext &c, const abi::IndexQueriesParams &p) {
     CUdeviceptr qb = *qbuf, f = *fc, out = q.ptr, cs = c.callState;
     DSC_TRY(quantizedGemv(c, "dsc_index_queries",
                           {"dsc_index_queries_gemm_fast", "dsc_index_queries_gemm_lanes",
-                           "dsc_index_queries_gemm_slots", "dsc_index_queries_gemm_wg"},
+                           "dsc_index_queries_gemm_slots", "dsc_index_queries_gemm_wg",
+                           "dsc_index_queries_gemm_rows"},
                           qr.ptr,
                           S, K, w.ptr, scale.ptr, N, qb));
     return launch1D(c, "dsc_index_queries_rope_qdq", S * H * dk, // a warp per 32-block

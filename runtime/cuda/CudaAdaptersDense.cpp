@@ -187,7 +187,8 @@ Status groupedOutput(CudaLaunchContext &c, const abi::GroupedOutputParams &p) {
       return s;
     return quantizedGemv(c, "dsc_grouped_output",
                          {"dsc_grouped_output_fp8_fast", "dsc_grouped_output_fp8_lanes",
-                          "dsc_grouped_output_fp8_slots", "dsc_grouped_output_fp8_wg"},
+                          "dsc_grouped_output_fp8_slots", "dsc_grouped_output_fp8_wg",
+                          "dsc_grouped_output_fp8_rows"},
                          zp, S, K,
                          bp, bs, D, yp);
   }

@@ -108,7 +108,8 @@ inline constexpr KernelFamilyName kKernelFamilyNames[] = {
 
 /// The FP8/FP4 GEMV kernel families of the CUDA fast path (CudaOptions::gemv).
 /// Rows: the row-lane tiles (codegen/kernels/row_gemv.cuh) where a step has
-/// them (linear, the MoE up and down steps), the lanes elsewhere.
+/// them (linear, grouped output, indexer queries, MoE up/down), the lanes
+/// elsewhere (a quantizedGemv caller without a `_rows` entry).
 enum class GemvKernels { Tiles, Lanes, Slots, Warpgroups, Rows };
 
 /// The fast sparse attention's kernels (CudaOptions::attention).
