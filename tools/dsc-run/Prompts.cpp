@@ -3,6 +3,8 @@
 
 #include "dsc/runtime/Backend.h"
 #include "dsc/runtime/InputFile.h"
+#include "dsc/runtime/MemoryPlan.h"
+#include "dsc/runtime/Scheduler.h"
 #include "dsc/runtime/SnapshotCache.h"
 
 #include <nlohmann/json.hpp>
@@ -51,12 +53,6 @@ Expected<PromptLine> parseLine(const std::string &text, const std::string &where
   return line;
 }
 
-int32_t argmaxLast(const HostTensor &logits) {
-  const int64_t vocab = logits.dim(int64_t(logits.shape().size()) - 1);
-  const float *row = logits.data<float>() + (logits.numElements() - vocab);
-  return int32_t(std::max_element(row, row + vocab) - row);
-}
-
 } // namespace
 
 Status runPrompts(Engine &engine, const PromptsOptions &options) {
@@ -64,72 +60,77 @@ Status runPrompts(Engine &engine, const PromptsOptions &options) {
   Expected<std::string> file = readRegularFile(options.path, "prompts file", kMaxPromptsBytes);
   if (!file)
     return file.status();
+  // Every line first: a bad one is an error before anything runs.
   std::istringstream in(*file);
-  const PlanFacts &model = engine.plan().model;
-  std::unique_ptr<Session> session = engine.newSession();
-  // A snapshot holds every state at the plan's capacity: when one would not
-  // fit the budget, saving it would only cost a read-back and a copy.
-  uint64_t snapshotBytes = 0;
-  for (size_t i = 0; i < engine.plan().states.size(); ++i)
-    snapshotBytes += uint64_t(session->state(int64_t(i)).byteSize());
-  bool reuse = options.prefixCache && engine.backend().runsPrefillChunks();
-  if (reuse && snapshotBytes > options.cacheBytes) {
-    std::fprintf(stderr,
-                 "dsc-run: prefix cache off: a snapshot of this plan holds %llu bytes, more than "
-                 "the %llu-byte budget (--prefix-cache-mib)\n",
-                 (unsigned long long)snapshotBytes, (unsigned long long)options.cacheBytes);
-    reuse = false;
-  }
-  SnapshotCache cache(options.prefixBlock, options.cacheBytes);
-  const int64_t tail = session->minPrefixTail();
+  std::vector<PromptLine> lines;
+  std::vector<std::string> where;
   std::string text;
   for (int64_t number = 1; std::getline(in, text); ++number) {
     if (text.find_first_not_of(" \t\r") == std::string::npos)
       continue; // blank lines carry no prompt
-    const std::string where = options.path + ":" + std::to_string(number);
-    Expected<PromptLine> line = parseLine(text, where, options.maxNewTokens);
+    where.push_back(options.path + ":" + std::to_string(number));
+    Expected<PromptLine> line = parseLine(text, where.back(), options.maxNewTokens);
     if (!line)
       return line.status();
-    const int64_t n = int64_t(line->ids.size());
-    if (n > model.maxSeqLen || line->maxNewTokens > model.maxSeqLen - n)
-      return invalidArgument(where + ": " + std::to_string(n) + " prompt + " +
-                             std::to_string(line->maxNewTokens) +
-                             " new tokens exceed the plan's max_seq_len " +
-                             std::to_string(model.maxSeqLen));
-    std::shared_ptr<const SessionSnapshot> hit = reuse ? cache.lookup(line->ids, tail) : nullptr;
-    const int64_t held = hit ? int64_t(hit->ids.size()) : 0;
-    const int64_t cut = reuse ? cache.savePoint(n, tail) : 0;
-    Expected<HostTensor> logits = failedPrecondition("no prefill ran");
-    if (cut > held) { // serve and save the longer prefix on the way
-      SessionSnapshot saved;
-      logits = session->prefillSaving(hit.get(), line->ids, cut, saved);
-      if (logits)
-        if (Status s = cache.insert(std::move(saved)); !s)
-          return s.withContext(where + ": ");
-    } else if (hit) {
-      logits = session->prefillFrom(*hit, line->ids);
-    } else {
-      session->reset();
-      logits = session->prefill(line->ids);
-    }
-    if (!logits)
-      return logits.status().withContext(where + ": ");
-    nlohmann::json out;
-    out["output_ids"] = nlohmann::json::array();
-    int32_t next = argmaxLast(*logits);
-    for (int64_t step = 0; step < line->maxNewTokens; ++step) {
-      out["output_ids"].push_back(next);
-      if (step + 1 == line->maxNewTokens)
-        break;
-      Expected<HostTensor> d = session->decode(next);
-      if (!d)
-        return d.status().withContext(where + ": decode step " + std::to_string(step) + ": ");
-      next = argmaxLast(*d);
-    }
-    out["prefix_hit_tokens"] = held;
-    std::printf("%s\n", out.dump().c_str());
-    std::fflush(stdout);
+    lines.push_back(std::move(*line));
   }
+  // A snapshot holds every state at the plan's capacity: when one would not
+  // fit the budget, saving it would only cost a read-back and a copy.
+  Expected<uint64_t> snapshotBytes = planStateBytes(engine.plan());
+  if (!snapshotBytes)
+    return snapshotBytes.status();
+  bool reuse = options.prefixCache && engine.backend().runsPrefillChunks();
+  if (reuse && *snapshotBytes > options.cacheBytes) {
+    std::fprintf(stderr,
+                 "dsc-run: prefix cache off: a snapshot of this plan holds %llu bytes, more than "
+                 "the %llu-byte budget (--prefix-cache-mib)\n",
+                 (unsigned long long)*snapshotBytes, (unsigned long long)options.cacheBytes);
+    reuse = false;
+  }
+  SnapshotCache cache(options.prefixBlock, options.cacheBytes);
+  SchedulerOptions so;
+  so.maxRunning = options.sequential ? 1 : options.maxRunning;
+  so.prefixCache = reuse ? &cache : nullptr;
+  Expected<std::unique_ptr<Scheduler>> scheduler = Scheduler::create(engine, so);
+  if (!scheduler)
+    return scheduler.status();
+  std::vector<uint64_t> ids;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    Expected<uint64_t> id =
+        (*scheduler)->submit(GenerationRequest{std::move(lines[i].ids), lines[i].maxNewTokens});
+    if (!id)
+      return id.status().withContext(where[i] + ": ");
+    ids.push_back(*id);
+  }
+  // Step until every prompt has ended, printing the results in file order
+  // as soon as each one and all before it are done.
+  size_t printed = 0;
+  auto flush = [&]() -> Status {
+    for (; printed < ids.size(); ++printed) {
+      Expected<GenerationResult> r = (*scheduler)->result(ids[printed]);
+      if (!r)
+        return r.status();
+      if (r->state == RequestState::Queued || r->state == RequestState::Running)
+        return Status::ok();
+      if (r->state == RequestState::Failed)
+        return r->error.withContext(where[printed] + ": ");
+      nlohmann::json out;
+      out["output_ids"] = r->outputIds;
+      out["prefix_hit_tokens"] = r->prefixHitTokens;
+      std::printf("%s\n", out.dump().c_str());
+      std::fflush(stdout);
+    }
+    return Status::ok();
+  };
+  while (!(*scheduler)->idle()) {
+    Expected<Scheduler::StepReport> step = (*scheduler)->step();
+    if (!step)
+      return step.status();
+    if (Status s = flush(); !s)
+      return s;
+  }
+  if (Status s = flush(); !s)
+    return s;
   if (reuse) {
     const SnapshotCache::Stats s = cache.stats();
     std::fprintf(stderr,

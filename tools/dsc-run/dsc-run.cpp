@@ -5,7 +5,7 @@
 //           [--force-boundaries GOLDEN.safetensors] [--dump-layers DIR]
 //           [--cuda-graphs on|off|log] [--cuda-sync] [--cuda-topk radix|quadratic]
 //   dsc-run PLAN --weights CKPT --prompt-ids FILE --max-new-tokens N
-//   dsc-run PLAN --weights CKPT --prompts FILE.jsonl [--max-new-tokens N] [--sequential]
+//   dsc-run PLAN --weights CKPT --prompts FILE.jsonl [--max-new-tokens N] [--sequential | --max-running N]
 //           [--prefix-cache on|off] [--prefix-block TOKENS] [--prefix-cache-mib MIB]
 //           (many prompts, exact prefix reuse: Prompts.h)
 //   dsc-run PLAN --describe   (facts, launches and memory peaks of the plan)
@@ -54,7 +54,7 @@ int usage(const char *message) {
                "dsc-run: error: %s\n"
                "usage: dsc-run PLAN --weights CKPT (--input-ids FILE --prefill-len P | "
                "--prompt-ids FILE --max-new-tokens N |\n"
-               "               --prompts FILE.jsonl [--max-new-tokens N] [--sequential] "
+               "               --prompts FILE.jsonl [--max-new-tokens N] [--sequential | --max-running N] "
                "[--prefix-cache on|off] [--prefix-block T] [--prefix-cache-mib M])\n"
                "               [--backend cpu|cuda] [--logits-out OUT.npy]\n"
                "               [--force-boundaries GOLDEN.safetensors] [--dump-layers DIR]\n"
@@ -247,7 +247,7 @@ static int runMain(int argc, char **argv) {
       dsc::tools::withOptions({"--weights", "--input-ids", "--prefill-len", "--backend",
                                "--logits-out", "--force-boundaries", "--dump-layers",
                                "--prompt-ids", "--max-new-tokens", "--prompts", "--prefix-cache",
-                               "--prefix-block", "--prefix-cache-mib"},
+                               "--prefix-block", "--prefix-cache-mib", "--max-running"},
                               dsc::tools::kCudaValuedOptions),
       dsc::tools::withOptions({"--sequential"}, dsc::tools::kCudaFlags));
   if (!cl.error.empty())
@@ -287,10 +287,19 @@ static int runMain(int argc, char **argv) {
         return usage("--prefix-cache-mib must be in [0, 16777216]");
       promptsOptions.cacheBytes = uint64_t(mib) << 20;
     }
+    promptsOptions.sequential = cl.flags.count("--sequential");
+    if (options.count("--max-running")) {
+      promptsOptions.maxRunning = dsc::tools::parseCount(options["--max-running"], ok);
+      if (!ok || promptsOptions.maxRunning < 1 || promptsOptions.maxRunning > 4096)
+        return usage("--max-running must be in [1, 4096]");
+      if (promptsOptions.sequential)
+        return usage("give one of --max-running and --sequential");
+    }
   } else if (options.count("--prefix-cache") || options.count("--prefix-block") ||
-             options.count("--prefix-cache-mib") || cl.flags.count("--sequential")) {
-    return usage("--prefix-cache, --prefix-block, --prefix-cache-mib and --sequential go with "
-                 "--prompts");
+             options.count("--prefix-cache-mib") || cl.flags.count("--sequential") ||
+             options.count("--max-running")) {
+    return usage("--prefix-cache, --prefix-block, --prefix-cache-mib, --sequential and "
+                 "--max-running go with --prompts");
   }
 
   EngineOptions engineOptions;
