@@ -7,6 +7,7 @@
 #include "dsc/dsc.h"
 
 #include "dsc/runtime/Engine.h"
+#include "dsc/runtime/Scheduler.h"
 
 #include <algorithm>
 #include <cstring>
@@ -25,6 +26,9 @@ struct dsc_session {
 };
 struct dsc_snapshot {
   SessionSnapshot snapshot;
+};
+struct dsc_scheduler {
+  std::unique_ptr<Scheduler> scheduler;
 };
 
 namespace {
@@ -248,5 +252,93 @@ uint64_t dsc_snapshot_bytes(const dsc_snapshot *snapshot) {
 }
 
 void dsc_snapshot_destroy(dsc_snapshot *snapshot) { delete snapshot; }
+
+dsc_status dsc_scheduler_create(dsc_engine *engine, int64_t max_running, uint64_t memory_limit,
+                                dsc_scheduler **out) {
+  if (!engine || !out)
+    return invalid("dsc_scheduler_create: null argument");
+  return guarded([&] {
+    SchedulerOptions options;
+    options.maxRunning = max_running;
+    options.memoryLimit = memory_limit;
+    Expected<std::unique_ptr<Scheduler>> s = Scheduler::create(*engine->engine, options);
+    if (!s)
+      return fromStatus(s.status());
+    *out = new dsc_scheduler{std::move(s.value())};
+    return DSC_OK;
+  });
+}
+
+void dsc_scheduler_destroy(dsc_scheduler *scheduler) { delete scheduler; }
+
+dsc_status dsc_scheduler_submit(dsc_scheduler *scheduler, const int32_t *ids, size_t count,
+                                int64_t max_new_tokens, uint64_t *id) {
+  if (!scheduler || (!ids && count) || !id)
+    return invalid("dsc_scheduler_submit: null argument");
+  return guarded([&] {
+    // The size is checked before the copy: a count no plan holds is refused
+    // without reading the caller's buffer (issue 15).
+    const Plan &plan = scheduler->scheduler->engine().plan();
+    if (count > uint64_t(plan.model.maxSeqLen))
+      return fromStatus(invalidArgument("request: " + std::to_string(count) +
+                                        " prompt tokens exceed the plan's max_seq_len " +
+                                        std::to_string(plan.model.maxSeqLen)));
+    Expected<uint64_t> r = scheduler->scheduler->submit(
+        GenerationRequest{std::vector<int32_t>(ids, ids + count), max_new_tokens});
+    if (!r)
+      return fromStatus(r.status());
+    *id = *r;
+    return DSC_OK;
+  });
+}
+
+dsc_status dsc_scheduler_cancel(dsc_scheduler *scheduler, uint64_t id) {
+  if (!scheduler)
+    return invalid("dsc_scheduler_cancel: null argument");
+  return guarded([&] { return fromStatus(scheduler->scheduler->cancel(id)); });
+}
+
+dsc_status dsc_scheduler_step(dsc_scheduler *scheduler, int64_t *running, int64_t *queued) {
+  if (!scheduler)
+    return invalid("dsc_scheduler_step: null argument");
+  return guarded([&] {
+    Expected<Scheduler::StepReport> r = scheduler->scheduler->step();
+    if (!r)
+      return fromStatus(r.status());
+    if (running)
+      *running = r->running;
+    if (queued)
+      *queued = r->queued;
+    return DSC_OK;
+  });
+}
+
+dsc_status dsc_scheduler_result(dsc_scheduler *scheduler, uint64_t id, dsc_request_state *state,
+                                int32_t *out_ids, size_t capacity, size_t *count) {
+  if (!scheduler || !state || !count || (!out_ids && capacity))
+    return invalid("dsc_scheduler_result: null argument");
+  return guarded([&] {
+    Expected<GenerationResult> r = scheduler->scheduler->result(id);
+    if (!r)
+      return fromStatus(r.status());
+    if (r->outputIds.size() > capacity && out_ids)
+      return invalid("dsc_scheduler_result: the request has more tokens than the buffer holds");
+    *state = dsc_request_state(int(r->state));
+    *count = r->outputIds.size();
+    if (out_ids)
+      std::copy(r->outputIds.begin(), r->outputIds.end(), out_ids);
+    lastError = r->state == RequestState::Failed ? r->error.message() : "";
+    return DSC_OK;
+  });
+}
+
+dsc_status dsc_scheduler_release(dsc_scheduler *scheduler, uint64_t id) {
+  if (!scheduler)
+    return invalid("dsc_scheduler_release: null argument");
+  return guarded([&] {
+    Expected<GenerationResult> r = scheduler->scheduler->take(id);
+    return r ? DSC_OK : fromStatus(r.status());
+  });
+}
 
 } // extern "C"

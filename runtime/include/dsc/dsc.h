@@ -104,6 +104,42 @@ dsc_status dsc_session_prefill_from(dsc_session *session, const dsc_snapshot *pr
                                     size_t logits_capacity, size_t *rows);
 /** The fewest tokens dsc_session_prefill_from runs after a prefix. */
 int64_t dsc_session_min_prefix_tail(const dsc_session *session);
+
+/* Continuous batching (Scheduler.h): requests submitted from any thread,
+ * admitted between steps within max_running sessions (0: the plan's
+ * max_batch) and memory_limit bytes of session states (0: no limit), each
+ * step advancing every running request by one call (greedy tokens). */
+typedef struct dsc_scheduler dsc_scheduler;
+typedef enum dsc_request_state {
+  DSC_REQUEST_QUEUED = 0,
+  DSC_REQUEST_RUNNING = 1,
+  DSC_REQUEST_FINISHED = 2,
+  DSC_REQUEST_CANCELLED = 3,
+  DSC_REQUEST_FAILED = 4
+} dsc_request_state;
+dsc_status dsc_scheduler_create(dsc_engine *engine, int64_t max_running, uint64_t memory_limit,
+                                dsc_scheduler **out);
+/** The engine must outlive its schedulers. */
+void dsc_scheduler_destroy(dsc_scheduler *scheduler);
+/** Queues `count` prompt ids and `max_new_tokens`; *id names the request.
+ *  A bad request (no tokens, an id outside the vocabulary, too long) is
+ *  refused before it queues. */
+dsc_status dsc_scheduler_submit(dsc_scheduler *scheduler, const int32_t *ids, size_t count,
+                                int64_t max_new_tokens, uint64_t *id);
+/** Cancels a queued or running request (its tokens so far are kept). */
+dsc_status dsc_scheduler_cancel(dsc_scheduler *scheduler, uint64_t id);
+/** One round: admit, then one call per running request. *running and
+ *  *queued (either may be NULL): the counts after the step. */
+dsc_status dsc_scheduler_step(dsc_scheduler *scheduler, int64_t *running, int64_t *queued);
+/** A request's state and tokens so far: up to `capacity` ids into `out_ids`
+ *  (NULL with capacity 0 asks for the count only), their count into *count;
+ *  DSC_INVALID_ARGUMENT when they do not fit (nothing written then). A
+ *  failed request's error is dsc_last_error() after this call. Ended
+ *  requests are forgotten by dsc_scheduler_release. */
+dsc_status dsc_scheduler_result(dsc_scheduler *scheduler, uint64_t id, dsc_request_state *state,
+                                int32_t *out_ids, size_t capacity, size_t *count);
+/** Forgets an ended request (DSC_FAILED_PRECONDITION while it runs). */
+dsc_status dsc_scheduler_release(dsc_scheduler *scheduler, uint64_t id);
 /** Tokens of the prefix a snapshot holds, and its host bytes. */
 int64_t dsc_snapshot_tokens(const dsc_snapshot *snapshot);
 uint64_t dsc_snapshot_bytes(const dsc_snapshot *snapshot);

@@ -23,6 +23,24 @@ int main(void) {
   }
   if (dsc_session_create(NULL, NULL) != DSC_INVALID_ARGUMENT)
     return 1;
+  {
+    dsc_scheduler *scheduler = NULL;
+    uint64_t id = 0;
+    int32_t one = 1;
+    dsc_request_state state = DSC_REQUEST_QUEUED;
+    size_t count = 0;
+    if (dsc_scheduler_create(NULL, 0, 0, &scheduler) != DSC_INVALID_ARGUMENT ||
+        dsc_scheduler_submit(NULL, &one, 1, 1, &id) != DSC_INVALID_ARGUMENT ||
+        dsc_scheduler_step(NULL, NULL, NULL) != DSC_INVALID_ARGUMENT ||
+        dsc_scheduler_result(NULL, 1, &state, NULL, 0, &count) != DSC_INVALID_ARGUMENT ||
+        dsc_scheduler_cancel(NULL, 1) != DSC_INVALID_ARGUMENT ||
+        dsc_scheduler_release(NULL, 1) != DSC_INVALID_ARGUMENT ||
+        strstr(dsc_last_error(), "dsc_scheduler_release") == NULL) {
+      fprintf(stderr, "a null scheduler was not rejected\n");
+      return 1;
+    }
+    dsc_scheduler_destroy(NULL);
+  }
   size_t rows = 0;
   float logits[4];
   int32_t ids[2] = {1, 2};

@@ -21,6 +21,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -590,6 +592,59 @@ TEST_F(CApiTwoSessions, PrefillFromASnapshotEqualsTheColdPrefill) {
   EXPECT_THAT(dsc_last_error(), HasSubstr("dsc_session_prefill_from: null argument"));
   EXPECT_EQ(dsc_session_prefill_prefix(a, ids.data(), 20, nullptr), DSC_INVALID_ARGUMENT);
   dsc_snapshot_destroy(prefix);
+}
+
+// The scheduler through the C API: two requests run together, each gets the
+// greedy tokens a session of its own gives (the session calls above, written
+// out); a cancelled request keeps its tokens; bad calls are refused with
+// their reason and change nothing.
+TEST_F(CApiTwoSessions, SchedulerRunsRequestsTogether) {
+  dsc_scheduler *s = nullptr;
+  ASSERT_EQ(dsc_scheduler_create(engine, 2, 0, &s), DSC_OK) << dsc_last_error();
+  const std::vector<int32_t> p = cIds(engine, 9, 7, 3), q = cIds(engine, 13, 5, 1);
+  auto greedy = [&](dsc_session *session, const std::vector<int32_t> &prompt, int n) {
+    std::vector<float> l(la.size());
+    std::vector<int32_t> out;
+    EXPECT_EQ(dsc_session_prefill(session, prompt.data(), prompt.size(), l.data(), l.size(), &rows),
+              DSC_OK);
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(rows, 1u); // the last prompt token's (or the decoded one's) row
+      out.push_back(int32_t(std::max_element(l.begin(), l.end()) - l.begin()));
+      if (i + 1 < n)
+        EXPECT_EQ(dsc_session_decode(session, out.back(), l.data(), l.size(), &rows), DSC_OK);
+    }
+    return out;
+  };
+  uint64_t ip = 0, iq = 0, bad = 0;
+  ASSERT_EQ(dsc_scheduler_submit(s, p.data(), p.size(), 4, &ip), DSC_OK) << dsc_last_error();
+  ASSERT_EQ(dsc_scheduler_submit(s, q.data(), q.size(), 4, &iq), DSC_OK) << dsc_last_error();
+  EXPECT_EQ(dsc_scheduler_submit(s, p.data(), SIZE_MAX, 4, &bad), DSC_INVALID_ARGUMENT);
+  EXPECT_THAT(dsc_last_error(), HasSubstr("exceed the plan's max_seq_len"));
+  int64_t running = -1, queued = -1;
+  ASSERT_EQ(dsc_scheduler_step(s, &running, &queued), DSC_OK) << dsc_last_error();
+  EXPECT_EQ(running, 2);
+  EXPECT_EQ(queued, 0);
+  ASSERT_EQ(dsc_scheduler_cancel(s, iq), DSC_OK);
+  for (int i = 0; i < 8 && running > 0; ++i)
+    ASSERT_EQ(dsc_scheduler_step(s, &running, &queued), DSC_OK) << dsc_last_error();
+  EXPECT_EQ(running, 0);
+  dsc_request_state state = DSC_REQUEST_QUEUED;
+  std::vector<int32_t> got(8);
+  size_t count = 0;
+  EXPECT_EQ(dsc_scheduler_result(s, ip, &state, got.data(), 1, &count), DSC_INVALID_ARGUMENT)
+      << "four tokens do not fit one";
+  ASSERT_EQ(dsc_scheduler_result(s, ip, &state, got.data(), got.size(), &count), DSC_OK);
+  EXPECT_EQ(state, DSC_REQUEST_FINISHED);
+  got.resize(count);
+  EXPECT_EQ(got, greedy(a, p, 4));
+  ASSERT_EQ(dsc_scheduler_result(s, iq, &state, nullptr, 0, &count), DSC_OK);
+  EXPECT_EQ(state, DSC_REQUEST_CANCELLED);
+  EXPECT_EQ(count, 1u) << "the prefill's token, before the cancel";
+  EXPECT_EQ(dsc_scheduler_release(s, ip), DSC_OK);
+  EXPECT_EQ(dsc_scheduler_release(s, ip), DSC_NOT_FOUND);
+  EXPECT_EQ(dsc_scheduler_result(s, ip, &state, nullptr, 0, &count), DSC_NOT_FOUND);
+  dsc_scheduler_destroy(s);
+  EXPECT_EQ(dsc_scheduler_create(engine, -1, 0, &s), DSC_INVALID_ARGUMENT);
 }
 
 } // namespace

@@ -47,6 +47,7 @@ struct GenerationRequest {
   int64_t maxNewTokens = 0;
 };
 
+/// A request's life (the C API's dsc_request_state has the same values).
 enum class RequestState { Queued, Running, Finished, Cancelled, Failed };
 
 struct GenerationResult {
@@ -99,6 +100,7 @@ public:
   /// forgotten afterwards; FailedPrecondition while it is queued or running.
   Expected<GenerationResult> take(uint64_t id);
 
+  Engine &engine() const { return engine_; }
   int64_t maxRunning() const { return maxRunning_; }
   uint64_t sessionBytes() const { return sessionBytes_; }
 
