@@ -216,6 +216,43 @@ __device__ __forceinline__ long long rowStride() {
   return (long long)gridDim.x * (blockDim.x >> 5);
 }
 
+/// Work item `item` of the warp GEMVs' items (tileRows weight rows x 8
+/// activation rows x one of `splits` K ranges, lane_gemv.cuh and
+/// row_gemv.cuh): its split, K blocks [k0, k1) of kb, first weight row n0,
+/// first activation row m0 and row count (<= 8) of M.
+struct WarpItem {
+  long long split, k0, k1, n0, m0;
+  int rows;
+};
+__device__ __forceinline__ WarpItem warpItem(long long item, long long splits, long long kb,
+                                             long long M, long long tileRows) {
+  const long long mTiles = (M + 7) / 8, perSplit = (kb + splits - 1) / splits;
+  const long long tile = item / splits;
+  WarpItem it;
+  it.split = item - tile * splits;
+  it.k0 = it.split * perSplit < kb ? it.split * perSplit : kb;
+  it.k1 = it.k0 + perSplit < kb ? it.k0 + perSplit : kb;
+  it.n0 = (tile / mTiles) * tileRows;
+  it.m0 = (tile % mTiles) * 8;
+  it.rows = (int)(M - it.m0 < 8 ? M - it.m0 : 8);
+  return it;
+}
+/// Items of those GEMVs over W [N, .] and x [M, .].
+__device__ __forceinline__ long long warpItems(long long N, long long M, long long splits,
+                                               long long tileRows) {
+  return (N + tileRows - 1) / tileRows * ((M + 7) / 8) * splits;
+}
+/// Output (m, n) of split `split`: the fp32 partial [splits, M, N] (splits > 1)
+/// or y [M, N] as bf16.
+__device__ __forceinline__ void storeOutput(unsigned short *y, float *partial, long long splits,
+                                            long long split, long long M, long long N,
+                                            long long m, long long n, float v) {
+  if (splits > 1)
+    partial[(split * M + m) * N + n] = v;
+  else
+    y[m * N + n] = bf16FromFloat(v);
+}
+
 //===----------------------------------------------------------------------===//
 // Tensor-core tiles (blockMma: two f16 mma.sync m16n8k16 per 32-K block):
 // 16 weight rows x up to 8 activation rows, one 32-K scale block per fresh

@@ -292,34 +292,26 @@ __device__ void laneGemv(const unsigned short *x, const unsigned char *gCodes,
   const float *scales = act.scales;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const long long kb = K / 32, rowBytes = kFp4 ? K / 2 : K;
-  const long long nTiles = (N + kTileRows - 1) / kTileRows, mTiles = (M + 7) / 8;
-  const long long perSplit = (kb + splits - 1) / splits;
-  for (long long item = dsc_gemv::firstRow(); item < nTiles * mTiles * splits;
+  for (long long item = dsc_gemv::firstRow(); item < dsc_gemv::warpItems(N, M, splits, kTileRows);
        item += dsc_gemv::rowStride()) {
-    const long long tile = item / splits, split = item - tile * splits;
-    const long long k0 = split * perSplit < kb ? split * perSplit : kb;
-    const long long k1 = k0 + perSplit < kb ? k0 + perSplit : kb;
-    const long long n0 = (tile / mTiles) * kTileRows, m0 = (tile % mTiles) * 8;
-    const int rows = (int)(M - m0 < 8 ? M - m0 : 8);
+    const dsc_gemv::WarpItem wi = dsc_gemv::warpItem(item, splits, kb, M, kTileRows);
+    const long long n0 = wi.n0, m0 = wi.m0;
+    const int rows = wi.rows;
     auto clamp = [&](long long row) { return row < N ? row : N - 1; };
     const long long rg = clamp(n0 + g), ra = clamp(n0 + 2 * t), rb = clamp(n0 + 2 * t + 1);
     const unsigned char *wr = w + rg * rowBytes;
     const unsigned char *sa = wScale + (kFp4 ? ra : ra / 32) * kb;
     const unsigned char *sb = wScale + (kFp4 ? rb : rb / 32) * kb;
     float acc[1][8] = {{0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}};
-    laneDotsRows<kFp4, 1>(&wr, &sa, &sb, codes, scales, K, m0, rows, k0, k1, acc);
+    laneDotsRows<kFp4, 1>(&wr, &sa, &sb, codes, scales, K, m0, rows, wi.k0, wi.k1, acc);
     reduceResidues<8>(acc[0]);
     if (((lane >> 2) & 3) == 0) {
       const int r = lane >> 4;
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
         const long long m = m0 + 4 * (i / 4) + r + ((i & 2) ? 2 : 0), n = n0 + 2 * t + (i & 1);
-        if (m < m0 + rows && n < N) {
-          if (splits > 1)
-            partial[(split * M + m) * N + n] = acc[0][i];
-          else
-            y[m * N + n] = bf16FromFloat(acc[0][i]);
-        }
+        if (m < m0 + rows && n < N)
+          dsc_gemv::storeOutput(y, partial, splits, wi.split, M, N, m, n, acc[0][i]);
       }
     }
   }

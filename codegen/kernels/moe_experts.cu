@@ -435,6 +435,29 @@ __device__ __forceinline__ Item item(long long n, long long k, long long rowsOut
   it.valid = !it.routed || (it.x >= 0 && it.x < E);
   return it;
 }
+/// Every item of a step over T tokens (rowsOut output rows per slot) this
+/// warp takes, grid-strided: f(it) for a valid one, invalid(it) for a
+/// routed slot whose expert id is outside [0, E) (warp-uniform).
+template <class Invalid, class F>
+__device__ __forceinline__ void eachItem(long long T, long long k, long long rowsOut,
+                                         const int *ids, long long E, Invalid invalid, F f) {
+  const long long items = dsc::abi::moeLaneItems(T, k, rowsOut);
+  for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
+    const Item it = item(n, k, rowsOut, ids, E);
+    if (it.valid)
+      f(it);
+    else
+      invalid(it);
+  }
+}
+/// Zeroes an item's output rows of hs (lanes 0..7, one row per tile each).
+__device__ __forceinline__ void zeroItem(const Item &it, long long rowsOut, unsigned short *hs) {
+  constexpr long long kTile = dsc::abi::kLaneTileRows;
+  const int lane = threadIdx.x & 31, tiles = it.routed ? 2 : 1;
+  for (int q = 0; q < tiles; ++q)
+    if (lane < kTile && it.r0 + q * kTile + lane < rowsOut)
+      hs[it.r0 + q * kTile + lane] = 0;
+}
 /// Output row r (clamped to the last: computed, not written).
 __device__ __forceinline__ long long clampRow(long long r, long long rowsOut) {
   return r < rowsOut ? r : rowsOut - 1;
@@ -599,15 +622,13 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneUpWarps, dsc::abi::kMoe
   const dsc_rows::Acts a = dsc_rows::stageHalf(xq, gCodes, gScales, T, D, smem);
   const float lim = (float)p.swiglu_limit;
   constexpr long long kTile = dsc::abi::kLaneTileRows;
-  const long long kb = D / 32, items = dsc::abi::moeLaneItems(T, k, I);
-  for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
-    const dsc_moe_lanes::Item it = dsc_moe_lanes::item(n, k, I, ids, E);
-    unsigned short *hs = h + (it.t * (k + 1) + it.slot) * I;
+  const long long kb = D / 32;
+  auto hsOf = [&](dsc_moe_lanes::Item it) { return h + (it.t * (k + 1) + it.slot) * I; };
+  dsc_moe_lanes::eachItem(T, k, I, ids, E, [&](dsc_moe_lanes::Item it) {
+    dsc_moe_lanes::zeroItem(it, I, hsOf(it)); // an invalid slot contributes nothing
+  }, [&](dsc_moe_lanes::Item it) {
+    unsigned short *hs = hsOf(it);
     const int tiles = it.routed ? 2 : 1; // lane tiles of the item (warp-uniform)
-    if (!it.valid) { // an invalid slot contributes nothing (warp-uniform)
-      dsc_moe_rows::eachLaneRow(it, tiles, I, [&](int, long long row) { hs[row] = 0; });
-      continue;
-    }
     // acc[2q] / acc[2q + 1]: w1 / w3 of lane tile q.
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     if (it.routed) {
@@ -631,7 +652,7 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneUpWarps, dsc::abi::kMoe
       hs[row] = dsc_dense_moe::swiglu(roundToBf16(acc[2 * q]), roundToBf16(acc[2 * q + 1]), lim,
                                       it.routed, rw);
     });
-  }
+  });
 }
 
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneDownWarps,
@@ -641,11 +662,10 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneDownWarps,
   extern __shared__ __align__(16) unsigned char smem[];
   const dsc_rows::Acts a = dsc_rows::stageHalf(hq, gCodes, gScales, T * (k + 1), I, smem);
   constexpr long long kTile = dsc::abi::kLaneTileRows;
-  const long long kb = I / 32, items = dsc::abi::moeLaneItems(T, k, D);
-  for (long long n = dsc_gemv::firstRow(); n < items; n += dsc_gemv::rowStride()) {
-    const dsc_moe_lanes::Item it = dsc_moe_lanes::item(n, k, D, ids, E);
-    if (!it.valid)
-      continue; // warp-uniform; the combine step skips the slot
+  const long long kb = I / 32;
+  // An invalid slot: nothing (the combine step skips it).
+  dsc_moe_lanes::eachItem(T, k, D, ids, E, [](dsc_moe_lanes::Item) {},
+                          [&](dsc_moe_lanes::Item it) {
     const long long hrow = it.t * (k + 1) + it.slot;
     const int tiles = it.routed ? 2 : 1;
     float acc[2] = {0.0f, 0.0f};
@@ -666,7 +686,7 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneDownWarps,
     float *o = outs + hrow * D;
     dsc_moe_rows::eachLaneRow(it, tiles, D,
                               [&](int q, long long row) { o[row] = roundToBf16(acc[q]); });
-  }
+  });
 }
 
 //===----------------------------------------------------------------------===//

@@ -331,16 +331,12 @@ __device__ void rowGemv(const unsigned short *x, const unsigned char *gCodes, co
   const Acts a = stageHalf(x, gCodes, gScales, M, K, rowSmem);
   const int lane = threadIdx.x & 31, g = lane >> 2;
   const long long kb = K / 32, rowBytes = kFp4 ? K / 2 : K;
-  const long long nTiles = (N + kTileRows - 1) / kTileRows, mTiles = (M + 7) / 8;
-  const long long perSplit = (kb + splits - 1) / splits;
-  for (long long item = dsc_gemv::firstRow(); item < nTiles * mTiles * splits;
+  for (long long item = dsc_gemv::firstRow(); item < dsc_gemv::warpItems(N, M, splits, kTileRows);
        item += dsc_gemv::rowStride()) {
-    const long long tile = item / splits, split = item - tile * splits;
-    const long long k0 = split * perSplit < kb ? split * perSplit : kb;
-    const long long k1 = k0 + perSplit < kb ? k0 + perSplit : kb;
-    const long long n0 = (tile / mTiles) * kTileRows, m0 = (tile % mTiles) * 8;
-    const int rows = (int)(M - m0 < 8 ? M - m0 : 8);
-    const long long n = n0 + g, r = n < N ? n : N - 1;
+    const dsc_gemv::WarpItem wi = dsc_gemv::warpItem(item, splits, kb, M, kTileRows);
+    const long long k0 = wi.k0, k1 = wi.k1, m0 = wi.m0;
+    const int rows = wi.rows;
+    const long long n = wi.n0 + g, r = n < N ? n : N - 1;
     const unsigned char *wr = w + r * rowBytes, *sr = wScale + (kFp4 ? r : r / 32) * kb;
     float acc[1][8] = {{0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f}};
     if (rows == 1)
@@ -354,11 +350,7 @@ __device__ void rowGemv(const unsigned short *x, const unsigned char *gCodes, co
       for (int i = 0; i < 8; ++i) {
         if (i >= rows)
           break;
-        const long long m = m0 + i;
-        if (splits > 1)
-          partial[(split * M + m) * N + n] = acc[0][i];
-        else
-          y[m * N + n] = bf16FromFloat(acc[0][i]);
+        dsc_gemv::storeOutput(y, partial, splits, wi.split, M, N, m0 + i, n, acc[0][i]);
       }
   }
 }
