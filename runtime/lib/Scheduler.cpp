@@ -57,6 +57,9 @@ Expected<uint64_t> Scheduler::submit(GenerationRequest request) {
   if (request.maxNewTokens < 0)
     return invalidArgument("request: maxNewTokens is " + std::to_string(request.maxNewTokens) +
                            ", must be >= 0");
+  if (request.cachePrefix < 0 || request.cachePrefix > n)
+    return invalidArgument("request: cachePrefix is " + std::to_string(request.cachePrefix) +
+                           ", must be in [0, " + std::to_string(n) + "] (the prompt's tokens)");
   if (n > model.maxSeqLen || request.maxNewTokens > model.maxSeqLen - n)
     return invalidArgument("request: " + std::to_string(n) + " prompt + " +
                            std::to_string(request.maxNewTokens) +
@@ -132,7 +135,9 @@ Status Scheduler::prefill(Active &a, GenerationResult &r, int32_t &first) {
     const int64_t tail = s.minPrefixTail(), n = int64_t(ids.size());
     std::shared_ptr<const SessionSnapshot> hit = cache->lookup(ids, tail);
     const int64_t held = hit ? int64_t(hit->ids.size()) : 0;
-    const int64_t cut = cache->savePoint(n, tail);
+    int64_t cut = cache->savePoint(n, tail);
+    if (a.request.cachePrefix > 0)
+      cut = std::min(cut, a.request.cachePrefix / cache->blockTokens() * cache->blockTokens());
     r.prefixHitTokens = held;
     if (cut > held) { // serve and save the longer prefix on the way
       SessionSnapshot saved;

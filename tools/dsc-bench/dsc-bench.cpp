@@ -25,6 +25,12 @@
 // experts are read: the roofline's bytes; weight_bytes_per_step_min is the
 // one-row count: topk experts and one row's table lookups), plus the R
 // rows' KV reads.
+// --sessions B [--shared-prefix N] runs the serving mode instead
+// (tools/dsc-bench/Sessions.h): B requests of --prefill-len prompt tokens
+// (the first N shared) and --decode-steps new tokens through the runtime's
+// Scheduler, all running at once; the JSON's "serving" object has the run's
+// time, tokens per second, the decode steps' rows per second, time to first
+// token and the prefix cache's tokens.
 // --logits-out writes the timed sequence's logits, float32 [1 + M, vocab]
 // (the prefill's last row, then each decode step's), so that two kernel
 // variants can be compared byte for byte at released widths (cmp).
@@ -38,6 +44,7 @@
 #include "dsc/runtime/Backend.h"
 #include "dsc/runtime/Engine.h"
 #include "tools/common/CommandLine.h"
+#include "tools/dsc-bench/Sessions.h"
 #include "tools/common/CudaFlags.h"
 #include "dsc/runtime/PlanFile.h"
 #include "dsc/runtime/Npy.h"
@@ -68,7 +75,7 @@ int usage(const std::string &message) {
                "[--backend cpu|cuda]\n"
                "                 [--prefill-len N] [--decode-steps M] [--warmup K] "
                "[--json OUT.json] [--logits-out OUT.npy] [--decode-rows R] [--prefix-hit H]\n"
-               "                 [--list-bytes] [--bytes-only]\n"
+               "                 [--sessions B [--shared-prefix N]] [--list-bytes] [--bytes-only]\n"
                "                 %s\n",
                message.c_str(), dsc::tools::kCudaUsage);
   return 2;
@@ -267,7 +274,7 @@ static int runMain(int argc, char **argv) {
       argc, argv,
       dsc::tools::withOptions({"--weights", "--synthetic-weights", "--backend", "--prefill-len",
                                "--decode-steps", "--warmup", "--json", "--logits-out",
-                               "--decode-rows", "--prefix-hit"},
+                               "--decode-rows", "--prefix-hit", "--sessions", "--shared-prefix"},
                               dsc::tools::kCudaValuedOptions),
       dsc::tools::withOptions({"--list-bytes", "--bytes-only", "--help", "-h"},
                               dsc::tools::kCudaFlags));
@@ -301,9 +308,18 @@ static int runMain(int argc, char **argv) {
   uint64_t seed = uint64_t(count("--synthetic-weights", 1));
   int64_t rowsPerStep = count("--decode-rows", 1);
   const int64_t prefixHit = count("--prefix-hit", 0);
+  const int64_t sessions = count("--sessions", 0), sharedPrefix = count("--shared-prefix", 0);
   if (!ok)
-    return usage("--prefill-len, --decode-steps, --decode-rows, --prefix-hit, --warmup and "
-                 "--synthetic-weights take non-negative integers");
+    return usage("--prefill-len, --decode-steps, --decode-rows, --prefix-hit, --sessions, "
+                 "--shared-prefix, --warmup and --synthetic-weights take non-negative integers");
+  if (options.count("--sessions") &&
+      (sessions < 1 || sessions > 4096 || rowsPerStep != 1 || prefixHit ||
+       options.count("--logits-out")))
+    return usage("--sessions takes 1..4096 and goes without --decode-rows, --prefix-hit and "
+                 "--logits-out");
+  if (options.count("--shared-prefix") && (!options.count("--sessions") || sharedPrefix < 1 ||
+                                           sharedPrefix > count("--prefill-len", 128)))
+    return usage("--shared-prefix goes with --sessions and takes 1..--prefill-len tokens");
   if (rowsPerStep < 1)
     return usage("--decode-rows must be at least 1");
   if (prefillLen < 1)
@@ -397,6 +413,31 @@ static int runMain(int argc, char **argv) {
   std::vector<int32_t> ids(size_t(prefillLen + decodeSteps * rowsPerStep));
   for (size_t i = 0; i < ids.size(); ++i)
     ids[i] = syntheticId(i, plan.model.vocabSize);
+
+  if (sessions > 0) { // the serving mode (Sessions.h)
+    dsc::tools::SessionsBench sb;
+    sb.sessions = sessions;
+    sb.sharedPrefix = sharedPrefix;
+    sb.promptTokens = prefillLen;
+    sb.newTokens = decodeSteps;
+    const int64_t vocab = plan.model.vocabSize;
+    sb.id = [&](int64_t r, int64_t i) {
+      return syntheticId(uint64_t(i < sharedPrefix ? i : i + (r + 1) * 1000003), vocab);
+    };
+    Expected<std::string> result = dsc::tools::runSessionsBench(**engine, sb);
+    if (!result)
+      return fail(result.status().message());
+    const std::string json = "{\"plan\": " + jsonString(planPath) + ", \"device\": " +
+                             jsonString(deviceName) + ", \"serving\": " + *result + "}";
+    std::printf("%s\n", json.c_str());
+    if (options.count("--json")) {
+      std::ofstream out(options["--json"]);
+      out << json << "\n";
+      if (!out)
+        return fail(options["--json"] + ": cannot write");
+    }
+    return 0;
+  }
 
   std::unique_ptr<Session> session = (*engine)->newSession();
   int64_t nonFinite = 0, checked = 0;

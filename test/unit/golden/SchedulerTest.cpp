@@ -244,4 +244,32 @@ TEST(Scheduler, ThreadsSubmittingWhileOneStepsGetTheSerialTokens) {
   }
 }
 
+TEST(Scheduler, ACacheBreakpointLetsPromptsSharingOnlyItHit) {
+  auto engine = tiny6Engine();
+  ASSERT_TRUE(engine);
+  const std::vector<int32_t> ids = extendedGoldenIds(sharedPath("golden/tiny6"), 200, 1024);
+  // Two prompts of 200 tokens sharing their first 100 (a system prompt).
+  std::vector<int32_t> a(ids.begin(), ids.begin() + 200), b = a;
+  for (size_t i = 100; i < b.size(); ++i)
+    b[i] = (b[i] + 11) % 1024;
+  runtime::SnapshotCache cache(16, uint64_t(1) << 30);
+  const int64_t tail = engine->newSession()->minPrefixTail();
+  const int64_t expected = std::min<int64_t>(cache.savePoint(200, tail), 96);
+  ASSERT_GT(expected, 0) << "the plan leaves no room for a cached prefix";
+  runtime::SchedulerOptions o;
+  o.prefixCache = &cache;
+  auto s = runtime::Scheduler::create(*engine, o);
+  ASSERT_TRUE(s.hasValue());
+  EXPECT_EQ((*s)->submit({a, 2, 201}).status().message(),
+            "request: cachePrefix is 201, must be in [0, 200] (the prompt's tokens)");
+  const uint64_t ia = *(*s)->submit({a, 3, 100}), ib = *(*s)->submit({b, 3, 100});
+  drain(**s, 1);
+  auto ra = (*s)->take(ia), rb = (*s)->take(ib);
+  ASSERT_TRUE(ra && rb);
+  EXPECT_EQ(ra->prefixHitTokens, 0);
+  EXPECT_EQ(rb->prefixHitTokens, expected) << "b starts from a's states after the breakpoint";
+  EXPECT_EQ(ra->outputIds, alone(*engine, a, 3));
+  EXPECT_EQ(rb->outputIds, alone(*engine, b, 3));
+}
+
 } // namespace

@@ -45,6 +45,13 @@ namespace dsc::runtime {
 struct GenerationRequest {
   std::vector<int32_t> promptIds;
   int64_t maxNewTokens = 0;
+  /// A cache breakpoint: with a prefix cache, save the states after (at
+  /// most) this many prompt tokens, a shared system prompt's end, instead of
+  /// the cache's own save point (SnapshotCache::savePoint: the prompt's
+  /// last whole block), so that prompts sharing only that prefix hit. 0: the
+  /// cache's save point. Rounded down to the cache's blocks and never past
+  /// its save point.
+  int64_t cachePrefix = 0;
 };
 
 /// A request's life (the C API's dsc_request_state has the same values).
