@@ -231,6 +231,7 @@ TEST_F(KernelAbi, TemplateEntriesTakeTheirStructFirst) {
       {"dsc_moe_experts_up_fast", {layoutOf<dsc::abi::MoeExpertsParams>()}},
       {"dsc_moe_experts_up_fast_e4m3", {layoutOf<dsc::abi::MoeExpertsParams>()}},
       {"dsc_moe_experts_up_lanes", {layoutOf<dsc::abi::MoeExpertsParams>()}},
+      {"dsc_moe_experts_up_rows", {layoutOf<dsc::abi::MoeExpertsParams>()}},
       {"dsc_moe_experts_up_slots", {layoutOf<dsc::abi::MoeExpertsParams>()}},
       {"dsc_moe_experts_up_wg", {layoutOf<dsc::abi::MoeExpertsParams>()}},
       {"dsc_rms_norm_fast", {layoutOf<dsc::abi::RmsNormParams>()}},
