@@ -74,7 +74,8 @@ std::string sha256Hex(std::string_view data) {
   // Padding: 0x80, zeros, 64-bit big-endian bit length.
   unsigned char tail[128] = {};
   const size_t rest = n - 64 * full;
-  std::memcpy(tail, p + 64 * full, rest);
+  if (rest != 0) // an empty view may have no data (memcpy from null is UB, size 0 or not)
+    std::memcpy(tail, p + 64 * full, rest);
   tail[rest] = 0x80;
   const size_t tailLen = rest + 9 <= 64 ? 64 : 128;
   const uint64_t bits = uint64_t(n) * 8;

@@ -30,7 +30,7 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   "$cmake" -S "$repo" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DDSC_BUILD_COMPILER=OFF -DDSC_TINY6_CPU_PLAN_FILE="$plan" \
     -DCMAKE_C_FLAGS_RELEASE="$flags" -DCMAKE_CXX_FLAGS_RELEASE="$flags" \
-    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" \
+    -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined -Wl,--as-needed" \
     -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" >"$build.configure.log" 2>&1 ||
     { cat "$build.configure.log"; exit 1; }
 fi

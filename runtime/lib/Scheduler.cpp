@@ -117,10 +117,10 @@ void Scheduler::finish(Active &a, RequestState state, Status error) {
   a.session->reset();
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    GenerationResult &r = results_.at(a.id);
-    if (r.state != RequestState::Cancelled) { // a cancel wins over a late end
-      r.state = state;
-      r.error = std::move(error);
+    auto it = results_.find(a.id); // gone when a cancelled request's result was taken
+    if (it != results_.end() && it->second.state != RequestState::Cancelled) {
+      it->second.state = state; // (a cancel wins over a late end)
+      it->second.error = std::move(error);
     }
   }
   pool_.push_back(std::move(a.session));
@@ -160,12 +160,13 @@ Status Scheduler::prefill(Active &a, GenerationResult &r, int32_t &first) {
 }
 
 bool Scheduler::advance(Active &a, StepReport &report) {
-  GenerationResult snapshot;
+  bool cancelled = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    snapshot.state = results_.at(a.id).state;
+    auto it = results_.find(a.id); // gone: cancelled and taken meanwhile
+    cancelled = it == results_.end() || it->second.state == RequestState::Cancelled;
   }
-  if (snapshot.state == RequestState::Cancelled) {
+  if (cancelled) {
     finish(a, RequestState::Cancelled);
     return false;
   }
@@ -188,15 +189,18 @@ bool Scheduler::advance(Active &a, StepReport &report) {
     ++report.failed;
     return false;
   }
-  bool done = false;
+  bool done = true;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    GenerationResult &r = results_.at(a.id);
-    if (prefillInfo.prefixHitTokens)
-      r.prefixHitTokens = prefillInfo.prefixHitTokens;
-    if (int64_t(r.outputIds.size()) < a.request.maxNewTokens)
-      r.outputIds.push_back(token);
-    done = int64_t(r.outputIds.size()) >= a.request.maxNewTokens;
+    auto it = results_.find(a.id);
+    if (it != results_.end()) { // else cancelled and taken during the call
+      GenerationResult &r = it->second;
+      if (prefillInfo.prefixHitTokens)
+        r.prefixHitTokens = prefillInfo.prefixHitTokens;
+      if (int64_t(r.outputIds.size()) < a.request.maxNewTokens)
+        r.outputIds.push_back(token);
+      done = int64_t(r.outputIds.size()) >= a.request.maxNewTokens;
+    }
   }
   a.next = token;
   if (done) {

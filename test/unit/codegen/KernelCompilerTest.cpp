@@ -4,6 +4,7 @@
 // outputs, the cache (hits, keys, corrupted entries, concurrent publishers)
 // and the error path. Needs no GPU; skipped when NVRTC is not in the build.
 //===----------------------------------------------------------------------===//
+#include "codegen/KernelCache.h"
 #include "codegen/KernelCompiler.h"
 
 #include <gtest/gtest.h>
@@ -46,6 +47,17 @@ bool isElf(const std::vector<uint8_t> &b) {
 }
 
 } // namespace
+
+// The cache key's digest against FIPS 180-2's test vectors (the empty string
+// hashed a null view: UBSan found a memcpy from null in the padding).
+TEST(KernelCacheDigest, Sha256OfKnownVectors) {
+  using dsc::codegen::cache::sha256Hex;
+  EXPECT_EQ(sha256Hex(std::string_view()),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(sha256Hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(sha256Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
 
 TEST(KernelSources, SelftestIsEmbedded) {
   const auto names = kernelSourceNames();
