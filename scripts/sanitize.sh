@@ -26,16 +26,17 @@ ctest="${CTEST:-ctest}"
 flags="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
+mkdir -p "$build"
 if [ ! -f "$build/CMakeCache.txt" ]; then
   "$cmake" -S "$repo" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
     -DDSC_BUILD_COMPILER=OFF -DDSC_TINY6_CPU_PLAN_FILE="$plan" \
     -DCMAKE_C_FLAGS_RELEASE="$flags" -DCMAKE_CXX_FLAGS_RELEASE="$flags" \
     -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined -Wl,--as-needed" \
-    -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" >"$build.configure.log" 2>&1 ||
-    { cat "$build.configure.log"; exit 1; }
+    -DCMAKE_SHARED_LINKER_FLAGS="-fsanitize=address,undefined" >"$build/sanitize-configure.log" 2>&1 ||
+    { cat "$build/sanitize-configure.log"; exit 1; }
 fi
 echo "sanitize.sh: building in $build"
-"$cmake" --build "$build" -j"$jobs" >"$build.build.log" 2>&1 || { tail -40 "$build.build.log"; exit 1; }
+"$cmake" --build "$build" -j"$jobs" >"$build/sanitize-build.log" 2>&1 || { tail -40 "$build/sanitize-build.log"; exit 1; }
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:halt_on_error=1:detect_stack_use_after_return=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 echo "sanitize.sh: running the tests"
