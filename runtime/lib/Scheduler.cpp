@@ -11,17 +11,17 @@ namespace dsc::runtime {
 
 namespace {
 
-int32_t argmaxLast(const HostTensor &logits) {
-  const int64_t vocab = logits.dim(int64_t(logits.shape().size()) - 1);
-  const float *row = logits.data<float>() + (logits.numElements() - vocab);
-  return int32_t(std::max_element(row, row + vocab) - row);
-}
-
 bool ended(RequestState s) {
   return s == RequestState::Finished || s == RequestState::Cancelled || s == RequestState::Failed;
 }
 
 } // namespace
+
+int32_t greedyToken(const HostTensor &logits) {
+  const int64_t vocab = logits.dim(int64_t(logits.shape().size()) - 1);
+  const float *row = logits.data<float>() + (logits.numElements() - vocab);
+  return int32_t(std::max_element(row, row + vocab) - row);
+}
 
 Expected<std::unique_ptr<Scheduler>> Scheduler::create(Engine &engine, SchedulerOptions options) {
   if (options.maxRunning < 0)
@@ -155,7 +155,7 @@ Status Scheduler::prefill(Active &a, GenerationResult &r, int32_t &first) {
   }
   if (!logits)
     return logits.status();
-  first = argmaxLast(*logits);
+  first = greedyToken(*logits);
   return Status::ok();
 }
 
@@ -181,7 +181,7 @@ bool Scheduler::advance(Active &a, StepReport &report) {
     Expected<HostTensor> logits = a.session->decode(a.next);
     st = logits ? Status::ok() : logits.status();
     if (logits)
-      token = argmaxLast(*logits);
+      token = greedyToken(*logits);
     ++report.decoded;
   }
   if (!st) {

@@ -1,5 +1,6 @@
 //===- Sessions.cpp - dsc-bench --sessions (Sessions.h) -------------------===//
 #include "Sessions.h"
+#include "BenchJson.h"
 
 #include "dsc/runtime/Scheduler.h"
 #include "dsc/runtime/SnapshotCache.h"
@@ -16,15 +17,9 @@ using namespace dsc::runtime;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double msSince(Clock::time_point a) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - a).count();
-}
-std::string num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.6g", v);
-  return buf;
-}
+using bench::Clock;
+using bench::msSince;
+using bench::num;
 /// Cache blocks: the shared prefix is saved at a multiple of this.
 constexpr int64_t kCacheBlock = 16;
 

@@ -44,6 +44,7 @@
 #include "dsc/runtime/Backend.h"
 #include "dsc/runtime/Engine.h"
 #include "tools/common/CommandLine.h"
+#include "tools/dsc-bench/BenchJson.h"
 #include "tools/dsc-bench/Sessions.h"
 #include "tools/common/CudaFlags.h"
 #include "dsc/runtime/PlanFile.h"
@@ -66,7 +67,9 @@ using namespace dsc::runtime;
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using dsc::tools::bench::Clock;
+using dsc::tools::bench::num;
+using dsc::tools::bench::seconds;
 
 int usage(const std::string &message) {
   std::fprintf(stderr,
@@ -84,10 +87,6 @@ int usage(const std::string &message) {
 int fail(const std::string &message) {
   std::fprintf(stderr, "dsc-bench: error: %s\n", message.c_str());
   return 1;
-}
-
-double seconds(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double>(b - a).count();
 }
 
 uint64_t mix64(uint64_t x) {
@@ -113,14 +112,6 @@ std::string jsonString(const std::string &s) {
       out += c;
   }
   return out + "\"";
-}
-
-std::string num(double v) {
-  if (!std::isfinite(v))
-    return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.6g", v);
-  return buf;
 }
 
 int64_t tensorBytes(const TensorBinding &b) {

@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 #include "dsc/runtime/Conformance.h"
 #include "dsc/runtime/Engine.h"
+#include "dsc/runtime/Scheduler.h"
 #include "dsc/runtime/InputFile.h"
 #include "dsc/runtime/LaunchGraph.h"
 #include "dsc/runtime/MemoryPlan.h"
@@ -389,10 +390,6 @@ static int runMain(int argc, char **argv) {
     std::copy(src, src + row.dim(1), row.data<float>());
     return row;
   };
-  auto argmax = [](const HostTensor &row) {
-    const float *p = row.data<float>();
-    return int32_t(std::max_element(p, p + row.dim(1)) - p);
-  };
 
   Expected<HostTensor> logits = session->prefill(std::span<const int32_t>(ids->data(), prefillLen));
   if (!logits)
@@ -407,7 +404,7 @@ static int runMain(int argc, char **argv) {
   std::vector<int32_t> generated;
   for (int64_t step = 0; teacherForced ? prefillLen + step < int64_t(ids->size()) : step < newTokens;
        ++step) {
-    int32_t next = teacherForced ? (*ids)[prefillLen + step] : argmax(rows.back());
+    int32_t next = teacherForced ? (*ids)[prefillLen + step] : greedyToken(rows.back());
     if (!teacherForced)
       generated.push_back(next);
     logits = session->decode(next);

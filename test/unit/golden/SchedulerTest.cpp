@@ -87,6 +87,16 @@ void drain(runtime::Scheduler &s, int64_t maxRunning, int64_t *peak = nullptr) {
   EXPECT_TRUE(s.idle());
 }
 
+// The greedy rule, by hand: the last row decides, the lowest id wins a tie.
+TEST(Scheduler, GreedyTokenIsTheLastRowsArgmaxLowestIdOnTies) {
+  runtime::HostTensor logits(runtime::DType::F32, {2, 5});
+  const float values[10] = {9, 0, 0, 0, 0, /*last row*/ -1, 3, -2, 3, 1};
+  std::copy(values, values + 10, logits.data<float>());
+  EXPECT_EQ(runtime::greedyToken(logits), 1);
+  logits.data<float>()[9] = 4;
+  EXPECT_EQ(runtime::greedyToken(logits), 4);
+}
+
 TEST(Scheduler, RequestsRunningTogetherGetTheirAloneTokens) {
   auto engine = tiny6Engine();
   ASSERT_TRUE(engine);

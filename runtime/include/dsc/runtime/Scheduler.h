@@ -42,6 +42,10 @@
 
 namespace dsc::runtime {
 
+/// The greedy rule every generation path uses: the argmax of the last row of
+/// `logits` (F32, vocabulary last), the lowest id on ties.
+int32_t greedyToken(const HostTensor &logits);
+
 struct GenerationRequest {
   std::vector<int32_t> promptIds;
   int64_t maxNewTokens = 0;
