@@ -96,12 +96,15 @@ __device__ __forceinline__ unsigned dynamicSmemBytes() {
 /// halfBytes(M, K) of dynamic shared memory: x non-null: act_quant of x [M,
 /// K] (bit for bit gemv.cuh quantizeBlocks); else the global codes/scales
 /// widened. Without that memory: the global codes/scales as they are (x must
-/// then be null). Ends with a barrier when it staged; all threads of the
+/// then be null: a launch that breaks this traps rather than read null codes). Ends with a barrier when it staged; all threads of the
 /// block must call it.
 __device__ Acts stageHalf(const unsigned short *x, const unsigned char *gCodes,
                           const float *gScales, long long M, long long K, unsigned char *smem) {
-  if ((long long)dynamicSmemBytes() < halfBytes(M, K))
+  if ((long long)dynamicSmemBytes() < halfBytes(M, K)) {
+    if (x)
+      __trap(); // the host quantises in blocks only when the staging fits (GemvLaunch.h)
     return Acts{nullptr, gCodes, gScales};
+  }
   unsigned short *half = reinterpret_cast<unsigned short *>(smem);
   float *scales = reinterpret_cast<float *>(smem + M * K * 2);
   if (!x) {

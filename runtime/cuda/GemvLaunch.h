@@ -224,8 +224,17 @@ inline long long gemvFamilySplits(runtime::GemvKernels k, long long N, long long
 /// Whether `blocks` blocks should each act_quant all of [M, K] in shared
 /// memory (no extra launch) rather than read one global act_quant: only
 /// while the redundant work stays small (the bytes are the same either way).
+/// `stagedBytes`: what each block keeps in shared memory for it.
+inline bool stageInBlocks(long long blocks, long long M, long long K, size_t stagedBytes) {
+  return stagedBytes <= kSharedLimit && blocks * M * (K / 32) <= 16384;
+}
 inline bool quantizeInBlocks(long long blocks, long long M, long long K) {
-  return quantBytes(M, K) + kCombineBytes <= kSharedLimit && blocks * M * (K / 32) <= 16384;
+  return stageInBlocks(blocks, M, K, quantBytes(M, K) + kCombineBytes);
+}
+/// The row lanes' f16 staging of x [M, K] (row_gemv.cuh stageHalf): its
+/// bytes whenever they fit, else 0 (the lanes read x from global memory).
+inline size_t rowStagedBytes(long long M, long long K) {
+  return rowHalfBytes(M, K) <= kSharedLimit ? rowHalfBytes(M, K) : 0;
 }
 /// Whether a quantised GEMV launch of `grid` blocks of the family act_quants
 /// x [M, K] in its blocks (else a global act_quant runs first): the
@@ -235,7 +244,7 @@ inline bool gemvQuantInBlocks(runtime::GemvKernels k, long long grid, long long 
   if (k == runtime::GemvKernels::Warpgroups)
     return grid * (M < abi::kWgItemRows ? M : abi::kWgItemRows) * wgItemBlocks(K, splits) <= 16384;
   if (k == runtime::GemvKernels::Rows)
-    return rowHalfBytes(M, K) <= kSharedLimit && grid * M * (K / 32) <= 16384;
+    return stageInBlocks(grid, M, K, rowHalfBytes(M, K));
   return quantizeInBlocks(grid, M, K);
 }
 /// The dynamic shared memory of that launch.
@@ -244,7 +253,7 @@ inline size_t gemvLaunchSmem(runtime::GemvKernels k, bool shared, long long M, l
   if (k == runtime::GemvKernels::Warpgroups)
     return size_t(abi::wgSharedBytes(wgItemBlocks(K, splits), 1));
   if (k == runtime::GemvKernels::Rows) // staged f16 whenever it fits (row_gemv.cuh stageHalf)
-    return rowHalfBytes(M, K) <= kSharedLimit ? rowHalfBytes(M, K) : 0;
+    return rowStagedBytes(M, K);
   return (shared ? quantBytes(M, K) : 0) + kCombineBytes;
 }
 /// The same for a MoE up (mats 2) or down (mats 1) step of `slots` (token,
@@ -253,17 +262,17 @@ inline bool moeQuantInBlocks(runtime::GemvKernels k, long long slots, long long 
                              long long rows, long long K) {
   if (k == runtime::GemvKernels::Warpgroups)
     return slots * ceilDiv(rowsOut, abi::kWgTileRows) * (K / 32) <= 16384;
+  const long long blocks = tileGrid(slots * ceilDiv(rowsOut, 16)).x;
   if (k == runtime::GemvKernels::Rows) // f16 staging: the rows' own budget
-    return rowHalfBytes(rows, K) <= kSharedLimit &&
-           tileGrid(slots * ceilDiv(rowsOut, 16)).x * rows * (K / 32) <= 16384;
-  return quantizeInBlocks(tileGrid(slots * ceilDiv(rowsOut, 16)).x, rows, K);
+    return stageInBlocks(blocks, rows, K, rowHalfBytes(rows, K));
+  return quantizeInBlocks(blocks, rows, K);
 }
 inline size_t moeLaunchSmem(runtime::GemvKernels k, bool shared, long long rows, long long K,
                             int mats) {
   if (k == runtime::GemvKernels::Warpgroups)
     return size_t(abi::wgSharedBytes(K / 32, mats));
   if (k == runtime::GemvKernels::Rows) // staged f16 whenever it fits (row_gemv.cuh stageHalf)
-    return rowHalfBytes(rows, K) <= kSharedLimit ? rowHalfBytes(rows, K) : 0;
+    return rowStagedBytes(rows, K);
   return (shared ? quantBytes(rows, K) : 0) + kCombineBytes;
 }
 
