@@ -94,6 +94,11 @@ __device__ __forceinline__ uint4 loadStream16(const void *p) {
   return v;
 }
 
+/// Asks L2 for the line holding p (no register, no result: a hint).
+__device__ __forceinline__ void prefetchL2(const void *p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 /// act_quant of the 32-element blocks first, first + stride, ... < blocks of
 /// x (bf16, row-major [M, K] with K % 32 == 0, so block b is x[32b, 32b+32)),
 /// one warp per block (lane = element), warps numbered by the caller: E4M3

@@ -655,6 +655,12 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneUpWarps, dsc::abi::kMoe
   });
 }
 
+/// Whether the down step's row lanes load a step ahead (registers; the up
+/// step does): a compile-time knob for dsc-kernel-bench --define.
+#ifndef DSC_MOE_ROWS_DOWN_AHEAD
+#define DSC_MOE_ROWS_DOWN_AHEAD 0
+#endif
+
 DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneDownWarps,
                                   dsc::abi::kMoeLaneDownBlocksPerSm)
     dsc_moe_experts_down_rows(DSC_MOE_DOWN_PARAMS) {
@@ -674,12 +680,12 @@ DSC_KERNEL void __launch_bounds__(32 * dsc::abi::kMoeLaneDownWarps,
                       rb = e + dsc_moe_rows::laneRow(it.r0 + kTile, D);
       const unsigned char *wr[2] = {w2 + ra * (I / 2), w2 + rb * (I / 2)},
                           *sr[2] = {w2s + ra * kb, w2s + rb * kb};
-      dsc_rows::rowDots<true, 2, false>(wr, sr, a, I, hrow, 1, 0, kb,
+      dsc_rows::rowDots<true, 2, bool(DSC_MOE_ROWS_DOWN_AHEAD)>(wr, sr, a, I, hrow, 1, 0, kb,
                                          reinterpret_cast<float(*)[1]>(acc));
     } else {
       const long long r = dsc_moe_rows::laneRow(it.r0, D);
       const unsigned char *wr = s2 + r * I, *sr = s2s + (r / 32) * kb;
-      dsc_rows::rowDots<false, 1, false>(&wr, &sr, a, I, hrow, 1, 0, kb,
+      dsc_rows::rowDots<false, 1, bool(DSC_MOE_ROWS_DOWN_AHEAD)>(&wr, &sr, a, I, hrow, 1, 0, kb,
                                           reinterpret_cast<float(*)[1]>(acc));
     }
     dsc_rows::rowTotals<2>(acc);

@@ -58,6 +58,15 @@ namespace dsc_rows {
 constexpr int kTileRows = dsc::abi::kLaneTileRows;
 /// K blocks of one warp step (four lane groups x two blocks).
 constexpr int kStepBlocks = 8;
+/// Steps ahead of its loads that each lane asks L2 for its row's bytes
+/// (prefetch.global.L2, no register or shared memory held): more bytes in
+/// flight per warp than the one step its registers hold. 0: none. A
+/// compile-time knob (dsc-kernel-bench --define DSC_ROW_PREFETCH_STEPS=D);
+/// it changes no result bit (a prefetch only moves bytes into L2).
+#ifndef DSC_ROW_PREFETCH_STEPS
+#define DSC_ROW_PREFETCH_STEPS 0
+#endif
+constexpr int kPrefetchSteps = DSC_ROW_PREFETCH_STEPS;
 /// The FP4 decode's 2^-6 (numerics e2m1x8ToE4m3Scaled), carried back by
 /// the activation scale.
 constexpr float kFp4Unscale = kE2m1ToE4m3ScaledUnscale;
@@ -225,6 +234,19 @@ __device__ __forceinline__ void rowDots(const unsigned char *const *wRow,
         st[mat].s[b] = on ? __ldg(sRow[mat] + j) : (unsigned char)0;
       }
   };
+  // Lane (g, t) asks L2 for its own 16 or 32 bytes of step jq's row
+  // segment (the warp's four groups cover the segment's lines).
+  auto prefetch = [&](long long jq) {
+    const long long j = jq + 2 * t;
+    if (j < j1)
+#pragma unroll
+      for (int mat = 0; mat < kMats; ++mat)
+        dsc_gemv::prefetchL2(wRow[mat] + j * kBlockBytes);
+  };
+  if (kPrefetchSteps > 0)
+#pragma unroll
+    for (int d = 1; d < kPrefetchSteps; ++d)
+      prefetch(j0 + d * kStepBlocks);
   StepWeights<kFp4> cur[kMats], nxt[kMats];
   if (kAhead)
     load(j0, cur);
@@ -233,6 +255,8 @@ __device__ __forceinline__ void rowDots(const unsigned char *const *wRow,
   for (int i = 0; i < 16; ++i)
     act[i] = 0u;
   for (long long jq = j0; jq < j1; jq += kStepBlocks) {
+    if (kPrefetchSteps > 0)
+      prefetch(jq + kPrefetchSteps * kStepBlocks);
     if (kAhead)
       load(jq + kStepBlocks, nxt);
     else

@@ -63,6 +63,12 @@ public:
 
   const cuda::CudaDriver &driver() const { return device_.driver(); }
 
+  /// -D NAME=VALUE for every kernel compiled after this call (a kernel's
+  /// compile-time knobs; the content-keyed cache keys on them).
+  void setDefines(std::vector<std::pair<std::string, std::string>> defines) {
+    options_.defines = std::move(defines);
+  }
+
   /// Device copy of `bytes` bytes at `data` (null: zero-filled), complete on
   /// return (copied on the harness's stream, which is non-blocking: the
   /// legacy-stream cuMemcpyHtoD could still be in flight when a launch reads
@@ -172,7 +178,7 @@ private:
       return status_; // an upload failed: the operands are not there
     auto module = modules_.find(name);
     if (module == modules_.end()) {
-      auto compiled = codegen::compileKernel(name);
+      auto compiled = codegen::compileKernel(name, options_);
       if (!compiled)
         return compiled.status();
       cubins_[name] = compiled->cubin;
@@ -193,6 +199,7 @@ private:
   cuda::hal::Device device_;
   std::vector<cuda::hal::DeviceBuffer> buffers_;
   runtime::Status status_ = runtime::Status::ok();
+  codegen::KernelCompileOptions options_;
   std::map<std::string, std::vector<uint8_t>> cubins_;
   std::map<std::string, cuda::hal::Executable> modules_;
 };

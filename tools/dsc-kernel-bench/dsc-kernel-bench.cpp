@@ -14,6 +14,9 @@
 //     (codegen/kernels/stream_probe.cu: the GEMVs' weight access patterns,
 //     no arithmetic; bytes = ROWS * ROW_BYTES)
 //   dsc-kernel-bench chain --n LAUNCHES --k WIDTH [--pdl on|off]
+//   Every mode: [--define NAME=VALUE[,NAME=VALUE...]] compiles the kernels
+//   with those -D knobs (e.g. DSC_ROW_PREFETCH_STEPS=4, row_gemv.cuh), so
+//   one binary times a knob's settings side by side.
 //     (the floor of a dependent launch: LAUNCHES dsc_rms_norm_fast launches
 //     on one row of WIDTH bf16 in one graph, each reading what the one
 //     before wrote, as programmatic dependent launches or plain ones;
@@ -44,6 +47,7 @@
 #include "tools/common/KernelHarness.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <deque>
 #include <random>
@@ -63,7 +67,8 @@ constexpr const char *kUsage =
     "       dsc-kernel-bench moe-up|moe-down --m TOKENS --n INTER --k DIM [--topk K] [--gemv "
     "...]\n"
     "       dsc-kernel-bench stream --n ROWS --k ROW_BYTES --pattern 0..3 --depth 1|2|4|8|16\n"
-    "       dsc-kernel-bench chain --n LAUNCHES --k WIDTH [--pdl on|off]\n";
+    "       dsc-kernel-bench chain --n LAUNCHES --k WIDTH [--pdl on|off]\n"
+    "       every mode: [--define NAME=VALUE[,NAME=VALUE...]] (kernel compile-time knobs)\n";
 /// Bytes of weights one graph pass streams at least (2 x the H200's L2).
 constexpr long long kRotateBytes = 100ll << 20;
 
@@ -96,6 +101,37 @@ std::vector<uint16_t> randomBf16(size_t n, std::mt19937 &rng) {
   return v;
 }
 
+/// --define's knobs: NAME=VALUE pairs, comma-separated; NAME upper-case
+/// letters, digits and '_', VALUE letters, digits, '_' or '-'.
+std::vector<std::pair<std::string, std::string>> gDefines;
+std::string parseDefines(const std::string &text) {
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t end = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, end - at);
+    const size_t eq = item.find('=');
+    auto all = [](const std::string &v, auto ok) {
+      return !v.empty() && std::all_of(v.begin(), v.end(), ok);
+    };
+    const std::string name = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (eq == std::string::npos ||
+        !all(name, [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }) ||
+        !all(value, [](char c) { return std::isalnum((unsigned char)c) || c == '_' || c == '-'; }))
+      return "--define takes NAME=VALUE[,NAME=VALUE...] (NAME upper-case), got '" + item + "'";
+    gDefines.emplace_back(name, value);
+    at = end + 1;
+  }
+  return "";
+}
+
+/// The knobs as given (JSON-safe: parseDefines admits no quote).
+std::string definesText() {
+  std::string out;
+  for (const auto &[name, value] : gDefines)
+    out += (out.empty() ? "" : ",") + name + "=" + value;
+  return out;
+}
+
 /// Opens the GPU for launches and measures its copy bandwidth (every run's
 /// limit); returns why not, or "".
 std::string openDevice(std::unique_ptr<KernelHarness> &h, dsc::runtime::DeviceCopyBandwidth &copy) {
@@ -103,6 +139,7 @@ std::string openDevice(std::unique_ptr<KernelHarness> &h, dsc::runtime::DeviceCo
   h = KernelHarness::open(why);
   if (!h)
     return why;
+  h->setDefines(gDefines);
   auto bandwidth = dsc::runtime::measureDeviceCopyBandwidth();
   if (!bandwidth)
     return bandwidth.status().message();
@@ -206,9 +243,12 @@ int run(int argc, char **argv) {
   const CommandLine cl = parseCommandLine(
       argc, argv,
       {"--m", "--n", "--k", "--splits", "--gemv", "--graph-calls", "--replays", "--topk",
-       "--pattern", "--depth", "--pdl"});
+       "--pattern", "--depth", "--pdl", "--define"});
   if (!cl.error.empty())
     return usage(cl.error);
+  if (cl.has("--define"))
+    if (std::string e = parseDefines(cl.options.at("--define")); !e.empty())
+      return usage(e);
   const std::string kernel = cl.positional;
   const bool moe = kernel == "moe-up" || kernel == "moe-down";
   if (kernel != "linear-fp8" && kernel != "linear-fp4" && kernel != "stream" &&
@@ -385,10 +425,10 @@ int run(int argc, char **argv) {
       "{\"kernel\": \"%s\", \"entry\": \"%s\", \"device\": \"%s\", \"m\": %lld, \"n\": %lld, "
       "\"k\": %lld, \"splits\": %lld, \"grid\": %u, \"launches_per_call\": %zu, "
       "\"weight_copies\": %lld, \"us_per_call\": %.3f, \"bytes\": %lld, \"gbps\": %.1f, "
-      "\"copy_gbps\": %.1f, \"fraction_of_copy\": %.3f}\n",
+      "\"copy_gbps\": %.1f, \"fraction_of_copy\": %.3f, \"defines\": \"%s\"}\n",
       kernel.c_str(), entry.c_str(), bandwidth->device.c_str(), M, N, K, moe ? 1LL : splits, grid,
       steps.size() / size_t(copies), copies, perCall * 1e6, bytesPerCall, gbps, bandwidth->gbps,
-      gbps / bandwidth->gbps);
+      gbps / bandwidth->gbps, definesText().c_str());
   return 0;
 }
 
