@@ -14,6 +14,9 @@
 #   bench          bin/dsc-bench, rw6.dscp, rw6-full.dscp (--ced=full: M-row steps), tiny6-bench.dscp, tiny40-bench.dscp, golden/{tiny6,tiny40}/model,
 #                  refbench/ -> scripts/device-perf.sh DIR OUT (dsc-bench, the split attention, the peer)
 #                  and bin/libdsc-kernel-trace.so where built -> scripts/device-trace.sh DIR OUT
+#   decode         golden-tiny6 + bin/{dsc-bench,dsc-kernel-bench,test_cuda_kernels_gpu,libdsc-kernel-trace.so},
+#                  rw6.dscp, tiny6-bench.dscp -> scripts/device-gemv-rows.sh OUT DIR P REF,
+#                  scripts/device-ab-builds.sh OUT DIR [DIR2] (a build checked and timed in one call)
 #   odd            bin/dsc-bench, odd-4.dscp, odd-4-full.dscp -> scripts/device-fast-vs-cpu.sh DIR OUT
 #   kernels        bin/test_cuda_kernels_gpu (GPU kernel tests against the CPU reference:
 #                  test/unit/cuda/kernels), bin/dsc-kernel-bench (docs/bench.md)
@@ -59,6 +62,12 @@ case "$KIND" in
     cp $B/libdsc-kernel-trace.so "$DIR/bin/" 2>/dev/null || true ;;
   kernels)
     cp $B/tests/test_cuda_kernels_gpu $B/dsc-kernel-bench "$DIR/bin/" ;;
+  decode) golden tiny6
+    cp $B/dsc-bench $B/dsc-kernel-bench $B/tests/test_cuda_kernels_gpu "$DIR/bin/"
+    cp $B/libdsc-kernel-trace.so "$DIR/bin/" 2>/dev/null || true
+    $B/dsc-compile models/synthetic/released-widths-6.json -o "$DIR/rw6.dscp"
+    $B/dsc-compile $G6/config.json --engram-map $G6/engram_token_map.json -o "$DIR/tiny6-bench.dscp"
+    rm -f "$DIR/golden/tiny6/expected_short.safetensors" ;;
   odd)
     cp $B/dsc-bench "$DIR/bin/"
     $B/dsc-compile models/synthetic/odd-4.json -o "$DIR/odd-4.dscp"
@@ -78,7 +87,7 @@ head += b' ' * ((8 - len(head) % 8) % 8)
 open(sys.argv[2], 'wb').write(struct.pack('<Q', len(head)) + head + raw)
 PY
     ;;
-  *) echo "unknown kind '$KIND' (golden-tiny6, golden-tiny40, golden, bench, kernels, odd, prefill)" >&2; exit 2 ;;
+  *) echo "unknown kind '$KIND' (golden-tiny6, golden-tiny40, golden, bench, kernels, decode, odd, prefill)" >&2; exit 2 ;;
 esac
 # Plans travel xz-compressed (scripts/device-unpack.sh DIR restores them
 # there; the device scripts run it first).

@@ -93,7 +93,7 @@ public:
   /// CudaOptions::moeE4m3Mma: the MoE up/down tiles on the FP8 tensor cores.
   bool moeE4m3Mma = false;
   /// CudaOptions::gemv: the FP8/FP4 GEMV family (GemvLaunch.h gemvEntry).
-  runtime::GemvKernels gemv = runtime::GemvKernels::Lanes;
+  runtime::GemvKernels gemv = runtime::GemvKernels::Rows;
   /// CudaOptions::mhcOneLaunch: the native mhc_entry's decode kernel.
   bool mhcOneLaunch = true;
 

@@ -82,7 +82,7 @@ public:
   /// CudaOptions::attention (CudaLaunchContext)
   runtime::AttentionKernels attention = runtime::AttentionKernels::TensorCore;
   bool moeE4m3Mma = false;       ///< CudaOptions::moeE4m3Mma (CudaLaunchContext)
-  runtime::GemvKernels gemv = runtime::GemvKernels::Lanes; ///< CudaOptions::gemv (CudaLaunchContext)
+  runtime::GemvKernels gemv = runtime::GemvKernels::Rows; ///< CudaOptions::gemv (CudaLaunchContext)
   bool mhcOneLaunch = true; ///< CudaOptions::mhcOneLaunch (CudaLaunchContext)
   bool dependentLaunches = true; ///< CudaOptions::dependentLaunch
   static constexpr int kMaxStreams = 16; ///< CudaOptions::streams beyond this count as 16

@@ -19,7 +19,7 @@
 //   --cuda-gemv lanes|slots|tiles|wg|rows  the FP8/FP4 GEMV family:
 //                              lane-block tiles, block-slot tiles, gemv.cuh's
 //                              16-row tiles, the warpgroup (wgmma) tiles or the
-//                              row-lane tiles (row_gemv.cuh)
+//                              row-lane tiles (row_gemv.cuh, the default)
 //                              (CudaOptions::gemv)
 //   --cuda-pdl on|off          every kernel as a programmatic dependent launch
 //                              (CudaOptions::dependentLaunch)

@@ -185,11 +185,11 @@ TEST_F(CudaFlags, MoeMmaFlagSelectsE4m3) {
                   "--cuda-moe-mma takes f16 or e4m3, got 'fp4'");
 }
 
-/// --cuda-gemv picks CudaOptions::gemv; the lane-block tiles are the default.
+/// --cuda-gemv picks CudaOptions::gemv; the row lanes are the default.
 TEST_F(CudaFlags, GemvFlagSelectsTheFamily) {
   using dsc::runtime::GemvKernels;
   CommandLine cl;
-  EXPECT_EQ(apply(cl).gemv, GemvKernels::Lanes);
+  EXPECT_EQ(apply(cl).gemv, GemvKernels::Rows);
   const std::pair<const char *, GemvKernels> values[] = {
       {"lanes", GemvKernels::Lanes}, {"slots", GemvKernels::Slots}, {"tiles", GemvKernels::Tiles},
       {"wg", GemvKernels::Warpgroups}, {"rows", GemvKernels::Rows}};

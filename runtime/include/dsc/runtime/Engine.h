@@ -172,10 +172,13 @@ struct CudaOptions {
   /// them moeE4m3Mma); Warpgroups, the warpgroup tiles (codegen/kernels/
   /// wg_gemv.cuh: Hopper's native FP8 wgmma, 64 weight rows per warpgroup
   /// as its register A operand, the activations staged in shared memory;
-  /// the linear and MoE steps, the others run their lanes entries). All stay
-  /// inside the GPU gates; kept selectable for comparisons
+  /// the linear and MoE steps, the others run their lanes entries); Rows,
+  /// the default, the row-lane tiles (codegen/kernels/row_gemv.cuh: each
+  /// lane streams its own weight row as the f16 mma's A operand, the
+  /// activations staged once per block as f16; docs/perf.md session 21).
+  /// All stay inside the GPU gates; kept selectable for comparisons
   /// (`--cuda-gemv lanes|slots|tiles|wg|rows`).
-  GemvKernels gemv = GemvKernels::Lanes;
+  GemvKernels gemv = GemvKernels::Rows;
   /// Rows of at most abi::kMhcDecodeMaxRows (decode, M-row steps) run a fused
   /// `mhc_entry` group ([hc_post] hc_pre rms_norm) as one kernel,
   /// dsc_mhc_entry_decode_fast (codegen/kernels/mhc_entry.cu), instead of
