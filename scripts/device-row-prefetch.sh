@@ -5,7 +5,8 @@
 # rw6 and tiny6 decode alternating N4 with N0 and N8 (plans built with 0 and
 # 8: bin/dsc-bench, rw6.dscp, tiny6-bench.dscp), logits compared byte for
 # byte (a prefetch must not move a bit); dsc-kernel-bench lanes vs rows at
-# D = 0, 4, 8 (--define) and the MoE down a step ahead; the peer.
+# D = 0, 4, 8 (--define) and the MoE down a step ahead; the peer. TINY=1:
+# tiny6 in the A/B too; KERNEL_S: the kernel section's seconds (120).
 # usage: scripts/device-row-prefetch.sh OUT N4 N0 N8 REF
 set -u
 O=$1; N4=$2; N0=$3; N8=$4; REF=$5; H=$(cd "$(dirname "$0")" && pwd)
@@ -18,10 +19,12 @@ timeout 100 $N4/bin/test_cuda_kernels_gpu --gtest_filter='*MoeExperts*:*Quantize
 echo "== golden tiny6 (rows, D 4)"
 timeout 60 bash $H/device-golden.sh $N4 tiny6 expected 150 $O
 echo "== decode A/B"
-SKIP_KERNELS=1 ROUNDS=2 timeout 170 bash $H/device-ab-builds.sh $O/ab $N4 $N0 $N8 2>&1 |
+TINY=${TINY:-0} SKIP_KERNELS=1 ROUNDS=2 timeout 130 bash $H/device-ab-builds.sh $O/ab $N4 $N0 $N8 2>&1 |
   grep --line-buffered -v "^[0-9a-f]\{32\}"
 echo "== kernels (us per call, fraction of the copy bandwidth)"
-bench() { # label, args...
+SECONDS=0
+bench() { # label, args... (none once KERNEL_S seconds of this section are spent)
+  [ $SECONDS -lt ${KERNEL_S:-120} ] || { echo "$1 $*: skipped (time)"; return; }
   local label=$1; shift
   echo "$label $*: $(timeout 60 $N4/bin/dsc-kernel-bench "$@" 2>&1 | tail -1 | python3 -c 'import json,sys; t=sys.stdin.read()
 try:
@@ -40,5 +43,5 @@ for m in 2 4; do
   for g in lanes rows; do bench $g linear-fp8 --m $m --n 32768 --k 1280 --gemv $g; done
 done
 echo "== peer"
-timeout 120 python3 $REF/bench_ref.py --ref $REF --config models/synthetic/released-widths-6.json --device cuda \
+timeout 80 python3 $REF/bench_ref.py --ref $REF --config models/synthetic/released-widths-6.json --device cuda \
   --prefill-len 512 --decode-steps 32 --warmup 1 --seed 1 --gemm fused --out $O/peer.json 2>&1 | tail -2
