@@ -6,7 +6,8 @@
 # 8: bin/dsc-bench, rw6.dscp, tiny6-bench.dscp), logits compared byte for
 # byte (a prefetch must not move a bit); dsc-kernel-bench lanes vs rows at
 # D = 0, 4, 8 (--define) and the MoE down a step ahead; the peer. TINY=1:
-# tiny6 in the A/B too; KERNEL_S: the kernel section's seconds (120).
+# tiny6 in the A/B too; KERNEL_S: the kernel section's seconds (120); GOLDEN=0,
+# PEER=0: without the gate or the peer (a short call).
 # usage: scripts/device-row-prefetch.sh OUT N4 N0 N8 REF
 set -u
 O=$1; N4=$2; N0=$3; N8=$4; REF=$5; H=$(cd "$(dirname "$0")" && pwd)
@@ -16,8 +17,8 @@ for C in $N4 $N0 $N8; do bash $H/device-unpack.sh $C >/dev/null; done
 echo "== gpu tests (D 4)"
 timeout 100 $N4/bin/test_cuda_kernels_gpu --gtest_filter='*MoeExperts*:*QuantizedGemv*' 2>&1 |
   grep -E "^\[ *(FAILED|PASSED)|Failure|Expected|Which|error" | head -20
-echo "== golden tiny6 (rows, D 4)"
-timeout 60 bash $H/device-golden.sh $N4 tiny6 expected 150 $O
+[ "${GOLDEN:-1}" = 0 ] || { echo "== golden tiny6 (rows, D 4)"
+  timeout 60 bash $H/device-golden.sh $N4 tiny6 expected 150 $O; }
 echo "== decode A/B"
 TINY=${TINY:-0} SKIP_KERNELS=1 ROUNDS=2 timeout 130 bash $H/device-ab-builds.sh $O/ab $N4 $N0 $N8 2>&1 |
   grep --line-buffered -v "^[0-9a-f]\{32\}"
@@ -42,6 +43,7 @@ bench rows-p4-ahead moe-down --m 1 --n 2304 --k 5120 --topk 6 --gemv rows \
 for m in 2 4; do
   for g in lanes rows; do bench $g linear-fp8 --m $m --n 32768 --k 1280 --gemv $g; done
 done
+[ "${PEER:-1}" = 0 ] && exit 0
 echo "== peer"
 timeout 80 python3 $REF/bench_ref.py --ref $REF --config models/synthetic/released-widths-6.json --device cuda \
   --prefill-len 512 --decode-steps 32 --warmup 1 --seed 1 --gemm fused --out $O/peer.json 2>&1 | tail -2
