@@ -62,7 +62,9 @@ constexpr int kStepBlocks = 8;
 /// (prefetch.global.L2, no register or shared memory held): more bytes in
 /// flight per warp than the one step its registers hold. 0: none. A
 /// compile-time knob (dsc-kernel-bench --define DSC_ROW_PREFETCH_STEPS=D);
-/// it changes no result bit (a prefetch only moves bytes into L2).
+/// it changes no result bit (a prefetch only moves bytes into L2). Measured
+/// slower (H100, session 21, docs/perf.md): D = 4 / 8 cost the MoE up 4 / 11
+/// us of 55.6 and rw6 3-6% per step, so it stays off.
 #ifndef DSC_ROW_PREFETCH_STEPS
 #define DSC_ROW_PREFETCH_STEPS 0
 #endif
