@@ -60,6 +60,9 @@ struct Rel {
   const KernelSpec &k;
   const Plan &plan;
   const std::vector<OperandView> &in, &out;
+  /// The rows every call of the launch's program has (decode: 1), or 0 when
+  /// the call decides (prefill: kTokens is 1 .. the chunk).
+  int64_t fixedTokens = 0;
   std::string err;
 
   bool ok() const { return err.empty(); }
@@ -82,13 +85,26 @@ struct Rel {
   Dim O(size_t pos, int axis) const { return dim(true, pos, axis); }
   static Dim lit(int64_t v, std::string label) { return Dim{std::move(label), v, 0}; }
 
-  /// a == b where decidable: two fixed dims, or two symbolic ones.
+  /// a == b where decidable: two fixed dims, two symbolic ones, or a fixed
+  /// one and kTokens (equal only where every call has that many rows: a
+  /// fixed row count beside kTokens in prefill once let a consumer take
+  /// 1,000,002 rows from one operand and write them into a kTokens-row one,
+  /// and a width edited to kTokens passed the same way; dsc-plan-mutants).
   void eq(const Dim &a, const Dim &b) {
     if (!ok())
       return;
     const bool fa = a.value > 0, fb = b.value > 0;
-    if (fa != fb)
-      return; // fixed vs symbolic: depends on the call
+    if (fa != fb) {
+      const Dim &fixed = fa ? a : b, &symbolic = fa ? b : a;
+      if (symbolic.value == kTokens && fixed.value != fixedTokens)
+        fail(fixedTokens > 0
+                 ? fmt::format("{} is {}, expected {} (every call of this program has {} rows; {})",
+                               fixed.label, fixed.text(), fixedTokens, fixedTokens, symbolic.label)
+                 : fmt::format("{} is {} where {} is kTokens (the call's rows): both must be "
+                               "kTokens",
+                               fixed.label, fixed.text(), symbolic.label));
+      return; // fixed vs another symbol: depends on the call
+    }
     if (a.value != b.value || (!fa && a.value != kTokens && a.value != kReplayTokens && a.ratio != b.ratio))
       fail(fmt::format("{} is {}, expected {} ({})", a.label, a.text(), b.text(), b.label));
   }
@@ -162,8 +178,9 @@ struct Rel {
 using Ins = std::vector<OperandView>;
 /// A relation of kernel T: `p` is the launch's typed parameters.
 #define REL(NAME, T)                                                                      \
-  std::string NAME(const KernelSpec &k, const Plan &plan, const Ins &in, const Ins &out) { \
-    Rel r{k, plan, in, out, {}};                                                          \
+  std::string NAME(const KernelSpec &k, const Plan &plan, const Ins &in, const Ins &out,   \
+                   int64_t fixedTokens) {                                                 \
+    Rel r{k, plan, in, out, fixedTokens, {}};                                             \
     const abi::T *typed = k.as<abi::T>();                                                 \
     if (!typed)                                                                           \
       return "the kernel's parameters are not " #T;                                      \
@@ -797,6 +814,10 @@ std::string checkStateSlot(const ValueSlot &slot, const StateBuffer &state) {
   return "has an unknown state kind";
 }
 
+int64_t programFixedTokens(const Program &program) {
+  return program.name == "decode" ? 1 : 0; // Session::decode: one token per call
+}
+
 Status checkLaunchSignature(const Plan &plan, const Program &program, size_t launchIndex) {
   const Launch &l = program.launches[launchIndex];
   const KernelSpec &k = plan.kernels[static_cast<size_t>(l.kernel)];
@@ -848,7 +869,8 @@ Status checkLaunchSignature(const Plan &plan, const Program &program, size_t lau
     if (std::string bad = checkOperand("output", i, sig->outputs[i], outs[i]); !bad.empty())
       return invalidArgument(where + bad);
   if (sig->relations)
-    if (std::string bad = sig->relations(k, plan, ins, outs); !bad.empty())
+    if (std::string bad = sig->relations(k, plan, ins, outs, programFixedTokens(program));
+        !bad.empty())
       return invalidArgument(where + bad);
   return Status::ok();
 }

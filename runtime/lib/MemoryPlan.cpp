@@ -467,6 +467,16 @@ Status checkSessionMemory(const Plan &plan, uint64_t limit) {
   uint64_t peak = 0;
   for (const Program &p : plan.programs)
     peak = std::max({peak, p.peakBytes, p.peakBytesUntiled});
+  // The peaks the plan records are its writer's word; what the backends will
+  // allocate follows from the values' shapes, so those are planned here too
+  // (the longest prompt in the plan's chunks, decode at the last position):
+  // a value's shape edited to 2^31 rows once passed with the recorded peak
+  // and made the CPU backend ask for tens of GiB (dsc-plan-mutants).
+  Expected<PlanMemorySummary> computed = summarizePlanMemory(plan, -1, -1, /*rowTiles=*/false);
+  if (!computed)
+    return computed.status();
+  for (const PhaseMemory &phase : computed->phases)
+    peak = std::max(peak, phase.peakBytes);
   if (limit == 0) {
     const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
     limit = pages > 0 && pageSize > 0 ? uint64_t(pages) * uint64_t(pageSize) : UINT64_MAX;

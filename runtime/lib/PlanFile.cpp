@@ -730,6 +730,15 @@ Status checkProgram(const Plan &plan, size_t index) {
             "{}a Weight value needs a tensor; tensor index {} is out of range (the plan has "
             "{} tensors)",
             at, s.tensor, plan.tensors.size()));
+      // The kernels see the slot; the bytes are the tensor's. A slot
+      // re-pointed at another tensor once read an [8,128,128] I8 stack as a
+      // [256,256] BF16 matrix (issue 15; dsc-plan-mutants).
+      const TensorBinding &t = plan.tensors[static_cast<size_t>(s.tensor)];
+      if (s.dtype != t.dtype || s.shape != t.shape)
+        return invalidArgument(fmt::format(
+            "{}the slot is {} {} but its tensor {} '{}' is {} {} (a Weight value is its tensor)",
+            at, dtypeName(s.dtype), shapeString(s.shape), s.tensor, t.name, dtypeName(t.dtype),
+            shapeString(t.shape)));
     } else if (s.tensor != -1) {
       return invalidArgument(fmt::format("{}{} value names tensor {} (only Weight values do)",
                                          at, valueKindName(s.kind), s.tensor));
@@ -748,7 +757,16 @@ Status checkProgram(const Plan &plan, size_t index) {
                                          valueKindName(s.kind), s.state));
     }
     bool parametrised = false;
-    for (int64_t d : s.shape) {
+    for (size_t axis = 0; axis < s.shape.size(); ++axis) {
+      const int64_t d = s.shape[axis];
+      // Symbols are row counts: the leading dimension (kCompressedLength
+      // also the second, indexer scores [S, compressed length]). A width
+      // edited to kTokens once passed and overflowed rms_norm (dsc-plan-mutants).
+      if (isSymbolicDim(d) && axis > (d == kCompressedLength ? 1u : 0u))
+        return invalidArgument(fmt::format(
+            "{}shape {} has symbolic dimension {} at axis {}; symbolic dimensions are row counts "
+            "and lead the shape (kCompressedLength (-3) may also be the second)",
+            at, shapeString(s.shape), d, axis));
       if (d <= 0 && !isSymbolicDim(d))
         return invalidArgument(fmt::format(
             "{}shape {} has dimension {}; dimensions are positive or kTokens (-1), "

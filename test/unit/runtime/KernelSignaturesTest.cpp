@@ -124,6 +124,58 @@ TEST(KernelSignatures, ShapeRelation) {
                            "256 (input 1 dim 1)"));
 }
 
+// dsc-plan-mutants findings (issue 15): a fixed row count beside kTokens in
+// prefill (linear took 1,000,002 rows from its input and wrote them into a
+// kTokens-row output), and a width turned into kTokens (rms_norm overflowed).
+TEST(KernelSignatures, FixedRowsBesideTokensInPrefill) {
+  std::string m = rejects([](Plan &plan) {
+    Program &p = plan.programs[0];
+    ASSERT_EQ(p.name, "prefill");
+    p.values[size_t(p.launches[launchOf(plan, p, "rms_norm")].outputs[0])].shape[0] = 1000002;
+  });
+  EXPECT_THAT(m, HasSubstr("is 1000002 where"));
+  EXPECT_THAT(m, HasSubstr("is kTokens (the call's rows): both must be kTokens"));
+}
+
+// Every decode call has one row: there kTokens and 1 are the same rows.
+TEST(KernelSignatures, DecodeTakesOneForTokens) {
+  Plan plan = fixture();
+  Program &p = plan.programs[1];
+  ASSERT_EQ(p.name, "decode");
+  ValueSlot &v = p.values[size_t(p.launches[launchOf(plan, p, "hc_pre")].outputs[0])];
+  ASSERT_EQ(v.shape[0], 1);
+  v.shape[0] = kTokens;
+  Status s = verifyPlan(plan);
+  EXPECT_TRUE(s.isOk()) << s.message();
+}
+
+TEST(KernelSignatures, SymbolicWidthIsRejected) {
+  std::string m = rejects([](Plan &plan) {
+    Program &p = plan.programs[0];
+    p.values[size_t(p.launches[launchOf(plan, p, "rope")].outputs[0])].shape[1] = kTokens;
+  });
+  EXPECT_THAT(m, HasSubstr("has symbolic dimension -1 at axis 1; symbolic dimensions are row "
+                           "counts and lead the shape"));
+}
+
+// Issue 15's first example: a weight slot re-pointed at a tensor of
+// another shape and dtype (found again by dsc-plan-mutants).
+TEST(KernelSignatures, WeightSlotIsItsTensor) {
+  std::string m = rejects([](Plan &plan) {
+    Program &p = plan.programs[1];
+    const Launch &l = p.launches[launchOf(plan, p, "linear")];
+    ValueSlot &w = p.values[size_t(l.inputs[1])];
+    ASSERT_EQ(w.kind, ValueKind::Weight);
+    for (size_t t = 0; t < plan.tensors.size(); ++t)
+      if (plan.tensors[t].shape != w.shape) {
+        w.tensor = int64_t(t);
+        break;
+      }
+  });
+  EXPECT_THAT(m, HasSubstr("(a Weight value is its tensor)"));
+  EXPECT_THAT(m, HasSubstr("but its tensor"));
+}
+
 TEST(KernelSignatures, GroupsZero) {
   std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];

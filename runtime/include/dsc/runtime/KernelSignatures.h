@@ -16,9 +16,10 @@
 // Static checks only: dtypes, ranks, fixed dimensions, parameters, state
 // kinds and the dimensions shared between operands. A symbolic dimension
 // (kTokens, kCompressed*, kWindowRows) is compared with another symbolic one
-// (same symbol required where the adapter assumes equality) but not with a
-// fixed one; what depends on the call (the start position, the KV capacity
-// a call reaches) is checked per launch by the adapters.
+// (same symbol required where the adapter assumes equality); kTokens with a
+// fixed one by programFixedTokens; the other symbols not with fixed ones.
+// What depends on the call (the start position, the KV capacity a call
+// reaches) is checked per launch by the adapters.
 //===----------------------------------------------------------------------===//
 #ifndef DSC_RUNTIME_KERNELSIGNATURES_H
 #define DSC_RUNTIME_KERNELSIGNATURES_H
@@ -56,15 +57,22 @@ struct KernelSignature {
   std::vector<OperandSignature> outputs;
   bool variadicInputs = false;
   /// Shape relations and parameter ranges; returns "" or what is wrong.
+  /// fixedTokens: programFixedTokens of the launch's program.
   std::string (*relations)(const KernelSpec &, const Plan &,
                            const std::vector<OperandView> &inputs,
-                           const std::vector<OperandView> &outputs) = nullptr;
+                           const std::vector<OperandView> &outputs,
+                           int64_t fixedTokens) = nullptr;
 };
 
 /// The table (every kernel of docs/kernels.md).
 const std::vector<KernelSignature> &kernelSignatures();
 /// The signature of `name`, or null for a kernel outside the vocabulary.
 const KernelSignature *findKernelSignature(const std::string &name);
+
+/// The rows every call of `program` has: 1 for "decode" (Session::decode),
+/// 0 (the call decides) for the others. A fixed dimension the signature ties
+/// to a kTokens one must equal it (decode) or be kTokens too (the others).
+int64_t programFixedTokens(const Program &program);
 
 /// Checks launch `launchIndex` of `program` against its kernel's signature. A
 /// kernel outside the table passes (Backend::check rejects kernels a backend
