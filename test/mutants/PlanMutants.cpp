@@ -252,6 +252,10 @@ struct Options {
   bool verbose = false; ///< --only: the rejection's message, the child's output
 };
 
+/// Set by SIGINT/SIGTERM: the campaign stops after the current mutant.
+volatile std::sig_atomic_t gStop = 0;
+extern "C" void stopCampaign(int) { gStop = 1; }
+
 /// The child's work on an accepted plan; its exit code is the outcome.
 int runChild(Plan plan, const Options &o) {
   try {
@@ -413,10 +417,11 @@ int run(int argc, char **argv) {
   }
   const size_t fieldEdits = mutants.size();
   std::mt19937_64 rng{uint64_t(seed)};
-  if (sample >= 0 && size_t(sample) < mutants.size()) {
-    std::shuffle(mutants.begin(), mutants.end(), rng);
+  // A seeded order: any prefix of a campaign (stopped by SIGINT/SIGTERM: the
+  // summary then counts what ran) is a sample of the whole set.
+  std::shuffle(mutants.begin(), mutants.end(), rng);
+  if (sample >= 0 && size_t(sample) < mutants.size())
     mutants.resize(size_t(sample));
-  }
   if (cl.has("--only")) { // one mutant by its name, e.g. "programs[0].values[3].shape[0] = 0x0"
     const std::string only = cl.options.at("--only");
     std::erase_if(mutants, [&](const Mutant &m) { return m.what != only; });
@@ -448,7 +453,10 @@ int run(int argc, char **argv) {
   std::FILE *findings = cl.has("--findings") ? std::fopen(cl.options.at("--findings").c_str(), "w") : nullptr;
   long long counts[kOutcomes] = {};
   std::vector<uint8_t> bytes = plan;
-  for (size_t i = 0; i < mutants.size(); ++i) {
+  std::signal(SIGINT, stopCampaign);
+  std::signal(SIGTERM, stopCampaign);
+  size_t done = 0;
+  for (size_t i = 0; i < mutants.size() && !gStop; ++i, ++done) {
     const Mutant &m = mutants[i];
     uint64_t bits = m.bits;
     if (m.flip)
@@ -463,14 +471,19 @@ int run(int argc, char **argv) {
         std::fprintf(findings, "%s\t%s\n", kOutcomeNames[r], m.what.c_str());
       std::fflush(nullptr);
     }
-    if ((i + 1) % 5000 == 0)
-      std::fprintf(stderr, "dsc-plan-mutants: %zu of %zu\n", i + 1, mutants.size());
+    if ((i + 1) % 1000 == 0) {
+      std::fprintf(stderr, "dsc-plan-mutants: %zu of %zu:", i + 1, mutants.size());
+      for (int k = 0; k < kOutcomes; ++k)
+        std::fprintf(stderr, " %s %lld", kOutcomeNames[k], counts[k]);
+      std::fprintf(stderr, "\n");
+    }
   }
   if (findings)
     std::fclose(findings);
   std::printf("{\"plan\": \"%s\", \"sites\": %zu, \"field_edits\": %zu, \"byte_flips\": %lld, "
-              "\"mutants\": %zu",
-              cl.positional.c_str(), walker.sites.size(), fieldEdits, flips, mutants.size());
+              "\"mutants\": %zu, \"stopped_early\": %s",
+              cl.positional.c_str(), walker.sites.size(), fieldEdits, flips, done,
+              done < mutants.size() ? "true" : "false");
   long long bad = 0;
   for (int k = 0; k < kOutcomes; ++k) {
     std::printf(", \"%s\": %lld", kOutcomeNames[k], counts[k]);
