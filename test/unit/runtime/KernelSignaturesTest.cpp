@@ -176,6 +176,17 @@ TEST(KernelSignatures, WeightSlotIsItsTensor) {
   EXPECT_THAT(m, HasSubstr("but its tensor"));
 }
 
+// dsc-plan-mutants: a decode indexer_score output of [1, 2^31] allocated
+// 8 GB before its adapter refused the width.
+TEST(KernelSignatures, IndexerScoreWidthWithinTheKeys) {
+  std::string m = rejects([](Plan &plan) {
+    Program &p = plan.programs[1];
+    p.values[size_t(p.launches[launchOf(plan, p, "indexer_score")].outputs[0])].shape[1] =
+        kMaxDim;
+  });
+  EXPECT_THAT(m, HasSubstr("(indexer_score): output 0 dim 1 is 2147483648, more than the"));
+}
+
 TEST(KernelSignatures, GroupsZero) {
   std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];
