@@ -103,7 +103,14 @@ struct Rel {
                  : fmt::format("{} is {} where {} is kTokens (the call's rows): both must be "
                                "kTokens",
                                fixed.label, fixed.text(), symbolic.label));
-      return; // fixed vs another symbol: depends on the call
+      // Another symbol (compressed tokens, lengths, window rows, replay
+      // tokens) takes the call's value: never provably a fixed number. A
+      // decode top-k edited to kCompressedTokens rows (0 at that position)
+      // crashed the attention that read its one row (dsc-plan-mutants).
+      else if (symbolic.value != kTokens)
+        fail(fmt::format("{} is {} where {} is {} (set by each call): they must be equal",
+                         fixed.label, fixed.text(), symbolic.label, symbolic.text()));
+      return;
     }
     if (a.value != b.value || (!fa && a.value != kTokens && a.value != kReplayTokens && a.ratio != b.ratio))
       fail(fmt::format("{} is {}, expected {} ({})", a.label, a.text(), b.text(), b.label));

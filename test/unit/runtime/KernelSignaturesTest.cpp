@@ -187,6 +187,18 @@ TEST(KernelSignatures, IndexerScoreWidthWithinTheKeys) {
   EXPECT_THAT(m, HasSubstr("(indexer_score): output 0 dim 1 is 2147483648, more than the"));
 }
 
+// dsc-plan-mutants: a decode top-k edited to kCompressedTokens rows (0 at
+// that position) crashed the attention that read its one row.
+TEST(KernelSignatures, OtherSymbolsAreNotFixedRows) {
+  std::string m = rejects([](Plan &plan) {
+    Program &p = plan.programs[1];
+    ValueSlot &v = p.values[size_t(p.launches[launchOf(plan, p, "indexer_topk")].outputs[0])];
+    v.shape[0] = kCompressedTokens;
+    v.ratio = 4;
+  });
+  EXPECT_THAT(m, HasSubstr("(set by each call): they must be equal"));
+}
+
 TEST(KernelSignatures, GroupsZero) {
   std::string m = rejects([](Plan &plan) {
     Program &p = plan.programs[0];

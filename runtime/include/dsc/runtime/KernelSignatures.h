@@ -17,7 +17,7 @@
 // kinds and the dimensions shared between operands. A symbolic dimension
 // (kTokens, kCompressed*, kWindowRows) is compared with another symbolic one
 // (same symbol required where the adapter assumes equality); kTokens with a
-// fixed one by programFixedTokens; the other symbols not with fixed ones.
+// fixed one by programFixedTokens; any other symbol never equals a fixed one.
 // What depends on the call (the start position, the KV capacity a call
 // reaches) is checked per launch by the adapters.
 //===----------------------------------------------------------------------===//
