@@ -25,8 +25,8 @@ TINY=${TINY:-0} SKIP_KERNELS=1 ROUNDS=2 timeout 130 bash $H/device-ab-builds.sh 
 echo "== kernels (us per call, fraction of the copy bandwidth)"
 SECONDS=0
 bench() { # label, args... (none once KERNEL_S seconds of this section are spent)
-  [ $SECONDS -lt ${KERNEL_S:-120} ] || { echo "$1 $*: skipped (time)"; return; }
   local label=$1; shift
+  [ $SECONDS -lt ${KERNEL_S:-120} ] || { echo "$label $*: skipped (time)"; return; }
   echo "$label $*: $(timeout 60 $N4/bin/dsc-kernel-bench "$@" 2>&1 | tail -1 | python3 -c 'import json,sys; t=sys.stdin.read()
 try:
   d=json.loads(t); print(d["us_per_call"], "us", d["fraction_of_copy"], "grid", d.get("grid"))
